@@ -1,0 +1,3 @@
+"""autotune: a hardware-aware auto-tuner for speculative decoding of large language models."""
+
+__version__ = "0.1.0"

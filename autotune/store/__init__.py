@@ -1,0 +1,29 @@
+"""The profile database: schema (models), connection (database), migrations (migrate), queries (repository).
+
+This package imports no torch, optuna or engine code.
+"""
+
+from autotune.store.database import Database, default_database_url, resolve_database_url
+from autotune.store.migrate import SchemaStatus
+
+__all__ = ["Database", "SchemaStatus", "default_database_url", "open_database", "resolve_database_url"]
+
+
+def open_database(url: str | None = None, *, migrate: bool = True) -> Database:
+    """Open the database at ``url`` (see :func:`resolve_database_url`).
+
+    With ``migrate`` a database without our tables is created at the newest revision (zero
+    configuration); one at an older or unknown revision is refused with a DatabaseError before
+    anything is written. Without ``migrate`` (the ``db`` commands) the schema is left alone.
+    """
+    from autotune.store import database, migrate as migrations
+
+    resolved = resolve_database_url(url)
+    engine = database.create_db_engine(resolved, create_parent=resolved == default_database_url())
+    try:
+        if migrate:
+            migrations.ensure_schema(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Database(resolved, engine)

@@ -1,0 +1,232 @@
+"""The profile database schema: SQLAlchemy 2 typed ORM.
+
+Optuna's RDB storage lives in the same database and owns generic names (``studies``, ``trials``,
+``trial_params``, ``version_info``, ``alembic_version``, ...), so every table here carries the
+``autotune_`` prefix and our Alembic revision is kept in ``autotune_alembic_version``.
+
+Shape of the data::
+
+    hardware_profiles 1──* hardware_probes          (one machine kind, many probes of it)
+    model_artifacts   1──* tuning_studies (target)  (targets and drafts, by content fingerprint)
+    tuning_studies    1──* measurements             (one row per trial: configuration + figures)
+    tuning_studies    1──* deployment_profiles      (the winning configuration per study)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+TABLE_PREFIX = "autotune_"
+VERSION_TABLE = "autotune_alembic_version"
+
+# Explicit constraint names keep migrations identical on SQLite and PostgreSQL and make
+# `alembic check` stable.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> dt.datetime:
+    """The current time, timezone-aware UTC (what every timestamp column stores)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class Base(DeclarativeBase):
+    """Declarative base holding the metadata that Alembic compares against."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {
+        dict[str, Any]: JSON,
+        list[Any]: JSON,
+        dt.datetime: DateTime(timezone=True),
+    }
+
+
+class HardwareRecord(Base):
+    """One kind of machine, identified by a fingerprint of its hardware identity."""
+
+    __tablename__ = "autotune_hardware_profiles"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(255), index=True)
+    device_type: Mapped[str] = mapped_column(String(16))  # "cuda" | "cpu"
+    device_count: Mapped[int] = mapped_column(Integer)
+    memory_total_bytes: Mapped[int] = mapped_column(BigInteger)  # per device (RAM for CPU)
+    spec: Mapped[dict[str, Any]] = mapped_column(default=dict)  # static facts (driver, cores, ...)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    probes: Mapped[list[ProbeRecord]] = relationship(
+        back_populates="hardware", cascade="all, delete-orphan", order_by="ProbeRecord.id"
+    )
+
+
+class ProbeRecord(Base):
+    """The measured values of one probe run (values change between runs; identity does not)."""
+
+    __tablename__ = "autotune_hardware_probes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    hardware_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_hardware_profiles.id", ondelete="CASCADE"), index=True
+    )
+    method_version: Mapped[int] = mapped_column(Integer)
+    quick: Mapped[bool] = mapped_column(Boolean, default=False)
+    duration_s: Mapped[float] = mapped_column(Float)
+    # [{"name", "unit", "measured", "peak"}...]; the ratio is derived, never stored.
+    metrics: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    hardware: Mapped[HardwareRecord] = relationship(back_populates="probes")
+
+
+class ModelRecord(Base):
+    """A target or draft model, identified by a fingerprint of its weights and config."""
+
+    __tablename__ = "autotune_model_artifacts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(255), index=True)
+    role: Mapped[str] = mapped_column(String(16))  # "target" | "draft"
+    source: Mapped[str] = mapped_column(Text)  # path, or "builtin:<name>"
+    num_params: Mapped[int | None] = mapped_column(BigInteger)
+    num_mtp_modules: Mapped[int] = mapped_column(Integer, default=0)
+    vocab_size: Mapped[int | None] = mapped_column(Integer)
+    config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class StudyRecord(Base):
+    """One search: target, hardware, workload, objective and search space, plus its Optuna study."""
+
+    __tablename__ = "autotune_tuning_studies"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    optuna_study_name: Mapped[str] = mapped_column(String(255))
+    hardware_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_hardware_profiles.id"), index=True
+    )
+    target_model_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_model_artifacts.id"), index=True
+    )
+    engine: Mapped[str] = mapped_column(String(32))  # "embedded" | "trtllm"
+    objective: Mapped[str] = mapped_column(String(32))  # "throughput" | "pareto"
+    search_space: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    slo: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    workload_name: Mapped[str] = mapped_column(String(255))
+    workload_fingerprint: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column()
+
+    hardware: Mapped[HardwareRecord] = relationship()
+    target_model: Mapped[ModelRecord] = relationship()
+    measurements: Mapped[list[MeasurementRecord]] = relationship(
+        back_populates="study", cascade="all, delete-orphan", order_by="MeasurementRecord.id"
+    )
+
+
+class MeasurementRecord(Base):
+    """One trial: a configuration and what running it measured (or why it did not run)."""
+
+    __tablename__ = "autotune_measurements"
+    __table_args__ = (
+        UniqueConstraint("study_id", "trial_number", name="uq_autotune_measurements_trial"),
+        # The lookups issue 5's `profiles best` needs: by study and configuration.
+        Index("ix_autotune_measurements_config", "study_id", "method", "batch_size", "depth"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_tuning_studies.id", ondelete="CASCADE")
+    )
+    trial_number: Mapped[int] = mapped_column(Integer)  # Optuna's trial number (-1 for baselines)
+    method: Mapped[str] = mapped_column(String(16))
+    draft_model_id: Mapped[int | None] = mapped_column(
+        ForeignKey("autotune_model_artifacts.id"), index=True
+    )
+    depth: Mapped[int] = mapped_column(Integer)
+    batch_size: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))  # complete | failed | infeasible
+    reason: Mapped[str | None] = mapped_column(Text)
+    output_tokens_per_s: Mapped[float | None] = mapped_column(Float)
+    requests_per_s: Mapped[float | None] = mapped_column(Float)
+    ttft_ms_p50: Mapped[float | None] = mapped_column(Float)
+    ttft_ms_p90: Mapped[float | None] = mapped_column(Float)
+    ttft_ms_p99: Mapped[float | None] = mapped_column(Float)
+    tpot_ms_p50: Mapped[float | None] = mapped_column(Float)
+    tpot_ms_p90: Mapped[float | None] = mapped_column(Float)
+    tpot_ms_p99: Mapped[float | None] = mapped_column(Float)
+    acceptance_rate: Mapped[float | None] = mapped_column(Float)
+    acceptance_length: Mapped[float | None] = mapped_column(Float)
+    acceptance_per_position: Mapped[list[Any]] = mapped_column(default=list)
+    drafted_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    accepted_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    wall_s: Mapped[float | None] = mapped_column(Float)
+    speedup: Mapped[float | None] = mapped_column(Float)  # vs. the baseline at the same batch size
+    extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    study: Mapped[StudyRecord] = relationship(back_populates="measurements")
+    draft_model: Mapped[ModelRecord | None] = relationship()
+
+
+class DeploymentProfileRecord(Base):
+    """The configuration a study recommends, with its figures and the per-batch-size table."""
+
+    __tablename__ = "autotune_deployment_profiles"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_tuning_studies.id", ondelete="CASCADE"), index=True
+    )
+    hardware_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_hardware_profiles.id"), index=True
+    )
+    target_model_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_model_artifacts.id"), index=True
+    )
+    measurement_id: Mapped[int | None] = mapped_column(
+        ForeignKey("autotune_measurements.id", ondelete="SET NULL")
+    )
+    method: Mapped[str] = mapped_column(String(16), index=True)
+    draft_model_id: Mapped[int | None] = mapped_column(ForeignKey("autotune_model_artifacts.id"))
+    depth: Mapped[int] = mapped_column(Integer)
+    batch_size: Mapped[int] = mapped_column(Integer)
+    objective: Mapped[str] = mapped_column(String(32))
+    output_tokens_per_s: Mapped[float | None] = mapped_column(Float)
+    tpot_ms_p50: Mapped[float | None] = mapped_column(Float)
+    speedup: Mapped[float | None] = mapped_column(Float)
+    # [{"batch_size", "method", "depth", "output_tokens_per_s", "speedup"}...]
+    per_batch_size: Mapped[list[Any]] = mapped_column(default=list)
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)
+
+    study: Mapped[StudyRecord] = relationship()
+    hardware: Mapped[HardwareRecord] = relationship()
+    target_model: Mapped[ModelRecord] = relationship(foreign_keys=[target_model_id])
+    draft_model: Mapped[ModelRecord | None] = relationship(foreign_keys=[draft_model_id])

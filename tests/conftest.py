@@ -1,0 +1,64 @@
+"""Shared fixtures: isolated data directories and real databases (SQLite files, local PostgreSQL).
+
+PostgreSQL tests run when ``AUTOTUNE_TEST_POSTGRES_URL`` names a server (CI and README's test
+command set it); they then FAIL, not skip, if the server cannot be reached. Each test gets a
+database of its own, created and dropped around it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+POSTGRES_ENV = "AUTOTUNE_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never touch the developer's real database: the default one lives in a temporary folder."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    monkeypatch.delenv("AUTOTUNE_DB_URL", raising=False)
+    monkeypatch.delenv("AUTOTUNE_DEBUG", raising=False)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'autotune.db'}"
+
+
+def _postgres_admin_url() -> str:
+    server = os.environ.get(POSTGRES_ENV)
+    if not server:
+        pytest.skip(f"PostgreSQL tests need {POSTGRES_ENV} (CI sets it)")
+    return server
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test."""
+    admin_url = make_url(_postgres_admin_url()).set(drivername="postgresql+psycopg")
+    name = f"autotune_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # a configured server must be reachable: fail, never skip
+        admin.dispose()
+        pytest.fail(f"{POSTGRES_ENV}={os.environ[POSTGRES_ENV]} is set but unusable: {exc}")
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Every storage test runs on both backends."""
+    return request.getfixturevalue(f"{request.param}_url")
