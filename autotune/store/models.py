@@ -172,7 +172,7 @@ class MeasurementRecord(Base):
     batch_size: Mapped[int] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(16))  # complete | failed | infeasible
     reason: Mapped[str | None] = mapped_column(Text)
-    output_tokens_per_s: Mapped[float | None] = mapped_column(Float)
+    tokens_per_s: Mapped[float | None] = mapped_column(Float)
     requests_per_s: Mapped[float | None] = mapped_column(Float)
     ttft_ms_p50: Mapped[float | None] = mapped_column(Float)
     ttft_ms_p90: Mapped[float | None] = mapped_column(Float)
@@ -182,11 +182,11 @@ class MeasurementRecord(Base):
     tpot_ms_p99: Mapped[float | None] = mapped_column(Float)
     acceptance_rate: Mapped[float | None] = mapped_column(Float)
     acceptance_length: Mapped[float | None] = mapped_column(Float)
-    acceptance_per_position: Mapped[list[Any]] = mapped_column(default=list)
+    acceptance_by_position: Mapped[list[Any]] = mapped_column(default=list)
     drafted_tokens: Mapped[int | None] = mapped_column(BigInteger)
     accepted_tokens: Mapped[int | None] = mapped_column(BigInteger)
     peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    wall_s: Mapped[float | None] = mapped_column(Float)
+    wall_time_s: Mapped[float | None] = mapped_column(Float)
     speedup: Mapped[float | None] = mapped_column(Float)  # vs. the baseline at the same batch size
     extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
@@ -218,10 +218,10 @@ class DeploymentProfileRecord(Base):
     depth: Mapped[int] = mapped_column(Integer)
     batch_size: Mapped[int] = mapped_column(Integer)
     objective: Mapped[str] = mapped_column(String(32))
-    output_tokens_per_s: Mapped[float | None] = mapped_column(Float)
+    tokens_per_s: Mapped[float | None] = mapped_column(Float)
     tpot_ms_p50: Mapped[float | None] = mapped_column(Float)
     speedup: Mapped[float | None] = mapped_column(Float)
-    # [{"batch_size", "method", "depth", "output_tokens_per_s", "speedup"}...]
+    # [{"batch_size", "method", "depth", "tokens_per_s", "speedup"}...]
     per_batch_size: Mapped[list[Any]] = mapped_column(default=list)
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)

@@ -53,7 +53,7 @@ def test_study_measurement_and_profile_roundtrip(db_url: str) -> None:
                                 workload_name="builtin", workload_fingerprint="w" * 64)
             measurement = MeasurementRecord(
                 study=study, trial_number=0, method="draft", draft_model=draft, depth=4, batch_size=2,
-                state="complete", output_tokens_per_s=123.5, acceptance_per_position=[0.9, 0.7, 0.5, 0.3],
+                state="complete", tokens_per_s=123.5, acceptance_by_position=[0.9, 0.7, 0.5, 0.3],
                 drafted_tokens=400, accepted_tokens=240, speedup=1.4,
             )
             session.add_all([study, measurement])
@@ -61,14 +61,14 @@ def test_study_measurement_and_profile_roundtrip(db_url: str) -> None:
             session.add(DeploymentProfileRecord(
                 study=study, hardware=hardware, target_model=target, measurement_id=measurement.id,
                 method="draft", draft_model=draft, depth=4, batch_size=2, objective="throughput",
-                output_tokens_per_s=123.5, speedup=1.4,
+                tokens_per_s=123.5, speedup=1.4,
                 per_batch_size=[{"batch_size": 2, "method": "draft", "depth": 4, "speedup": 1.4}],
             ))
         with db.session() as session:
             study = session.query(StudyRecord).one()
             (measurement,) = study.measurements
             assert measurement.draft_model.name == "draft"
-            assert measurement.acceptance_per_position == [0.9, 0.7, 0.5, 0.3]
+            assert measurement.acceptance_by_position == [0.9, 0.7, 0.5, 0.3]
             profile = session.query(DeploymentProfileRecord).one()
             assert profile.target_model.num_mtp_modules == 2
             assert profile.per_batch_size[0]["depth"] == 4

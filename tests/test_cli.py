@@ -1,0 +1,110 @@
+"""Every CLI command through click's CliRunner: help, --db, --json, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import create_engine, text
+
+from autotune.cli import cli
+from autotune.store.models import VERSION_TABLE
+
+# Commands that run without the profile database (no --db option).
+NO_DB_COMMANDS: set[str] = set()
+
+
+def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
+    found = []
+    for name, command in group.commands.items():
+        path = (*prefix, name)
+        if isinstance(command, click.Group):
+            found += [(path, command)] + all_commands(command, path)
+        else:
+            found.append((path, command))
+    return found
+
+
+def run(*args: str, **kwargs) -> "click.testing.Result":
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False, **kwargs)
+
+
+@pytest.mark.parametrize("path", [p for p, _ in all_commands()], ids=" ".join)
+def test_every_command_has_help_with_an_example(path: tuple[str, ...]) -> None:
+    command = dict(all_commands())[path]
+    assert command.help and len(command.help.strip()) > 20, f"{' '.join(path)} has no help text"
+    result = run(*path, "--help")
+    assert result.exit_code == 0
+    assert "Example" in result.output, f"autotune {' '.join(path)} --help shows no example"
+
+
+@pytest.mark.parametrize("path", [p for p, c in all_commands() if not isinstance(c, click.Group)], ids=" ".join)
+def test_every_command_takes_db_and_debug(path: tuple[str, ...]) -> None:
+    options = {opt for param in dict(all_commands())[path].params for opt in param.opts}
+    assert "--debug" in options
+    if " ".join(path) not in NO_DB_COMMANDS:
+        assert "--db" in options
+
+
+def test_db_current_upgrade_downgrade(db_url: str) -> None:
+    result = run("db", "current", "--db", db_url, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["current"] is None
+    assert "at head" in run("db", "upgrade", "--db", db_url).output
+    status = json.loads(run("db", "current", "--db", db_url, "--json").output)
+    assert status["is_head"] and status["current"] == status["head"]
+    result = run("db", "downgrade", "base", "--db", db_url)
+    assert result.exit_code == 0 and "empty" in result.output
+
+
+def test_db_url_from_environment(sqlite_url: str) -> None:
+    run("db", "upgrade", env={"AUTOTUNE_DB_URL": sqlite_url})
+    assert "at head" in run("db", "current", env={"AUTOTUNE_DB_URL": sqlite_url}).output
+
+
+def assert_one_line_error(result, fragment: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert fragment in lines[0]
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("db", "current", "--db", "::not a url::"), "malformed database URL"),
+        (("db", "current", "--db", "postgresql://nobody@127.0.0.1:1/x"), "cannot connect"),
+        (("db", "downgrade", "nope"), "Can't locate revision"),
+        (("db", "frobnicate"), "No such command"),
+        (("probe", "--device", "tpu"), "Invalid value"),
+        (("--no-such-flag",), "No such option"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], fragment: str) -> None:
+    assert_one_line_error(run(*args), fragment)
+
+
+def test_newer_database_is_refused_and_untouched(sqlite_url: str) -> None:
+    run("db", "upgrade", "--db", sqlite_url)
+    engine = create_engine(sqlite_url)
+    with engine.begin() as connection:
+        connection.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = 'ffff_future'"))
+    for args in (("db", "upgrade"), ("db", "downgrade", "base"), ("probe", "--quick")):
+        assert_one_line_error(run(*args, "--db", sqlite_url), "unknown to this autotune")
+    with engine.connect() as connection:
+        assert connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar() == "ffff_future"
+        assert connection.execute(text("SELECT count(*) FROM autotune_hardware_probes")).scalar() == 0
+    engine.dispose()
+
+
+def test_debug_shows_the_traceback() -> None:
+    result = CliRunner().invoke(cli, ["db", "current", "--db", "::bad::", "--debug"])
+    assert result.exit_code != 0
+    assert result.exc_info is not None and type(result.exception).__name__ == "DatabaseError"
+
+
+def test_version() -> None:
+    assert run("--version").output.startswith("autotune, version")
