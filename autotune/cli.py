@@ -147,8 +147,8 @@ def cli() -> None:
 
 @command(cli, "probe")
 @click.option("--quick", is_flag=True, help="Faster, rougher measurements (about a second).")
-@click.option("--device", type=click.Choice(["auto", "cpu"]), default="auto", show_default=True,
-              help="'auto' probes NVIDIA GPUs when present, else the CPU; 'cpu' forces the CPU.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="'auto' probes NVIDIA GPUs when present, else the CPU; 'cpu' forces the CPU; 'cuda' requires a GPU.")
 @click.option("--no-store", is_flag=True, help="Measure and print, but do not write to the database.")
 @json_option
 def probe_command(db_url: str | None, quick: bool, device: str, no_store: bool, as_json: bool) -> None:

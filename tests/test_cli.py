@@ -108,3 +108,44 @@ def test_debug_shows_the_traceback() -> None:
 
 def test_version() -> None:
     assert run("--version").output.startswith("autotune, version")
+
+
+def count_probes(url: str) -> int:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(text("SELECT count(*) FROM autotune_hardware_probes")).scalar()
+    finally:
+        engine.dispose()
+
+
+def test_probe_prints_a_table_and_stores_a_row(sqlite_url: str) -> None:
+    result = run("probe", "--quick", "--db", sqlite_url)
+    assert result.exit_code == 0, result.output
+    assert "matmul_fp32_gflops" in result.output and "stored as probe 1" in result.output
+    assert count_probes(sqlite_url) == 1
+
+
+def test_probe_json_is_valid_and_stored_under_the_same_fingerprint(sqlite_url: str) -> None:
+    first = json.loads(run("probe", "--quick", "--json", "--db", sqlite_url).output)
+    second = json.loads(run("probe", "--quick", "--json", "--db", sqlite_url).output)
+    assert first["fingerprint"] == second["fingerprint"]
+    assert first["hardware_id"] == second["hardware_id"] and second["probe_id"] == first["probe_id"] + 1
+    assert {m["name"] for m in first["metrics"]} >= {"memory_bw_gbps", "matmul_fp32_gflops"}
+
+
+def test_probe_zero_configuration_uses_the_default_database() -> None:
+    from autotune.store import default_database_url
+
+    assert run("probe", "--quick").exit_code == 0
+    assert count_probes(default_database_url()) == 1
+
+
+def test_probe_no_store_writes_nothing(sqlite_url: str) -> None:
+    run("db", "upgrade", "--db", sqlite_url)
+    assert run("probe", "--quick", "--no-store", "--db", sqlite_url).exit_code == 0
+    assert count_probes(sqlite_url) == 0
+
+
+def test_probe_cuda_without_gpu_is_one_line() -> None:
+    assert_one_line_error(run("probe", "--device", "cuda", "--no-store"), "GPU")

@@ -1,0 +1,10 @@
+"""Hardware probe: what the machine is and how fast it moves bytes and does math.
+
+``probe_hardware()`` returns a :class:`HardwareProfile` (GPU through NVML + torch CUDA
+micro-benchmarks, or the CPU as fallback); the store persists its ``to_dict()``.
+"""
+
+from autotune.hardware.probe import DEVICES, probe_hardware
+from autotune.hardware.profile import PROBE_METHOD_VERSION, DeviceInfo, HardwareProfile, Metric
+
+__all__ = ["DEVICES", "PROBE_METHOD_VERSION", "DeviceInfo", "HardwareProfile", "Metric", "probe_hardware"]
