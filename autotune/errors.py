@@ -31,3 +31,7 @@ class EngineError(AutotuneError):
 
 class UnsupportedConfigError(EngineError):
     """The engine cannot run this (method, draft, depth, batch size) combination."""
+
+
+class ProfileNotFoundError(ConfigurationError):
+    """No stored deployment profile matches the request."""

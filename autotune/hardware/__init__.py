@@ -4,7 +4,7 @@
 micro-benchmarks, or the CPU as fallback); the store persists its ``to_dict()``.
 """
 
-from autotune.hardware.probe import DEVICES, probe_hardware
+from autotune.hardware.probe import DEVICES, identify_hardware, probe_hardware
 from autotune.hardware.profile import PROBE_METHOD_VERSION, DeviceInfo, HardwareProfile, Metric
 
-__all__ = ["DEVICES", "PROBE_METHOD_VERSION", "DeviceInfo", "HardwareProfile", "Metric", "probe_hardware"]
+__all__ = ["DEVICES", "PROBE_METHOD_VERSION", "DeviceInfo", "HardwareProfile", "Metric", "identify_hardware", "probe_hardware"]

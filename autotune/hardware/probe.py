@@ -13,7 +13,7 @@ from typing import Callable
 
 from autotune.errors import ConfigurationError, ProbeError
 from autotune.hardware import cpu, gpu
-from autotune.hardware.profile import HardwareProfile
+from autotune.hardware.profile import HardwareProfile, fingerprint_of
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -99,3 +99,25 @@ def _read_gpus(steps: _Steps) -> tuple[gpu.NvmlSnapshot | None, str | None]:
     if not snapshot.devices:
         return None, "NVML found no NVIDIA GPU"
     return snapshot, None
+
+
+def identify_hardware(device: str = "auto") -> tuple[str, str]:
+    """``(fingerprint, name)`` of this machine without benchmarking anything.
+
+    Follows :func:`probe_hardware`'s choice of device, so the key equals the one a probe stores:
+    the GPUs when NVML lists them and torch can use CUDA, else the CPU.
+    """
+    if device not in DEVICES:
+        raise ConfigurationError(f"unknown probe device {device!r}: use one of {', '.join(DEVICES)}")
+    if device != "cpu":
+        snapshot, why_not_gpu = _read_gpus(_Steps(None))
+        if snapshot is not None:
+            import torch
+
+            if torch.cuda.is_available():
+                return fingerprint_of(gpu.gpu_identity(snapshot.devices)), gpu.gpu_name(snapshot.devices)
+            why_not_gpu = "torch cannot use CUDA"
+        if device == "cuda":
+            raise ProbeError(f"cannot identify the GPU: {why_not_gpu}")
+    spec = cpu.read_cpu_spec()
+    return fingerprint_of(cpu.cpu_identity(spec)), cpu.cpu_name(spec)

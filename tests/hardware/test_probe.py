@@ -166,3 +166,19 @@ def test_a_failing_benchmark_is_a_one_line_probe_error_naming_the_step(monkeypat
     assert "measuring fp32 matmul throughput" in message
     assert "not enough memory" in message
     assert "\n" not in message
+
+
+def test_identify_hardware_matches_the_probe_without_benchmarking() -> None:
+    from autotune.hardware import identify_hardware
+
+    fingerprint, name = identify_hardware()
+    profile = probe_hardware(quick=True)
+    assert (fingerprint, name) == (profile.fingerprint, profile.name)
+    assert identify_hardware("cpu") == (fingerprint, name) or profile.device_type == "cuda"
+
+
+def test_identify_hardware_rejects_unknown_device() -> None:
+    from autotune.hardware import identify_hardware
+
+    with pytest.raises(ConfigurationError):
+        identify_hardware("tpu")
