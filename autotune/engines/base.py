@@ -1,0 +1,192 @@
+"""The engine interface: what a configuration is, what a run measures, and what an engine does.
+
+An engine loads one speculative-decoding configuration (:class:`EngineConfig`) and measures a
+workload at any batch size (:class:`Measurement`). The tuner only talks to this interface, so the
+embedded PyTorch engine and a TensorRT-LLM engine are interchangeable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Protocol
+
+from autotune.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from autotune.workload import Workload
+
+METHODS = ("none", "mtp", "draft", "ngram")
+SPECULATIVE_METHODS = ("mtp", "draft", "ngram")
+MAX_DEPTH = 16
+BUILTIN_DRAFT = "builtin"
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """One speculative-decoding configuration.
+
+    ``method``: none | mtp | draft | ngram; ``depth``: draft tokens proposed per target pass
+    (0 for none); ``draft``: the draft model for method draft, a model path or ``"builtin"``
+    (None means the built-in draft).
+    """
+
+    method: str
+    depth: int = 0
+    draft: str | None = None
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigurationError` when the combination cannot be run by any engine."""
+        if self.method not in METHODS:
+            raise ConfigurationError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if not isinstance(self.depth, int) or isinstance(self.depth, bool):
+            raise ConfigurationError(f"depth must be an integer, got {self.depth!r}")
+        if self.method == "none" and self.depth != 0:
+            raise ConfigurationError(f"method none drafts nothing: depth must be 0, got {self.depth}")
+        if self.method in SPECULATIVE_METHODS and self.depth < 1:
+            raise ConfigurationError(f"method {self.method} needs depth >= 1 (draft tokens per step), got {self.depth}")
+        if self.depth > MAX_DEPTH:
+            raise ConfigurationError(f"depth {self.depth} is above the maximum of {MAX_DEPTH}")
+        if self.draft is not None and self.method != "draft":
+            raise ConfigurationError(f"a draft model is only used by method draft, not {self.method}; drop --draft")
+
+    @property
+    def draft_model(self) -> str | None:
+        """The draft model to load: the given path, ``"builtin"`` by default for method draft, else None."""
+        if self.method != "draft":
+            return None
+        return self.draft or BUILTIN_DRAFT
+
+    def label(self) -> str:
+        """Short human-readable name, e.g. ``draft@4`` or ``none``."""
+        return self.method if self.method == "none" else f"{self.method}@{self.depth}"
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    """Linear-interpolation percentile (numpy's default), None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass
+class Measurement:
+    """What one run of a workload measured.
+
+    Throughput: ``tokens_per_s`` = generated tokens / ``wall_time_s``; ``requests_per_s``.
+    Latency (ms), all requests submitted at t=0: TTFT = first output token time - 0 (queueing
+    included); TPOT = (finish - first token) / (tokens - 1), requests with one token excluded.
+    Speculation, counted while decoding (never inferred from depth): ``drafted_tokens``,
+    ``accepted_tokens``, ``acceptance_rate`` = accepted / drafted (None when nothing was
+    drafted), ``acceptance_alpha`` = accepted / (accepted + rejections): the per-position
+    acceptance probability alpha of the i.i.d. model behind Omega(alpha, depth), since every draft
+    up to and including the first rejected one is evaluated, ``acceptance_length`` = tokens produced per sequence per target verification pass
+    (>= 1; prefill excluded), ``acceptance_by_position[i]`` = fraction of the sequence-steps that
+    drafted >= i+1 tokens in which draft position i was accepted.
+    Cost: ``target_passes`` (batched target forward passes after prefill), ``sequence_steps``
+    (sequences x passes), ``propose_time_s`` / ``verify_time_s`` / ``prefill_time_s`` (wall time
+    spent drafting, verifying, prefilling).
+    Memory: ``peak_memory_bytes`` is ``torch.cuda.max_memory_allocated`` on CUDA
+    (``memory_kind="cuda_max_allocated"``); on CPU it is the bytes of model weights plus the KV
+    caches and decoding buffers allocated for the run (``memory_kind="cpu_weights_and_caches"``),
+    and ``peak_rss_delta_bytes`` is how much the run raised the process's peak resident set size
+    (0 when an earlier peak was higher; None off Linux/macOS).
+    ``outputs``: generated token ids per request, kept out of :meth:`to_dict` unless asked for.
+    """
+
+    method: str
+    depth: int
+    batch_size: int
+    draft: str | None
+    temperature: float | None  # None: each request's own temperature
+    seed: int
+    device: str
+    workload_name: str
+    workload_sha256: str
+    n_requests: int
+    output_tokens: int
+    wall_time_s: float
+    tokens_per_s: float
+    requests_per_s: float
+    ttft_ms_p50: float | None
+    ttft_ms_p90: float | None
+    ttft_ms_p99: float | None
+    tpot_ms_p50: float | None
+    tpot_ms_p90: float | None
+    tpot_ms_p99: float | None
+    drafted_tokens: int
+    accepted_tokens: int
+    acceptance_rate: float | None
+    acceptance_alpha: float | None
+    acceptance_length: float
+    acceptance_by_position: list[float]
+    target_passes: int
+    sequence_steps: int
+    propose_time_s: float
+    verify_time_s: float
+    prefill_time_s: float
+    peak_memory_bytes: int
+    memory_kind: str
+    peak_rss_delta_bytes: int | None = None
+    engine: str = "embedded"
+    request_ttft_ms: list[float] = field(default_factory=list)
+    request_tpot_ms: list[float | None] = field(default_factory=list)
+    outputs: list[list[int]] | None = None
+
+    @property
+    def config(self) -> EngineConfig:
+        return EngineConfig(self.method, self.depth, self.draft)
+
+    def to_dict(self, include_outputs: bool = False) -> dict[str, Any]:
+        """JSON-friendly dict; the generated token ids only with ``include_outputs``."""
+        data = asdict(self)
+        if not include_outputs:
+            data.pop("outputs")
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        """Inverse of :meth:`to_dict`; unknown keys are an error (they signal a version mismatch)."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown Measurement fields: {sorted(unknown)}")
+        return cls(**data)
+
+    @staticmethod
+    def latency_percentiles(values: list[float | None]) -> tuple[float | None, float | None, float | None]:
+        """p50, p90, p99 of the non-None values."""
+        present = [v for v in values if v is not None]
+        return _percentile(present, 50), _percentile(present, 90), _percentile(present, 99)
+
+
+def validate_run_options(batch_size: int, temperature: float | None = None) -> None:
+    """ConfigurationError for a batch size below 1 or a temperature that is not a number >= 0."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ConfigurationError(f"batch size must be an integer >= 1, got {batch_size!r}")
+    if temperature is not None and not (
+        isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and math.isfinite(temperature) and temperature >= 0
+    ):
+        raise ConfigurationError(f"temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
+
+
+class Engine(Protocol):
+    """Runs speculative-decoding configurations; used by ``measure`` and the tuner."""
+
+    name: str
+    loads: int  # model loads so far (the tuner reports how often configs forced a reload)
+
+    def load(self, config: EngineConfig) -> None:
+        """Prepare ``config`` (loading models only when they are not loaded yet)."""
+
+    def measure(
+        self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
+    ) -> Measurement:
+        """Run ``workload`` with the loaded config at ``batch_size`` concurrent sequences."""
+
+    def close(self) -> None:
+        """Release models and memory."""

@@ -1,0 +1,116 @@
+"""Turn a decode run (:class:`DecodeResult`) into a :class:`Measurement`, and measure memory."""
+
+from __future__ import annotations
+
+import resource
+import sys
+from dataclasses import dataclass
+
+import torch
+
+from autotune.engines.base import EngineConfig, Measurement
+from autotune.engines.embedded.decoding import DecodeResult
+from autotune.workload import Workload
+
+
+def peak_rss_bytes() -> int | None:
+    """The process's peak resident set size so far (None where the OS does not report it)."""
+    try:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    except (AttributeError, OSError):
+        return None
+    return peak if sys.platform == "darwin" else peak * 1024  # macOS: bytes; Linux: KiB
+
+
+@dataclass
+class MemoryProbe:
+    """Measures a run's peak memory: CUDA's allocator peak, or on CPU the bytes of model weights
+    plus the caches the run allocated, and how much the run raised the process's peak RSS."""
+
+    device: torch.device
+    weights_bytes: int
+
+    def __enter__(self) -> MemoryProbe:
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        self.rss_before = peak_rss_bytes()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        rss_after = peak_rss_bytes()
+        self.rss_delta = None if rss_after is None or self.rss_before is None else rss_after - self.rss_before
+        self.cuda_peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else None
+
+    def peak(self, state_bytes: int) -> tuple[int, str]:
+        """(peak bytes, memory_kind) for a run that allocated ``state_bytes`` of caches and buffers."""
+        if self.cuda_peak is not None:
+            return self.cuda_peak, "cuda_max_allocated"
+        return self.weights_bytes + state_bytes, "cpu_weights_and_caches"
+
+
+def build_measurement(
+    result: DecodeResult,
+    config: EngineConfig,
+    workload: Workload,
+    batch_size: int,
+    temperature: float | None,
+    seed: int,
+    memory: MemoryProbe,
+) -> Measurement:
+    """Summarise one run of ``workload`` (results in request order)."""
+    stats = result.stats
+    ttft_ms = [r.first_token_s * 1e3 for r in result.results]
+    tpot_ms = [
+        (r.finish_s - r.first_token_s) * 1e3 / (len(r.tokens) - 1) if len(r.tokens) > 1 else None for r in result.results
+    ]
+    output_tokens = sum(len(r.tokens) for r in result.results)
+    wall = result.wall_time_s
+    ttft = Measurement.latency_percentiles(ttft_ms)
+    tpot = Measurement.latency_percentiles(tpot_ms)
+    by_position = [
+        accepted / drafted for accepted, drafted in zip(stats.accepted_by_position, stats.drafted_by_position)
+    ]
+    peak_bytes, memory_kind = memory.peak(result.state_bytes)
+    return Measurement(
+        method=config.method,
+        depth=config.depth,
+        batch_size=batch_size,
+        draft=config.draft_model,
+        temperature=temperature,
+        seed=seed,
+        device=str(memory.device),
+        workload_name=workload.label,
+        workload_sha256=workload.sha256,
+        n_requests=len(result.results),
+        output_tokens=output_tokens,
+        wall_time_s=wall,
+        tokens_per_s=output_tokens / wall,
+        requests_per_s=len(result.results) / wall,
+        ttft_ms_p50=ttft[0],
+        ttft_ms_p90=ttft[1],
+        ttft_ms_p99=ttft[2],
+        tpot_ms_p50=tpot[0],
+        tpot_ms_p90=tpot[1],
+        tpot_ms_p99=tpot[2],
+        drafted_tokens=stats.drafted_tokens,
+        accepted_tokens=stats.accepted_tokens,
+        acceptance_rate=stats.accepted_tokens / stats.drafted_tokens if stats.drafted_tokens else None,
+        acceptance_alpha=(
+            stats.accepted_tokens / (stats.accepted_tokens + stats.rejections)
+            if stats.accepted_tokens + stats.rejections
+            else None
+        ),
+        acceptance_length=(stats.accepted_tokens + stats.sequence_steps) / stats.sequence_steps if stats.sequence_steps else 1.0,
+        acceptance_by_position=by_position,
+        target_passes=stats.target_passes,
+        sequence_steps=stats.sequence_steps,
+        propose_time_s=stats.propose_time_s,
+        verify_time_s=stats.verify_time_s,
+        prefill_time_s=stats.prefill_time_s,
+        peak_memory_bytes=peak_bytes,
+        memory_kind=memory_kind,
+        peak_rss_delta_bytes=memory.rss_delta,
+        request_ttft_ms=ttft_ms,
+        request_tpot_ms=tpot_ms,
+        outputs=[r.tokens for r in result.results],
+    )

@@ -1,0 +1,180 @@
+"""Our configuration -> TensorRT-LLM's LLM arguments. Pure: no import of tensorrt_llm, no file access.
+
+This is the only place our vocabulary (method, depth, draft) is translated to TensorRT-LLM's names.
+Nested configuration objects are returned as :class:`ConfigObject` (class name + keyword arguments);
+the worker process turns them into the real classes (:mod:`autotune.engines.trtllm.runner`).
+
+Names read from NVIDIA/TensorRT-LLM (search of the public sources, 2026) in two versions of
+``tensorrt_llm/llmapi/llm_args.py``: main at commit 0004396 (2026) and the 1.0/1.1 line (where
+``DecodingBaseConfig`` still declares ``speculative_model_dir`` as a field and the decoding type is
+a ClassVar); the accepted names per class are listed in the tests' stand-in package
+(``tests/engines/trtllm/fake_trtllm/tensorrt_llm/llmapi/__init__.py``):
+
+* ``LLM(model, tensor_parallel_size, **kwargs)`` (``tensorrt_llm/llmapi/llm.py``); the kwargs are
+  ``TorchLlmArgs`` fields: ``max_batch_size``, ``max_num_tokens`` (default 8192), ``kv_cache_config``,
+  ``cuda_graph_config``, ``speculative_config``, ``enable_iter_perf_stats``.
+* ``KvCacheConfig(free_gpu_memory_fraction, enable_block_reuse)``;
+  ``CudaGraphConfig(batch_sizes, max_batch_size, enable_padding)`` (both versions).
+* ``DecodingBaseConfig``: ``max_draft_len``; the draft model: ``speculative_model_dir`` (1.0/1.1 field;
+  later a validation alias of ``speculative_model``, so it works in both); ``max_concurrency``,
+  ``draft_len_schedule`` (not used for measuring).
+* ``MTPDecodingConfig``: 1.0/1.1 read ``num_nextn_predict_layers`` (its ``__init__`` copies it into
+  ``max_draft_len``); main reads ``max_draft_len`` and drops ``num_nextn_predict_layers`` with a
+  deprecation warning when both are given. Both are written, equal to the depth.
+* ``DraftTargetDecodingConfig``: ``max_draft_len`` + the draft model (class literal
+  ``Draft_Target``; the YAML dispatch table of 1.0/1.1 and NVIDIA's serving examples spell it
+  ``DraftTarget``).
+* ``NGramDecodingConfig``: ``max_draft_len``, ``max_matching_ngram_size``, ``is_keep_all``,
+  ``is_use_oldest``, ``is_public_pool``.
+* EAGLE-3: ``Eagle3DecodingConfig`` (later versions, decoding type ``Eagle3``); 1.0/1.1 have only
+  ``EagleDecodingConfig`` with ``eagle3_one_model`` (decoding type ``Eagle``), hence the fallback class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
+from autotune.errors import ConfigurationError, UnsupportedConfigError
+
+DEFAULT_MAX_NUM_TOKENS = 8192  # BaseLlmArgs.max_num_tokens default; also the prefill budget per step
+DEFAULT_MAX_NGRAM = 3  # the embedded engine's n-gram window, so both engines propose alike
+
+# What a draft folder is, from its config.json (see draft_kind).
+DRAFT_TARGET = "draft_target"
+EAGLE3 = "eagle3"
+EAGLE_LEGACY = "eagle"  # EAGLE-1/2 heads: not run by the PyTorch backend
+
+# Speculative kind -> TensorRT-LLM classes (first one the installed version has) and YAML decoding_type.
+SPECULATIVE_CLASSES = {
+    "mtp": ("MTPDecodingConfig",),
+    DRAFT_TARGET: ("DraftTargetDecodingConfig",),
+    EAGLE3: ("Eagle3DecodingConfig", "EagleDecodingConfig"),
+    "ngram": ("NGramDecodingConfig",),
+}
+DECODING_TYPES = {"mtp": "MTP", DRAFT_TARGET: "DraftTarget", EAGLE3: "Eagle3", "ngram": "NGram"}
+# Share of free GPU memory for the KV cache. A draft model brings weights and a KV cache of its own,
+# so draft-target leaves more room (over-allocating the draft's cache is the classic OOM there).
+KV_CACHE_FRACTION = {"none": 0.9, "mtp": 0.9, "ngram": 0.9, "draft": 0.8}
+
+
+@dataclass(frozen=True)
+class ConfigObject:
+    """A TensorRT-LLM configuration object by class name: the worker builds
+    ``getattr(tensorrt_llm.llmapi, name)(**fields)`` with the first name that exists."""
+
+    class_names: tuple[str, ...]
+    fields: dict[str, Any]
+
+
+def draft_kind(draft_config: Mapping[str, Any]) -> str:
+    """``eagle3`` for an EAGLE-3 head, ``eagle`` for an older EAGLE head, else ``draft_target``
+    (a whole model), judged from config.json's ``architectures`` (e.g. ``LlamaForCausalLMEagle3``)."""
+    names = " ".join(str(a) for a in draft_config.get("architectures") or []).lower()
+    if "eagle3" in names or "eagle_3" in names:
+        return EAGLE3
+    if "eagle" in names:
+        return EAGLE_LEGACY
+    return DRAFT_TARGET
+
+
+def speculative_kind(config: EngineConfig, kind_of_draft: str | None = None) -> str | None:
+    """Which TensorRT-LLM speculative configuration ``config`` needs (None for method none)."""
+    if config.method == "none":
+        return None
+    if config.method != "draft":
+        return config.method
+    if config.draft_model in (None, BUILTIN_DRAFT):
+        raise UnsupportedConfigError(
+            "method draft with TensorRT-LLM needs a draft model folder (Hugging Face format); pass --draft PATH"
+        )
+    kind = kind_of_draft or DRAFT_TARGET
+    if kind == EAGLE_LEGACY:
+        raise UnsupportedConfigError(
+            f"draft {config.draft_model} is an EAGLE-1/2 head; TensorRT-LLM's PyTorch backend runs EAGLE-3 heads only"
+        )
+    if kind not in SPECULATIVE_CLASSES:
+        raise ValueError(f"unknown draft kind {kind!r}")
+    return kind
+
+
+def max_num_tokens(max_batch_size: int, depth: int) -> int:
+    """Tokens per engine step: every sequence verifies 1 + depth tokens, and prompts need room."""
+    return max(DEFAULT_MAX_NUM_TOKENS, max_batch_size * (1 + depth))
+
+
+def llm_arguments(
+    config: EngineConfig,
+    target: str,
+    max_batch_size: int,
+    kind_of_draft: str | None = None,
+    tensor_parallel_size: int = 1,
+    max_ngram: int = DEFAULT_MAX_NGRAM,
+) -> dict[str, Any]:
+    """Keyword arguments of ``tensorrt_llm.LLM`` for measuring ``config`` at batch sizes up to
+    ``max_batch_size``. ``kind_of_draft``: :func:`draft_kind` of the draft's config.json.
+
+    KV block reuse is off: a measurement repeats the same prompts (warm-up, then every batch size),
+    and reused blocks would turn their prefill into cache hits.
+    """
+    config.validate()
+    if not isinstance(max_batch_size, int) or max_batch_size < 1:
+        raise ConfigurationError(f"max_batch_size must be an integer >= 1, got {max_batch_size!r}")
+    if not isinstance(tensor_parallel_size, int) or tensor_parallel_size < 1:
+        raise ConfigurationError(f"tensor_parallel_size must be an integer >= 1, got {tensor_parallel_size!r}")
+    arguments: dict[str, Any] = {
+        "model": str(target),
+        "tensor_parallel_size": tensor_parallel_size,
+        "max_batch_size": max_batch_size,
+        "max_num_tokens": max_num_tokens(max_batch_size, config.depth),
+        "kv_cache_config": ConfigObject(
+            ("KvCacheConfig",),
+            {"free_gpu_memory_fraction": KV_CACHE_FRACTION[config.method], "enable_block_reuse": False},
+        ),
+        "cuda_graph_config": ConfigObject(("CudaGraphConfig",), {"enable_padding": True, "max_batch_size": max_batch_size}),
+        "enable_iter_perf_stats": True,
+    }
+    kind = speculative_kind(config, kind_of_draft)
+    if kind is not None:
+        arguments["speculative_config"] = ConfigObject(SPECULATIVE_CLASSES[kind], _speculative_fields(config, kind, max_ngram))
+    return arguments
+
+
+def yaml_config(
+    config: EngineConfig,
+    max_batch_size: int,
+    kind_of_draft: str | None = None,
+    tensor_parallel_size: int = 1,
+    max_ngram: int = DEFAULT_MAX_NGRAM,
+) -> dict[str, Any]:
+    """The same configuration as ``--extra_llm_api_options`` YAML for trtllm-serve / trtllm-bench
+    (the model is given on their command line; the speculative section carries ``decoding_type``)."""
+    arguments = llm_arguments(config, "MODEL", max_batch_size, kind_of_draft, tensor_parallel_size, max_ngram)
+    del arguments["model"]
+    document: dict[str, Any] = {}
+    for key, value in arguments.items():
+        if key == "speculative_config":
+            kind = speculative_kind(config, kind_of_draft)
+            document[key] = {"decoding_type": DECODING_TYPES[kind], **value.fields}
+        else:
+            document[key] = dict(value.fields) if isinstance(value, ConfigObject) else value
+    return document
+
+
+def _speculative_fields(config: EngineConfig, kind: str, max_ngram: int) -> dict[str, Any]:
+    depth = config.depth
+    if kind == "mtp":
+        return {"num_nextn_predict_layers": depth, "max_draft_len": depth}
+    if kind == DRAFT_TARGET:
+        return {"max_draft_len": depth, "speculative_model_dir": str(config.draft_model)}
+    if kind == EAGLE3:
+        return {"max_draft_len": depth, "speculative_model_dir": str(config.draft_model), "eagle3_one_model": True}
+    return {
+        "max_draft_len": depth,
+        "max_matching_ngram_size": max_ngram,
+        "is_keep_all": True,
+        "is_use_oldest": False,  # propose what followed the newest match, as the embedded engine does
+        "is_public_pool": False,  # each sequence searches its own history only
+    }

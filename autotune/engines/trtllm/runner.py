@@ -1,0 +1,218 @@
+"""What runs inside the worker process: a TensorRT-LLM ``LLM`` and the streamed workload.
+
+:class:`TrtLlmRunner` has the engine interface (``load`` / ``measure`` / ``close`` / ``loads``) so that
+:class:`~autotune.engines.worker.EngineWorker` can host it; it is built in the child from
+``"autotune.engines.trtllm.runner:TrtLlmRunner"``. ``tensorrt_llm`` is imported in :meth:`_build`
+only, i.e. in the child.
+
+A run follows trtllm-bench's asynchronous benchmark (``tensorrt_llm/bench/benchmark/utils/
+asynchronous.py``): every request is an ``llm.generate_async(prompt, sampling_params,
+streaming=True)`` whose stream is read with ``async for``; a semaphore of ``batch_size`` keeps that
+many requests in flight (the scheduler's batch); a concurrent task reads ``llm.get_stats_async()``.
+All requests count as arriving at t=0, as in the embedded engine, so TTFT includes queueing.
+
+One asyncio event loop lives as long as the LLM: TensorRT-LLM binds its stats queue to the loop of
+the first submission, so every run must use the same loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib
+import time
+from typing import Any
+
+from autotune.engines.base import EngineConfig, Measurement, validate_run_options
+from autotune.engines.trtllm import INSTALL_HINT
+from autotune.engines.trtllm.checks import check_config
+from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM, ConfigObject, llm_arguments
+from autotune.engines.trtllm.stats import STATS_TIMEOUT_S, RequestRecord, build_measurement, summarize_iterations
+from autotune.errors import EngineError, UnsupportedConfigError
+from autotune.workload import Workload
+
+WARMUP_TOKENS = 4
+STATS_POLL_S = 0.01
+
+
+class TrtLlmRunner:
+    """Measures configurations with a TensorRT-LLM ``LLM`` built for them (in the worker process).
+
+    ``max_batch_size``: the LLM is built for this many concurrent sequences (None: the first
+    measured batch size) and reused for every batch size up to it; a larger batch rebuilds it.
+    """
+
+    name = "trtllm"
+
+    def __init__(
+        self,
+        target: str,
+        max_batch_size: int | None = None,
+        tensor_parallel_size: int = 1,
+        max_ngram: int = DEFAULT_MAX_NGRAM,
+        stats_timeout_s: float = STATS_TIMEOUT_S,
+    ) -> None:
+        self.target = str(target)
+        self.max_batch_size = max_batch_size
+        self.tensor_parallel_size = tensor_parallel_size
+        self.max_ngram = max_ngram
+        self.stats_timeout_s = stats_timeout_s
+        self.loads = 0
+        self.config: EngineConfig | None = None
+        self._kind_of_draft: str | None = None
+        self._llm: Any = None
+        self._built_batch_size = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._warm = False
+
+    def load(self, config: EngineConfig) -> None:
+        """Check ``config`` against the model folders; build the LLM now when its size is known."""
+        kind = check_config(config, self.target)
+        if config != self.config:
+            self.close()
+        self.config = config
+        self._kind_of_draft = kind if config.method == "draft" else None
+        if self.max_batch_size is not None and self._llm is None:
+            self._build(self.max_batch_size)
+
+    def measure(self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0) -> Measurement:
+        """Stream ``workload`` with ``batch_size`` requests in flight and measure it."""
+        if self.config is None:
+            raise EngineError("no configuration loaded; call load(config) before measure()")
+        validate_run_options(batch_size, temperature)
+        if self._llm is None or batch_size > self._built_batch_size:
+            self._build(max(batch_size, self.max_batch_size or 0))
+        try:
+            return self._loop.run_until_complete(self._run(workload, batch_size, temperature, seed))
+        except Exception as exc:
+            _raise_out_of_memory(exc)
+            raise
+
+    def close(self) -> None:
+        """Shut the LLM down (TensorRT-LLM stops its executor processes) and drop the event loop."""
+        if self._llm is not None:
+            self._llm.shutdown()
+            self._llm = None
+            self._built_batch_size = 0
+            self._warm = False
+            gc.collect()
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+    # -- building ---------------------------------------------------------------------------------
+
+    def _build(self, max_batch_size: int) -> None:
+        self.close()
+        try:
+            import tensorrt_llm  # noqa: PLC0415 - only ever imported in the worker process
+        except ImportError as exc:
+            raise EngineError(f"tensorrt_llm cannot be imported in the worker ({exc}); {INSTALL_HINT}") from exc
+        arguments = llm_arguments(
+            self.config, self.target, max_batch_size, self._kind_of_draft, self.tensor_parallel_size, self.max_ngram
+        )
+        llmapi = importlib.import_module("tensorrt_llm.llmapi")
+        kwargs = {key: _instantiate(llmapi, value) if isinstance(value, ConfigObject) else value
+                  for key, value in arguments.items()}
+        try:
+            self._llm = tensorrt_llm.LLM(**kwargs)
+        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            _raise_out_of_memory(exc)
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UnsupportedConfigError(f"TensorRT-LLM refused {self.config.label()}: {first_line}") from exc
+        except Exception as exc:
+            _raise_out_of_memory(exc)
+            raise
+        self.loads += 1
+        self._built_batch_size = max_batch_size
+        self._loop = asyncio.new_event_loop()
+
+    # -- running ----------------------------------------------------------------------------------
+
+    async def _run(self, workload: Workload, batch_size: int, temperature: float | None, seed: int) -> Measurement:
+        if not self._warm:  # first request of a fresh LLM: lazy initialisation, not the workload
+            first = workload.requests[0]
+            await self._stream([(first.prompt, min(WARMUP_TOKENS, first.max_tokens), first.temperature)], 1, temperature,
+                               seed, time.perf_counter())
+            self._warm = True
+        await self._read_stats([])  # what earlier runs left in the stats queue is not this run's
+        stats: list[Any] = []
+        done = asyncio.Event()
+        collector = asyncio.create_task(self._collect_stats(stats, done))
+        start = time.perf_counter()
+        try:
+            records = await self._stream(
+                [(r.prompt, r.max_tokens, r.temperature) for r in workload.requests], batch_size, temperature, seed, start
+            )
+            wall_time_s = time.perf_counter() - start
+        finally:
+            done.set()
+            await collector
+        summary = summarize_iterations(stats)
+        if self.config.method != "none" and summary.iterations == 0:
+            raise EngineError(
+                "TensorRT-LLM returned no iteration statistics, so acceptance cannot be counted; "
+                "this TensorRT-LLM may not support enable_iter_perf_stats with get_stats_async()"
+            )
+        device = "cuda" if self.tensor_parallel_size == 1 else f"cuda x{self.tensor_parallel_size}"
+        return build_measurement(records, summary, self.config, workload, batch_size, temperature, seed, wall_time_s, device)
+
+    async def _stream(
+        self, requests: list[tuple[str, int, float]], batch_size: int, temperature: float | None, seed: int, start: float
+    ) -> list[RequestRecord]:
+        """Run ``requests`` (prompt, max_tokens, temperature) with ``batch_size`` in flight, in order."""
+        slots = asyncio.Semaphore(batch_size)
+
+        async def one(index: int, prompt: str, max_tokens: int, own_temperature: float) -> RequestRecord:
+            async with slots:
+                params = self._sampling_params(max_tokens, own_temperature if temperature is None else temperature, seed + index)
+                output = self._llm.generate_async(prompt, sampling_params=params, streaming=True)
+                first_token_s = None
+                async for chunk in output:
+                    if first_token_s is None and chunk.outputs and chunk.outputs[0].token_ids:
+                        first_token_s = time.perf_counter() - start
+                finish_s = time.perf_counter() - start
+                return RequestRecord(list(output.outputs[0].token_ids), first_token_s, finish_s, int(output.decoding_iter))
+
+        return await asyncio.gather(*(one(i, *request) for i, request in enumerate(requests)))
+
+    def _sampling_params(self, max_tokens: int, temperature: float, seed: int) -> Any:
+        from tensorrt_llm import SamplingParams  # noqa: PLC0415 - worker process only
+
+        if temperature == 0:  # greedy: TensorRT-LLM decodes greedily with top_k = 1
+            return SamplingParams(max_tokens=max_tokens, top_k=1, detokenize=False)
+        return SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed, detokenize=False)
+
+    async def _collect_stats(self, sink: list[Any], done: asyncio.Event) -> None:
+        """Read iteration statistics while the run lasts, then until none arrive for a while.
+
+        ``get_stats_async`` stops after ``stats_timeout_s`` without a new iteration and resumes once
+        requests are submitted again, hence the loop."""
+        while not done.is_set():
+            await self._read_stats(sink)
+            await asyncio.sleep(STATS_POLL_S)
+        await self._read_stats(sink)
+
+    async def _read_stats(self, sink: list[Any]) -> None:
+        async for stat in self._llm.get_stats_async(timeout=self.stats_timeout_s):
+            sink.append(stat)
+
+
+def _instantiate(module: Any, spec: ConfigObject) -> Any:
+    """The first of ``spec.class_names`` this TensorRT-LLM has, built with ``spec.fields``."""
+    for name in spec.class_names:
+        cls = getattr(module, name, None)
+        if cls is not None:
+            return cls(**spec.fields)
+    raise UnsupportedConfigError(
+        f"this TensorRT-LLM has none of {', '.join(spec.class_names)} in tensorrt_llm.llmapi; upgrade TensorRT-LLM"
+    )
+
+
+def _raise_out_of_memory(exc: BaseException) -> None:
+    """Re-raise CUDA out-of-memory failures as MemoryError, which the worker reports as ``oom``
+    (TensorRT-LLM wraps them in RuntimeError / RequestError, with the text kept)."""
+    text = str(exc).lower()
+    if "out of memory" in text or "outofmemory" in text:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise MemoryError(first_line) from exc

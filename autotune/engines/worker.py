@@ -1,0 +1,282 @@
+"""Process isolation for engines: run an engine in a child process that may crash, hang or run out
+of memory without taking the caller down.
+
+The parent (:class:`EngineWorker`) starts a child with the multiprocessing ``spawn`` context (a
+fork after torch has started threads can deadlock), which builds the engine from an importable
+factory (``"package.module:callable"`` plus keyword arguments, see :class:`EngineSpec`). Requests
+and answers are plain data over a pipe: the configuration and the workload go down as dicts, the
+:class:`~autotune.engines.base.Measurement` comes back as a dict.
+
+Every call has a timeout. What goes wrong comes back as :class:`WorkerFailure` with a ``kind``:
+
+* ``timeout``     no answer in time: the child is killed;
+* ``oom``         MemoryError or torch's OutOfMemoryError in the child, or the child killed by
+                  SIGKILL (what the kernel's out-of-memory killer sends);
+* ``crash``       the child died otherwise (segfault, exit), or raised an unexpected exception;
+* ``unsupported`` the engine cannot run this configuration (UnsupportedConfigError);
+* ``engine_error`` any other AutotuneError of the engine (bad model file, ...).
+
+After a failure the child is discarded; the next call starts a fresh one. The child is kept (with
+its loaded models) while consecutive calls use the same configuration (method, draft, depth) and
+replaced when the configuration changes, so each configuration starts from a clean process, as a
+TensorRT-LLM engine built for one speculative configuration must. The child's stdout and stderr go
+to a log file whose tail explains a crash; the child ignores SIGINT so that Ctrl-C reaches only the
+parent, which then stops the child.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import signal
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from autotune.engines.base import EngineConfig, Measurement
+from autotune.errors import AutotuneError, EngineError, UnsupportedConfigError
+from autotune.workload import Request, Workload
+
+FAILURE_KINDS = ("timeout", "oom", "crash", "unsupported", "engine_error")
+POLL_INTERVAL_S = 0.1
+STOP_GRACE_S = 5.0
+LOG_TAIL_LINES = 5
+
+
+class WorkerFailure(EngineError):
+    """An engine call failed in the worker process; ``kind`` is one of FAILURE_KINDS."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(f"{kind}: {reason}")
+        self.kind = kind
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """How the child builds its engine: ``factory`` is ``"module:callable"``, called with ``kwargs``."""
+
+    factory: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def workload_to_data(workload: Workload) -> dict[str, Any]:
+    """The workload as plain data (what crosses the process boundary)."""
+    return {
+        "name": workload.name,
+        "version": workload.version,
+        "requests": [[r.prompt, r.max_tokens, r.temperature] for r in workload.requests],
+    }
+
+
+def workload_from_data(data: dict[str, Any]) -> Workload:
+    return Workload(data["name"], tuple(Request(*fields) for fields in data["requests"]), data["version"])
+
+
+class EngineWorker:
+    """Parent side: runs ``measure`` calls in a child process (see the module docstring).
+
+    ``loads`` counts model loads over every child; ``starts`` counts children started.
+    """
+
+    def __init__(self, spec: EngineSpec, timeout_s: float | None = None) -> None:
+        self.spec = spec
+        self.timeout_s = timeout_s
+        self.starts = 0
+        self.loads = 0
+        self._context = multiprocessing.get_context("spawn")
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._conn: Connection | None = None
+        self._log_path: Path | None = None
+        self._config: EngineConfig | None = None
+        self._child_loads = 0  # loads reported by the current child
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.is_alive()
+
+    def measure(
+        self, config: EngineConfig, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
+    ) -> Measurement:
+        """Measure ``workload`` with ``config`` at ``batch_size``, reusing the child when it runs ``config``."""
+        if config != self._config or not self.alive:
+            self.stop()
+            self._start()
+            self._loaded(self._call("load", asdict(config)))
+            self._config = config
+        reply = self._call("measure", workload_to_data(workload), batch_size, temperature, seed)
+        self._loaded(reply)
+        return Measurement.from_dict(reply["measurement"])
+
+    def stop(self, force: bool = False) -> None:
+        """Stop the child (asked to close, killed if it does not within a few seconds, or at once
+        with ``force``); the models it loaded are gone."""
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        self._config = None
+        self._child_loads = 0
+        if process is not None:
+            if not force:
+                try:
+                    conn.send(("close",))
+                except (OSError, ValueError):
+                    pass
+                process.join(STOP_GRACE_S)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            conn.close()
+        if self._log_path is not None:
+            self._log_path.unlink(missing_ok=True)
+            self._log_path = None
+
+    close = stop
+
+    def __enter__(self) -> EngineWorker:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_exc: object) -> None:
+        self.stop(force=exc_type is not None)
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        handle, log = tempfile.mkstemp(prefix="autotune-worker-", suffix=".log")
+        os.close(handle)
+        self._log_path = Path(log)
+        parent_conn, child_conn = self._context.Pipe()
+        process = self._context.Process(
+            target=_serve, args=(child_conn, self.spec.factory, self.spec.kwargs, log), daemon=True,
+            name="autotune-engine-worker",
+        )
+        process.start()
+        child_conn.close()  # the parent must not hold the child's end, or a dead child gives no EOF
+        self._process, self._conn = process, parent_conn
+        self.starts += 1
+        self._loaded(self._wait_reply())  # the child's "ready" (or why it could not build the engine)
+
+    def _loaded(self, reply: dict[str, Any]) -> None:
+        self.loads += reply["loads"] - self._child_loads
+        self._child_loads = reply["loads"]
+
+    def _call(self, *message: Any) -> dict[str, Any]:
+        try:
+            self._conn.send(message)
+        except (OSError, ValueError):
+            return self._wait_reply()  # the child is gone: report how it ended
+        return self._wait_reply()
+
+    def _wait_reply(self) -> dict[str, Any]:
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        while not self._conn.poll(POLL_INTERVAL_S):
+            if not self._process.is_alive():
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                self._fail("timeout", f"no answer within {self.timeout_s:g} s; the worker was killed")
+        try:
+            status, payload = self._conn.recv()
+        except (EOFError, OSError):
+            self._process.join(STOP_GRACE_S)
+            self._fail(*self._death_cause())
+        if status == "ok":
+            return payload
+        self._fail(*payload)
+
+    def _death_cause(self) -> tuple[str, str]:
+        code = self._process.exitcode
+        tail = self._log_tail()
+        detail = f"; last output: {tail}" if tail else ""
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            if -code == signal.SIGKILL:
+                return "oom", f"the worker was killed by SIGKILL (most likely the out-of-memory killer){detail}"
+            return "crash", f"the worker died from signal {name}{detail}"
+        return "crash", f"the worker exited with code {code}{detail}"
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self._log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(line.strip() for line in lines[-LOG_TAIL_LINES:])
+
+    def _fail(self, kind: str, reason: str) -> None:
+        self.stop(force=kind == "timeout")  # a hung child will not read the request to close
+        raise WorkerFailure(kind, reason)
+
+
+# -- child side -------------------------------------------------------------------------------------
+
+
+def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str) -> None:
+    """Child main loop: build the engine, then answer load/measure requests until told to close."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _redirect_output(log_path)
+    try:
+        engine = _resolve(factory)(**kwargs)
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
+        conn.send(("failed", _classify(exc)))
+        return
+    conn.send(("ok", {"loads": engine.loads}))
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:  # the parent is gone
+            break
+        if message[0] == "close":
+            break
+        try:
+            conn.send(("ok", _handle(engine, message)))
+        except Exception as exc:  # noqa: BLE001 - reported to the parent as a typed failure
+            conn.send(("failed", _classify(exc)))
+    engine.close()
+
+
+def _handle(engine: Any, message: tuple) -> dict[str, Any]:
+    operation, *args = message
+    if operation == "load":
+        engine.load(EngineConfig(**args[0]))
+        return {"loads": engine.loads}
+    if operation == "measure":
+        data, batch_size, temperature, seed = args
+        measurement = engine.measure(workload_from_data(data), batch_size, temperature, seed)
+        return {"loads": engine.loads, "measurement": measurement.to_dict()}
+    raise ValueError(f"unknown worker operation {operation!r}")
+
+
+def _classify(exc: BaseException) -> tuple[str, str]:
+    """(kind, reason) of an exception raised in the child."""
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    reason = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":  # torch's, by name
+        return "oom", reason
+    if isinstance(exc, UnsupportedConfigError):
+        return "unsupported", first_line
+    if isinstance(exc, AutotuneError):
+        return "engine_error", first_line
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    return "crash", reason + (f" (at {Path(where.filename).name}:{where.lineno})" if where else "")
+
+
+def _resolve(factory: str) -> Any:
+    module_name, _, attribute = factory.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise EngineError(f"cannot import engine factory {factory!r} ({exc})") from exc
+    return target
+
+
+def _redirect_output(log_path: str) -> None:
+    """Send the child's stdout and stderr (C level included) to ``log_path``."""
+    descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)

@@ -1,0 +1,337 @@
+"""Deployment profile -> serving configuration: TensorRT-LLM YAML, a trtllm-bench re-measurement
+script, vLLM and SGLang launch scripts, or the profile itself as JSON.
+
+:func:`export_profile` is pure (profile in, text out); :func:`write_export` loads a stored profile
+and writes the text atomically, by default to ``profiles/`` in the current folder.
+
+Where the names come from (checked against the sources, not guessed):
+
+* TensorRT-LLM YAML keys: ``tensorrt_llm/llmapi/llm_args.py`` — ``BaseLlmArgs`` (max_batch_size,
+  max_num_tokens, kv_cache_config, speculative_config), ``TorchLlmArgs`` (cuda_graph_config),
+  ``KvCacheConfig``, ``CudaGraphConfig``, ``DecodingBaseConfig`` (max_draft_len,
+  speculative_model_dir, max_concurrency, draft_len_schedule), ``MTPDecodingConfig``
+  (num_nextn_predict_layers), ``NGramDecodingConfig`` (max_matching_ngram_size, is_keep_all,
+  is_use_oldest, is_public_pool), read in NVIDIA/TensorRT-LLM at the 1.0 release, the 1.2 release
+  and main (commit 0004396, 2026). ``decoding_type: DraftTarget`` is the spelling 1.0's dispatch
+  table accepts and NVIDIA's trtllm-serve examples for 1.2.0rc6 and 1.3.0rc12 use (the 1.2+ class
+  literal is ``Draft_Target``). ``speculative_model_dir`` is the 1.0 field and a validation alias of
+  ``speculative_model`` since 1.2. MTP: 1.0-1.2 read ``num_nextn_predict_layers``, main reads
+  ``max_draft_len`` (the old key is remapped with a warning), so both are written, equal.
+* trtllm-bench flags: ``tensorrt_llm/commands/bench.py`` (--model, --model_path) and
+  ``tensorrt_llm/bench/benchmark/throughput.py`` (--backend, --dataset, --extra_llm_api_options,
+  --max_batch_size, --concurrency, --streaming, --report_json).
+* vLLM: ``vllm/config/speculative.py`` ``SpeculativeConfig`` (method "mtp" | "draft_model" |
+  "ngram", model, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min).
+* SGLang: the speculative arguments of ``sglang/srt/server_args.py`` (--speculative-algorithm
+  NEXTN | STANDALONE | NGRAM, --speculative-num-steps, --speculative-eagle-topk,
+  --speculative-num-draft-tokens, --speculative-draft-model-path).
+
+Decision on missing equivalents: every method maps to every engine, so nothing is refused; what an
+engine cannot express (vLLM and SGLang have no per-batch-size speculation switch) is said in a
+comment at the top of the script, with the batch size above which speculation lost.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autotune import __version__
+from autotune.errors import ConfigurationError
+from autotune.profiles import transfer
+from autotune.profiles.analysis import ServingPlan, serving_plan
+from autotune.profiles.data import DeploymentProfile, ModelInfo
+from autotune.profiles.files import write_atomic
+from autotune.profiles.query import show_profile
+
+FORMATS = ("trtllm", "trtllm-bench", "vllm", "sglang", "json")
+SUFFIXES = {
+    "trtllm": ".trtllm.yaml",
+    "trtllm-bench": ".trtllm-bench.sh",
+    "vllm": ".vllm.sh",
+    "sglang": ".sglang.sh",
+    "json": ".json",
+}
+DEFAULT_EXPORT_DIR = Path("profiles")
+
+# TensorRT-LLM's default max_num_tokens (BaseLlmArgs): also the prefill budget, so never go lower.
+TRTLLM_DEFAULT_MAX_NUM_TOKENS = 8192
+TRTLLM_DECODING_TYPES = {"mtp": "MTP", "draft": "DraftTarget", "ngram": "NGram"}
+# KV cache share of free GPU memory. A draft model brings its own weights and KV cache, so draft-
+# target leaves more room (over-allocating the draft KV cache is the classic OOM of that setup).
+KV_CACHE_FRACTION = {"none": 0.9, "mtp": 0.9, "ngram": 0.9, "draft": 0.8}
+# Block reuse stays off for draft-target, as in NVIDIA's draft-target serving examples.
+KV_BLOCK_REUSE = {"none": True, "mtp": True, "ngram": True, "draft": False}
+# The embedded engine's n-gram proposer: the newest earlier match of the longest suffix of up to
+# max_ngram tokens, searched in the sequence's own history; max_ngram defaults to 3.
+DEFAULT_MAX_NGRAM = 3
+VLLM_METHODS = {"mtp": "mtp", "draft": "draft_model", "ngram": "ngram"}
+SGLANG_ALGORITHMS = {"mtp": "NEXTN", "draft": "STANDALONE", "ngram": "NGRAM"}
+
+
+def export_profile(profile: DeploymentProfile, fmt: str) -> str:
+    """``profile`` as text in format ``fmt`` (one of :data:`FORMATS`)."""
+    check_format(fmt)
+    profile.validate()
+    if fmt == "json":
+        return transfer.dumps(profile)
+    plan = serving_plan(profile)
+    if fmt == "trtllm":
+        return _comments(_trtllm_notes(profile, plan)) + _yaml(trtllm_config(profile, plan))
+    if fmt == "trtllm-bench":
+        return trtllm_bench_script(profile, plan)
+    if fmt == "vllm":
+        return vllm_script(profile, plan)
+    return sglang_script(profile, plan)
+
+
+def check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise ConfigurationError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+def write_export(
+    db_url: str | None, profile_id: int, fmt: str, output: Path | str | None = None, force: bool = False
+) -> Path:
+    """Export stored profile ``profile_id`` to ``output`` (default: :func:`default_export_path`)
+    atomically; an existing file is refused unless ``force``. Returns the path written."""
+    check_format(fmt)
+    profile = show_profile(db_url, profile_id, with_measurements=True)
+    text = export_profile(profile, fmt)
+    path = Path(output) if output is not None else default_export_path(profile, fmt)
+    return write_atomic(path, text, force=force, executable=path.suffix == ".sh")
+
+
+def default_export_path(profile: DeploymentProfile, fmt: str, folder: Path = DEFAULT_EXPORT_DIR) -> Path:
+    """``profiles/<hardware>__<model>__<method>[-d<depth>]-bs<batch><suffix>``, slugified."""
+    check_format(fmt)
+    config = profile.method if profile.method == "none" else f"{profile.method}-d{profile.depth}"
+    stem = "__".join([slugify(profile.hardware.name), slugify(profile.target.name), f"{config}-bs{profile.batch_size}"])
+    return folder / f"{stem}{SUFFIXES[fmt]}"
+
+
+def slugify(text: str, max_length: int = 60) -> str:
+    """Lower-case letters, digits and single dashes: safe in any file system and shell."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:max_length].rstrip("-") or "unnamed"
+
+
+# --- TensorRT-LLM ------------------------------------------------------------------------------
+
+
+def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None) -> dict[str, Any]:
+    """The ``--extra_llm_api_options`` mapping (LLM API arguments) for ``profile``."""
+    plan = plan or serving_plan(profile)
+    graph_sizes = plan.cuda_graph_batch_sizes
+    config: dict[str, Any] = {
+        "max_batch_size": plan.max_batch_size,
+        "max_num_tokens": plan.max_num_tokens(TRTLLM_DEFAULT_MAX_NUM_TOKENS),
+        "kv_cache_config": {
+            "free_gpu_memory_fraction": KV_CACHE_FRACTION[profile.method],
+            "enable_block_reuse": KV_BLOCK_REUSE[profile.method],
+        },
+        "cuda_graph_config": {
+            "enable_padding": True,
+            "batch_sizes": graph_sizes,
+            "max_batch_size": graph_sizes[-1],  # must equal max(batch_sizes)
+        },
+    }
+    if profile.method != "none":
+        config["speculative_config"] = trtllm_speculative_config(profile, plan)
+    return config
+
+
+def trtllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
+    spec: dict[str, Any] = {"decoding_type": TRTLLM_DECODING_TYPES[profile.method], "max_draft_len": plan.max_draft_len}
+    if profile.method == "mtp":
+        spec["num_nextn_predict_layers"] = plan.max_draft_len
+    elif profile.method == "draft":
+        spec["speculative_model_dir"] = serving_model(profile.draft)
+    elif profile.method == "ngram":
+        spec.update(
+            max_matching_ngram_size=int(profile.details.get("max_ngram", DEFAULT_MAX_NGRAM)),
+            is_keep_all=True,
+            is_use_oldest=False,  # autotune proposes what followed the newest match
+            is_public_pool=False,  # each sequence searches its own history only
+        )
+    if plan.draft_len_schedule is not None:
+        spec["draft_len_schedule"] = dict(plan.draft_len_schedule)
+    elif plan.max_concurrency is not None:
+        spec["max_concurrency"] = plan.max_concurrency
+    return spec
+
+
+def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan) -> list[str]:
+    notes = _header(profile) + [
+        "Serve:    trtllm-serve MODEL --backend pytorch --extra_llm_api_options THIS_FILE",
+        "Measure:  autotune profiles export ID --format trtllm-bench  (trtllm-bench reads the same file)",
+        f"MODEL = {serving_model(profile.target)}",
+        "Keys checked against tensorrt_llm/llmapi/llm_args.py (TensorRT-LLM 1.0, 1.2, main 2026); see autotune/export.py.",
+    ]
+    if plan.draft_len_schedule is not None:
+        notes += [
+            "draft_len_schedule (TensorRT-LLM >= 1.2; delete it for older versions): draft length per measured",
+            "batch size. Releases read keys differently between the listed batch sizes (older: the smaller",
+            "key's value, newer: the larger key's) but all read the measured value at them.",
+        ]
+    if plan.max_concurrency is not None:
+        notes.append(f"max_concurrency: speculation measured slower than none above batch size {plan.max_concurrency}.")
+    return notes + _builtin_notes(profile)
+
+
+def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
+    """A bash script that writes the YAML and re-measures the profile with ``trtllm-bench``."""
+    target = profile.target
+    lines = [["trtllm-bench", "--model", target.name]]
+    if not target.is_builtin:
+        lines.append(["--model_path", target.source])
+    lines += [
+        ["throughput"], ["--backend", "pytorch"], ["--dataset", "$DATASET"], ["--extra_llm_api_options", "$CONFIG"],
+        ["--max_batch_size", str(plan.max_batch_size)], ["--concurrency", str(profile.batch_size)], ["--streaming"],
+        ["--report_json", "$REPORT_JSON"],
+    ]
+    notes = _header(profile) + [
+        f"Re-measures the profile at concurrency {profile.batch_size} with trtllm-bench (TensorRT-LLM, PyTorch backend).",
+        "DATASET: a trtllm-bench dataset, one JSON object per line:",
+        '  {"task_id": 0, "prompt": "...", "output_tokens": 128}  (from an autotune workload: prompt, max_tokens)',
+        "Compare the report's per-user output speed and token throughput with the figures above.",
+    ] + _builtin_notes(profile)
+    report = f"trtllm-bench-{slugify(profile.target.name)}-{profile.label().replace('@', '-d')}-bs{profile.batch_size}.json"
+    return "\n".join([
+        "#!/usr/bin/env bash",
+        _comments(notes).rstrip("\n"),
+        "set -euo pipefail",
+        ': "${DATASET:?set DATASET to a trtllm-bench dataset file (see above)}"',
+        f'REPORT_JSON="${{REPORT_JSON:-{report}}}"',
+        'CONFIG="$(mktemp --suffix=.yaml)"',
+        "trap 'rm -f \"$CONFIG\"' EXIT",
+        "cat > \"$CONFIG\" <<'YAML'",
+        _yaml(trtllm_config(profile, plan)).rstrip("\n"),
+        "YAML",
+        _command(lines),
+        "",
+    ])
+
+
+# --- vLLM and SGLang ---------------------------------------------------------------------------
+
+
+def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
+    """``vllm serve`` with the profile's speculative config and batch limits."""
+    lines = [
+        ["vllm", "serve", serving_model(profile.target)],
+        ["--max-num-seqs", str(plan.max_batch_size)],
+        ["--max-num-batched-tokens", str(plan.max_num_tokens(TRTLLM_DEFAULT_MAX_NUM_TOKENS))],
+    ]
+    if profile.method != "none":
+        spec = json.dumps(vllm_speculative_config(profile, plan), separators=(", ", ": "))
+        lines.append(["--speculative-config", spec])
+    notes = _header(profile) + ["vLLM's SpeculativeConfig (vllm/config/speculative.py); method 'mtp' needs a vLLM that knows it (older: 'deepseek_mtp')."]
+    return _script(notes + _unscheduled_notes(plan, "vLLM") + _builtin_notes(profile), lines)
+
+
+def vllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
+    spec: dict[str, Any] = {"method": VLLM_METHODS[profile.method], "num_speculative_tokens": plan.max_draft_len}
+    if profile.method == "draft":
+        spec["model"] = serving_model(profile.draft)
+    elif profile.method == "ngram":
+        spec["prompt_lookup_max"] = int(profile.details.get("max_ngram", DEFAULT_MAX_NGRAM))
+        spec["prompt_lookup_min"] = 1  # autotune falls back to shorter matches down to one token
+    return spec
+
+
+def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
+    """``python -m sglang.launch_server`` with the profile's speculative flags and batch limits."""
+    lines = [
+        ["python", "-m", "sglang.launch_server"],
+        ["--model-path", serving_model(profile.target)],
+        ["--max-running-requests", str(plan.max_batch_size)],
+        ["--cuda-graph-max-bs", str(plan.max_batch_size)],
+    ]
+    notes = _header(profile)
+    if profile.method != "none":
+        depth = plan.max_draft_len
+        lines.append(["--speculative-algorithm", SGLANG_ALGORITHMS[profile.method]])
+        if profile.method == "ngram":
+            notes.append("NGRAM (SGLang >= 0.5) matches against a trie of past tokens: close to, not the same as, autotune's n-gram proposer.")
+        else:
+            # A chain of `depth` draft steps, one candidate per step.
+            lines += [["--speculative-num-steps", str(depth)], ["--speculative-eagle-topk", "1"]]
+        # SGLang counts the verified token among the draft tokens, hence depth + 1.
+        lines.append(["--speculative-num-draft-tokens", str(depth + 1)])
+        if profile.method == "draft":
+            lines.append(["--speculative-draft-model-path", serving_model(profile.draft)])
+            notes.append("STANDALONE (a separate draft model) needs SGLang >= 0.5.")
+    return _script(notes + _unscheduled_notes(plan, "SGLang") + _builtin_notes(profile), lines)
+
+
+def _unscheduled_notes(plan: ServingPlan, engine: str) -> list[str]:
+    """What the engine cannot express: speculation switched off or shortened by batch size."""
+    if plan.max_concurrency is None and plan.draft_len_schedule is None:
+        return []
+    measured = ", ".join(f"{b}: {d}" for b, d in plan.depths.items())
+    return [
+        f"{engine} speculates at every batch size with the same draft length; autotune measured the best",
+        f"draft length per batch size as {{{measured}}} (0: speculation slower than none).",
+        "Cap the batch size or run separate servers if the load sits where the draft length drops.",
+    ]
+
+
+# --- shared pieces -----------------------------------------------------------------------------
+
+
+def serving_model(model: ModelInfo | None) -> str:
+    """What to hand a serving engine: the checkpoint path, or the name of a built-in model."""
+    if model is None:
+        raise ConfigurationError("the profile's draft model is missing")
+    return model.name if model.is_builtin else model.source
+
+
+def _header(profile: DeploymentProfile) -> list[str]:
+    figures = [
+        f"{profile.tokens_per_s:.1f} tokens/s" if profile.tokens_per_s is not None else None,
+        f"TPOT p50 {profile.tpot_ms_p50:.2f} ms" if profile.tpot_ms_p50 is not None else None,
+        f"{profile.speedup:.2f}x vs none" if profile.speedup is not None else None,
+    ]
+    draft = f" with draft {profile.draft.name} ({profile.draft.fingerprint})" if profile.draft else ""
+    source = f"deployment profile {profile.id if profile.id is not None else '(unsaved)'}"
+    if profile.chosen_trial is not None:
+        source += f", trial {profile.chosen_trial}"
+    return [
+        f"autotune {__version__} {source}: {profile.label()}{draft} at batch size {profile.batch_size}",
+        f"target {profile.target.name} ({profile.target.fingerprint}) on {profile.hardware.name} ({profile.hardware.fingerprint})",
+        f"study {profile.study.name} ({profile.study.engine} engine, objective {profile.objective}, workload {profile.study.workload_name})",
+        "measured: " + (", ".join(f for f in figures if f) or "no figures stored"),
+    ]
+
+
+def _builtin_notes(profile: DeploymentProfile) -> list[str]:
+    builtin = [m for m in (profile.target, profile.draft) if m is not None and m.is_builtin]
+    return [
+        f"NOTE: {m.name} is autotune's built-in {m.role} ({m.source}), not a checkpoint a serving engine "
+        "can load: replace it with the path of an equivalent Hugging Face model."
+        for m in builtin
+    ]
+
+
+def _comments(lines: list[str]) -> str:
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+
+
+def _command(lines: list[list[str]]) -> str:
+    """One shell command written one option per line; ``$NAME`` words stay expandable."""
+    quoted = [" ".join(f'"{w}"' if w.startswith("$") else shlex.quote(w) for w in line) for line in lines]
+    return " \\\n  ".join(quoted)
+
+
+def _script(notes: list[str], lines: list[list[str]]) -> str:
+    return "\n".join(["#!/usr/bin/env bash", _comments(notes).rstrip("\n"), "set -euo pipefail", "exec " + _command(lines), ""])

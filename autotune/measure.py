@@ -1,0 +1,149 @@
+"""``autotune measure``: measure one configuration, optionally verifying it against the baseline.
+
+With no options it runs the built-in target with the built-in draft model at depth
+``DEFAULT_DEPTH`` (method draft) on the built-in workload at batch size 1, greedy: the setup where
+speculation is expected to pay off on a CPU, so the first command a user runs shows it working.
+``verify`` also runs the autoregressive baseline (method none) on the same prompts at the same
+batch size and compares the greedy outputs token for token; a divergence is reported with the
+target's logit margin between the two tokens (near 0: a float near-tie, not a bug).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autotune.engines.base import Engine, EngineConfig, Measurement, validate_run_options
+from autotune.errors import ConfigurationError
+from autotune.workload import Workload, load_workload
+
+DEFAULT_METHOD = "draft"
+DEFAULT_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where a speculative output first differs from the baseline output.
+
+    ``expected``/``got`` are None where one output ended (EOS or length) before the other.
+    ``logit_margin`` = target logit(expected) - logit(got) at that position, None when unknown.
+    """
+
+    request_index: int
+    token_index: int
+    expected: int | None
+    got: int | None
+    logit_margin: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "request_index": self.request_index,
+            "token_index": self.token_index,
+            "expected": self.expected,
+            "got": self.got,
+            "logit_margin": self.logit_margin,
+        }
+
+
+@dataclass
+class MeasureReport:
+    """A configuration's measurement and, with verify, the baseline's and the comparison."""
+
+    config: EngineConfig
+    measurement: Measurement
+    baseline: Measurement | None = None
+    outputs_match: bool | None = None
+    first_divergence: Divergence | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        """Output tokens/s over the baseline's (None without a baseline)."""
+        if self.baseline is None:
+            return None
+        return self.measurement.tokens_per_s / self.baseline.tokens_per_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": {"method": self.config.method, "depth": self.config.depth, "draft": self.config.draft_model},
+            "measurement": self.measurement.to_dict(),
+            "baseline": None if self.baseline is None else self.baseline.to_dict(),
+            "outputs_match": self.outputs_match,
+            "first_divergence": None if self.first_divergence is None else self.first_divergence.to_dict(),
+            "speedup": self.speedup,
+        }
+
+
+def first_divergence(expected: list[list[int]], got: list[list[int]]) -> Divergence | None:
+    """First (request, token) where two runs' outputs differ; None when they are identical."""
+    if len(expected) != len(got):
+        raise ValueError(f"runs have {len(expected)} and {len(got)} requests")
+    for request_index, (want, have) in enumerate(zip(expected, got)):
+        for token_index in range(max(len(want), len(have))):
+            a = want[token_index] if token_index < len(want) else None
+            b = have[token_index] if token_index < len(have) else None
+            if a != b:
+                return Divergence(request_index, token_index, a, b)
+    return None
+
+
+def measure_configuration(
+    method: str = DEFAULT_METHOD,
+    depth: int | None = None,
+    batch_size: int = 1,
+    draft: str | Path | None = None,
+    workload: str | Path | Workload | None = None,
+    temperature: float | None = None,
+    verify: bool = False,
+    device: str = "cpu",
+    seed: int = 0,
+    target: str | Path | None = None,
+    engine: Engine | None = None,
+) -> MeasureReport:
+    """Measure one configuration of the embedded engine (or of ``engine`` when given).
+
+    ``depth`` None means ``DEFAULT_DEPTH`` for a speculative method and 0 for none; ``draft``
+    None means the built-in draft for method draft; ``workload`` a JSONL path, a Workload, or None
+    for the built-in workload; ``temperature`` overrides the requests' own. Invalid options raise
+    ConfigurationError before any model is loaded.
+    """
+    if depth is None:
+        depth = 0 if method == "none" else DEFAULT_DEPTH
+    config = EngineConfig(method, depth, None if draft is None else str(draft))
+    config.validate()
+    validate_run_options(batch_size, temperature)
+    loaded_workload = load_workload(workload)
+    if verify:
+        sampled = temperature > 0 if temperature is not None else any(r.temperature > 0 for r in loaded_workload.requests)
+        if sampled:
+            raise ConfigurationError(
+                "verify compares greedy outputs token for token, but this run samples (temperature > 0); "
+                "pass temperature 0"
+            )
+
+    if engine is None:
+        from autotune.engines.embedded.engine import EmbeddedEngine  # torch only when measuring
+
+        engine = EmbeddedEngine(target=target, device=device)
+    engine.load(config)
+    measurement = engine.measure(loaded_workload, batch_size, temperature, seed)
+    if not verify:
+        return MeasureReport(config, measurement)
+
+    engine.load(EngineConfig("none"))
+    baseline = engine.measure(loaded_workload, batch_size, temperature, seed)
+    divergence = first_divergence(baseline.outputs or [], measurement.outputs or [])
+    if divergence is not None and divergence.expected is not None and divergence.got is not None:
+        divergence = _with_margin(engine, loaded_workload, baseline, divergence)
+    return MeasureReport(config, measurement, baseline, divergence is None, divergence)
+
+
+def _with_margin(engine: Engine, workload: Workload, baseline: Measurement, divergence: Divergence) -> Divergence:
+    """``divergence`` with the target's logit margin, when the engine can compute it."""
+    margin_of = getattr(engine, "target_logit_margin", None)
+    if margin_of is None:
+        return divergence
+    request = workload.requests[divergence.request_index]
+    prefix = (baseline.outputs or [])[divergence.request_index][: divergence.token_index]
+    margin = margin_of(request, prefix, divergence.expected, divergence.got)
+    return Divergence(divergence.request_index, divergence.token_index, divergence.expected, divergence.got, margin)

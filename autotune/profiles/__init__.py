@@ -1,0 +1,30 @@
+"""Deployment profiles: query the stored ones, move them between databases, read a study's trials.
+
+    from autotune import profiles
+    best = profiles.best_profile(None, "builtin-target", hardware="current", batch_size=8)
+    print(best.deployment().label(), best.operating_point.tokens_per_s)
+
+Exporting to serving configs lives in :mod:`autotune.export`, the HTML report in
+:mod:`autotune.report`.
+"""
+
+from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo
+from autotune.profiles.errors import OutputExistsError, ProfileNotFoundError
+from autotune.profiles.query import BestProfile, best_profile, current_fingerprint, list_profiles, show_profile
+from autotune.profiles.transfer import import_profile
+
+__all__ = [
+    "BestProfile",
+    "DeploymentProfile",
+    "HardwareInfo",
+    "MeasurementInfo",
+    "ModelInfo",
+    "OutputExistsError",
+    "ProfileNotFoundError",
+    "StudyInfo",
+    "best_profile",
+    "current_fingerprint",
+    "import_profile",
+    "list_profiles",
+    "show_profile",
+]

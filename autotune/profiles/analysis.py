@@ -1,0 +1,316 @@
+"""Reading a study's trials: best configuration per batch size, the serving plan derived from it,
+the Pareto front, and the MTP-versus-draft verdict. Pure functions over profile dataclasses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from autotune.profiles.data import DeploymentProfile, MeasurementInfo
+
+SeriesKey = tuple[str, str | None]  # (method, draft fingerprint): one line in a plot
+
+
+def complete(measurements: Iterable[MeasurementInfo]) -> list[MeasurementInfo]:
+    """Trials that ran to the end and measured a throughput."""
+    return [m for m in measurements if m.complete]
+
+
+def series_key(m: MeasurementInfo) -> SeriesKey:
+    return (m.method, m.draft)
+
+
+def baselines(measurements: Iterable[MeasurementInfo]) -> dict[int, MeasurementInfo]:
+    """The fastest method-none trial at each batch size (the denominator of every speedup)."""
+    return best_by_batch_size(m for m in measurements if m.method == "none")
+
+
+def best_by_batch_size(measurements: Iterable[MeasurementInfo]) -> dict[int, MeasurementInfo]:
+    """The complete trial with the highest tokens/s at each batch size, by ascending batch size."""
+    best: dict[int, MeasurementInfo] = {}
+    for m in complete(measurements):
+        if m.batch_size not in best or m.tokens_per_s > best[m.batch_size].tokens_per_s:
+            best[m.batch_size] = m
+    return dict(sorted(best.items()))
+
+
+def speedup(m: MeasurementInfo, base: dict[int, MeasurementInfo]) -> float | None:
+    """The stored speedup, else tokens/s over the baseline's at the same batch size."""
+    if m.speedup is not None:
+        return m.speedup
+    reference = base.get(m.batch_size)
+    if reference is None or not reference.tokens_per_s or m.tokens_per_s is None:
+        return None
+    return m.tokens_per_s / reference.tokens_per_s
+
+
+def pareto_front(measurements: Iterable[MeasurementInfo]) -> list[MeasurementInfo]:
+    """Trials no other trial beats on both throughput (higher) and TPOT p50 (lower), by TPOT."""
+    points = sorted(
+        (m for m in complete(measurements) if m.tpot_ms_p50 is not None),
+        key=lambda m: (m.tpot_ms_p50, -m.tokens_per_s),
+    )
+    front: list[MeasurementInfo] = []
+    for m in points:  # ascending TPOT: keep each point that raises the best throughput so far
+        if not front or m.tokens_per_s > front[-1].tokens_per_s:
+            front.append(m)
+    return front
+
+
+# --- the serving plan: what a server should do at each batch size -----------------------------
+
+
+def speculation_depths(profile: DeploymentProfile) -> dict[int, int]:
+    """Draft tokens per step the profile's method should use at each measured batch size
+    (0: speculation off there), by ascending batch size.
+
+    From the profile's per-batch-size table: its depth where the winner is the profile's method,
+    0 where the winner is method none; at batch sizes another speculative method won, from the
+    profile's own method's fastest trial (0 if the baseline beats it). Without a table, from the
+    trials alone. The profile's own batch size always gets the profile's depth.
+    """
+    if profile.method == "none":
+        return {}
+    own = [m for m in complete(profile.measurements) if series_key(m) == (profile.method, _fingerprint(profile))]
+    own_best = best_by_batch_size(own)
+    base = baselines(profile.measurements)
+    depths: dict[int, int] = {}
+    rows = {int(r["batch_size"]): r for r in profile.per_batch_size if "batch_size" in r}
+    for batch_size in sorted(rows) if rows else sorted(own_best):
+        row = rows.get(batch_size)
+        if row is not None and row.get("method") == profile.method and _same_draft(row, profile):
+            depths[batch_size] = int(row["depth"])
+        elif row is not None and row.get("method") == "none":
+            depths[batch_size] = 0
+        elif batch_size in own_best:
+            m = own_best[batch_size]
+            wins = batch_size not in base or m.tokens_per_s > base[batch_size].tokens_per_s
+            depths[batch_size] = m.depth if wins else 0
+    depths[profile.batch_size] = profile.depth
+    return dict(sorted(depths.items()))
+
+
+def _fingerprint(profile: DeploymentProfile) -> str | None:
+    return profile.draft.fingerprint if profile.draft else None
+
+
+def _same_draft(row: dict[str, Any], profile: DeploymentProfile) -> bool:
+    """Whether a table row's draft is the profile's: rows name it by the tuner's label (the
+    profile's ``details["draft"]``) or by fingerprint; a row naming none matches any draft."""
+    if profile.method != "draft":
+        return True
+    return row.get("draft") in (None, _fingerprint(profile), profile.details.get("draft"))
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """Batch limits and speculation schedule for a serving engine.
+
+    ``batch_sizes``: every batch size the study measured (any method). ``depths``: draft length per batch size, made non-increasing (a depth measured best at a larger
+    batch is kept for the smaller ones: serving engines require every scheduled draft length to be
+    <= the batch-1 one, and the profile's own depth must survive). ``max_concurrency``: speculation
+    off above this batch size (when the draft length is otherwise constant); ``draft_len_schedule``:
+    when the draft length varies. At most one of the two is set.
+    """
+
+    max_batch_size: int
+    batch_sizes: list[int]
+    max_draft_len: int
+    depths: dict[int, int]
+    max_concurrency: int | None
+    draft_len_schedule: dict[int, int] | None
+
+    @property
+    def cuda_graph_batch_sizes(self) -> list[int]:
+        """Measured batch sizes up to the maximum, plus 1 and the maximum (graphs to capture)."""
+        return sorted({1, self.max_batch_size, *self.batch_sizes, *self.depths})
+
+    def max_num_tokens(self, floor: int) -> int:
+        """Tokens per engine step: every sequence verifies 1 + draft tokens; at least ``floor``."""
+        return max(floor, self.max_batch_size * (1 + self.max_draft_len))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def serving_plan(profile: DeploymentProfile) -> ServingPlan:
+    """The plan for ``profile``: the largest batch size the study measured is the server's limit."""
+    measured = speculation_depths(profile)
+    batch_sizes = sorted({
+        profile.batch_size,
+        *(int(r["batch_size"]) for r in profile.per_batch_size if "batch_size" in r),
+        *(m.batch_size for m in complete(profile.measurements)),
+    })
+    max_batch_size = batch_sizes[-1]
+    if profile.method == "none":
+        return ServingPlan(max_batch_size, batch_sizes, 0, {}, None, None)
+    if 1 not in measured:  # engines read the schedule from batch size 1 upward
+        measured = {1: measured[min(measured)], **measured}
+    depths: dict[int, int] = {}
+    running = 0
+    for batch_size in sorted(measured, reverse=True):  # suffix maximum, from the largest batch down
+        running = max(running, measured[batch_size])
+        depths[batch_size] = running
+    depths = dict(sorted(depths.items()))
+    max_draft_len = depths[1]
+    speculative = [b for b, d in depths.items() if d > 0]
+    varying = len({depths[b] for b in speculative}) > 1
+    turns_off = len(speculative) < len(depths)
+    schedule = _up_to_first_zero(depths) if varying else None
+    max_concurrency = max(speculative) if turns_off and not varying else None
+    return ServingPlan(max_batch_size, batch_sizes, max_draft_len, depths, max_concurrency, schedule)
+
+
+def _up_to_first_zero(depths: dict[int, int]) -> dict[int, int]:
+    """Every measured batch size up to the first zero (later zeros add nothing).
+
+    Releases read the keys differently (older: from this batch size up; newer: up to this batch
+    size), but with a key at every measured batch size both give the measured depth there.
+    """
+    kept: dict[int, int] = {}
+    for batch_size, depth in depths.items():
+        kept[batch_size] = depth
+        if depth == 0:
+            break
+    return kept
+
+
+# --- MTP versus draft ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MethodSummary:
+    """How one speculative method fared across the batch sizes it was measured at."""
+
+    method: str
+    batch_sizes: list[int]
+    best_depth: dict[int, int]
+    speedup: dict[int, float]
+    acceptance_rate: dict[int, float]
+    acceptance_length: dict[int, float]
+    memory_overhead: dict[int, float]  # peak memory over the baseline's at the same batch size, - 1
+    geomean_speedup: float | None
+    wins: int  # batch sizes where it beats the baseline
+
+    @property
+    def speedup_range(self) -> tuple[float, float] | None:
+        values = list(self.speedup.values())
+        return (min(values), max(values)) if values else None
+
+    @property
+    def mean_acceptance_rate(self) -> float | None:
+        values = list(self.acceptance_rate.values())
+        return sum(values) / len(values) if values else None
+
+    @property
+    def mean_memory_overhead(self) -> float | None:
+        values = list(self.memory_overhead.values())
+        return sum(values) / len(values) if values else None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(speedup_range=self.speedup_range, mean_acceptance_rate=self.mean_acceptance_rate,
+                    mean_memory_overhead=self.mean_memory_overhead)
+        return data
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """MTP versus draft: the per-method summaries and a one-paragraph conclusion."""
+
+    mtp: MethodSummary | None
+    draft: MethodSummary | None
+    winner: str | None  # "mtp" | "draft" | None (not both measured, or neither beats the baseline)
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mtp": self.mtp.to_dict() if self.mtp else None,
+            "draft": self.draft.to_dict() if self.draft else None,
+            "winner": self.winner,
+            "text": self.text,
+        }
+
+
+def summarize_method(measurements: Sequence[MeasurementInfo], method: str) -> MethodSummary | None:
+    """The method's fastest trial per batch size against the baseline; None if never completed."""
+    best = best_by_batch_size(m for m in measurements if m.method == method)
+    if not best:
+        return None
+    base = baselines(measurements)
+    speedups = {b: s for b, m in best.items() if (s := speedup(m, base)) is not None}
+    memory = {
+        b: m.peak_memory_bytes / base[b].peak_memory_bytes - 1
+        for b, m in best.items()
+        if m.peak_memory_bytes and b in base and base[b].peak_memory_bytes
+    }
+    return MethodSummary(
+        method=method,
+        batch_sizes=list(best),
+        best_depth={b: m.depth for b, m in best.items()},
+        speedup=speedups,
+        acceptance_rate={b: m.acceptance_rate for b, m in best.items() if m.acceptance_rate is not None},
+        acceptance_length={b: m.acceptance_length for b, m in best.items() if m.acceptance_length is not None},
+        memory_overhead=memory,
+        geomean_speedup=_geomean(speedups.values()),
+        wins=sum(s > 1 for s in speedups.values()),
+    )
+
+
+def _geomean(values: Iterable[float]) -> float | None:
+    logs = [math.log(v) for v in values if v > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def mtp_versus_draft(measurements: Sequence[MeasurementInfo]) -> Verdict:
+    """Which integrated (MTP) or assembled (draft model) speculation served this workload better.
+
+    Compared on the geometric-mean speedup over the batch sizes both were measured at; the text
+    adds acceptance, memory overhead and how many batch sizes each still beats the baseline.
+    """
+    mtp, draft = summarize_method(measurements, "mtp"), summarize_method(measurements, "draft")
+    if mtp is None and draft is None:
+        return Verdict(None, None, None, "Neither MTP nor a draft model was measured in this study.")
+    if mtp is None or draft is None:
+        only = mtp or draft
+        return Verdict(mtp, draft, None, f"Only {_name(only.method)} was measured: {_describe(only)}.")
+    common = sorted(set(mtp.speedup) & set(draft.speedup))
+    g_mtp = _geomean(mtp.speedup[b] for b in common)
+    g_draft = _geomean(draft.speedup[b] for b in common)
+    if g_mtp is None or g_draft is None:
+        return Verdict(mtp, draft, None, "MTP and draft were never measured at the same batch size.")
+    winner, loser = (mtp, draft) if g_mtp >= g_draft else (draft, mtp)
+    g_win, g_lose = max(g_mtp, g_draft), min(g_mtp, g_draft)
+    if g_win <= 1:
+        return Verdict(mtp, draft, None, (
+            f"Neither pays off here: over batch sizes {_span(common)} MTP averages {g_mtp:.2f}x and the "
+            f"draft model {g_draft:.2f}x the baseline. {_describe(mtp)}; {_describe(draft)}."
+        ))
+    text = (
+        f"{_name(winner.method)} wins: {g_win:.2f}x versus {g_lose:.2f}x geometric-mean speedup over batch "
+        f"sizes {_span(common)}. {_describe(winner)}; {_describe(loser)}."
+    )
+    return Verdict(mtp, draft, winner.method, text)
+
+
+def _name(method: str) -> str:
+    return {"mtp": "MTP", "draft": "the draft model"}.get(method, method)
+
+
+def _span(batch_sizes: Sequence[int]) -> str:
+    return f"{batch_sizes[0]}-{batch_sizes[-1]}" if len(batch_sizes) > 1 else str(batch_sizes[0])
+
+
+def _describe(s: MethodSummary) -> str:
+    parts = [f"{_name(s.method)}"]
+    if s.speedup_range:
+        low, high = s.speedup_range
+        parts.append(f"speedup {low:.2f}-{high:.2f}x, beats the baseline at {s.wins} of {len(s.speedup)} batch sizes")
+    if s.mean_acceptance_rate is not None:
+        parts.append(f"acceptance {s.mean_acceptance_rate:.0%}")
+    if s.mean_memory_overhead is not None:
+        parts.append(f"memory {s.mean_memory_overhead:+.0%} over the baseline")
+    return parts[0] + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")

@@ -1,0 +1,296 @@
+"""Deployment profiles as plain data: what a study recommends, where, for which model, and why.
+
+These dataclasses are what the query functions return, what the exporters read and what the JSON
+export writes (``to_dict``) and re-imports (``from_dict``). They hold no database handles: ids are
+informative only, everything else is identified by content (hardware and model fingerprints, study
+name, trial numbers), which is what makes a profile portable between databases.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any
+
+from autotune.errors import ConfigurationError
+
+METHODS = ("none", "mtp", "draft", "ngram")
+
+
+def utc_iso(value: dt.datetime | None) -> str | None:
+    """An ISO-8601 UTC timestamp; naive values (SQLite returns those) are taken as UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return value.astimezone(dt.timezone.utc).isoformat()
+
+
+def parse_iso(value: str | None, what: str) -> dt.datetime | None:
+    """Inverse of :func:`utc_iso`; a ConfigurationError names ``what`` when the text is no timestamp."""
+    if value is None:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"{what} must be an ISO-8601 timestamp, got {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def _from_fields(cls: type, data: Any, what: str, converters: dict[str, Any] | None = None) -> Any:
+    """Build dataclass ``cls`` from ``data``: every field without a default is required."""
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{what} must be a JSON object, got {type(data).__name__}")
+    converters = converters or {}
+    values = {}
+    for f in fields(cls):
+        if f.name in data:
+            convert = converters.get(f.name)
+            values[f.name] = convert(data[f.name]) if convert else data[f.name]
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise ConfigurationError(f"{what} lacks the key {f.name!r}")
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class HardwareInfo:
+    """The machine kind a profile was measured on."""
+
+    fingerprint: str
+    name: str
+    device_type: str
+    device_count: int
+    memory_total_bytes: int
+    spec: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> HardwareInfo:
+        return _from_fields(cls, data, "hardware")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A target or draft model, identified by the fingerprint of its weights and config."""
+
+    fingerprint: str
+    name: str
+    role: str  # "target" | "draft"
+    source: str  # a path, or "builtin:<name>" for the models shipped with autotune
+    num_params: int | None = None
+    num_mtp_modules: int = 0
+    vocab_size: int | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_builtin(self) -> bool:
+        """A model shipped inside autotune (no checkpoint a serving engine could load)."""
+        return self.source.startswith("builtin:")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ModelInfo:
+        return _from_fields(cls, data, "model")
+
+
+@dataclass(frozen=True)
+class StudyInfo:
+    """The search a profile came from: engine, objective, workload and search space."""
+
+    name: str
+    optuna_study_name: str
+    engine: str
+    objective: str
+    workload_name: str
+    workload_fingerprint: str
+    status: str
+    created_at: dt.datetime
+    finished_at: dt.datetime | None = None
+    search_space: dict[str, Any] = field(default_factory=dict)
+    slo: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["created_at"] = utc_iso(self.created_at)
+        data["finished_at"] = utc_iso(self.finished_at)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> StudyInfo:
+        return _from_fields(cls, data, "study", {
+            "created_at": lambda v: parse_iso(v, "study.created_at"),
+            "finished_at": lambda v: parse_iso(v, "study.finished_at"),
+        })
+
+
+@dataclass(frozen=True)
+class MeasurementInfo:
+    """One trial of a study: configuration, state and figures (``draft`` is a model fingerprint)."""
+
+    trial_number: int
+    method: str
+    depth: int
+    batch_size: int
+    state: str  # complete | failed | infeasible
+    draft: str | None = None
+    reason: str | None = None
+    tokens_per_s: float | None = None
+    requests_per_s: float | None = None
+    ttft_ms_p50: float | None = None
+    ttft_ms_p90: float | None = None
+    ttft_ms_p99: float | None = None
+    tpot_ms_p50: float | None = None
+    tpot_ms_p90: float | None = None
+    tpot_ms_p99: float | None = None
+    acceptance_rate: float | None = None
+    acceptance_length: float | None = None
+    acceptance_by_position: list[float] = field(default_factory=list)
+    drafted_tokens: int | None = None
+    accepted_tokens: int | None = None
+    peak_memory_bytes: int | None = None
+    wall_time_s: float | None = None
+    speedup: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    created_at: dt.datetime | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete" and self.tokens_per_s is not None
+
+    def label(self) -> str:
+        """``none`` or ``method@depth``, the engines' short name of a configuration."""
+        return self.method if self.method == "none" else f"{self.method}@{self.depth}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["created_at"] = utc_iso(self.created_at)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MeasurementInfo:
+        return _from_fields(cls, data, "measurement", {
+            "created_at": lambda v: parse_iso(v, "measurement.created_at"),
+        })
+
+
+@dataclass(frozen=True)
+class DeploymentProfile:
+    """The configuration a study recommends on one machine kind for one target model.
+
+    ``per_batch_size`` is the study's table of the best configuration at each measured batch size
+    (``{"batch_size", "method", "depth", "tokens_per_s", "speedup", ...}``); ``chosen_trial`` is
+    the trial number the profile was taken from. ``measurements`` (all trials of the study) and
+    ``draft_models`` (every draft they used) are loaded for show, export and report, and empty in
+    listings.
+    """
+
+    id: int | None
+    created_at: dt.datetime
+    study: StudyInfo
+    hardware: HardwareInfo
+    target: ModelInfo
+    method: str
+    depth: int
+    batch_size: int
+    objective: str
+    draft: ModelInfo | None = None
+    tokens_per_s: float | None = None
+    tpot_ms_p50: float | None = None
+    speedup: float | None = None
+    per_batch_size: list[dict[str, Any]] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    chosen_trial: int | None = None
+    measurements: tuple[MeasurementInfo, ...] = ()
+    draft_models: tuple[ModelInfo, ...] = ()
+
+    def label(self) -> str:
+        return self.method if self.method == "none" else f"{self.method}@{self.depth}"
+
+    def summary(self) -> dict[str, Any]:
+        """The one-line view used by listings (``profiles list --json``)."""
+        return {
+            "id": self.id,
+            "created_at": utc_iso(self.created_at),
+            "study": self.study.name,
+            "hardware": self.hardware.name,
+            "hardware_fingerprint": self.hardware.fingerprint,
+            "model": self.target.name,
+            "model_fingerprint": self.target.fingerprint,
+            "method": self.method,
+            "depth": self.depth,
+            "draft": self.draft.name if self.draft else None,
+            "batch_size": self.batch_size,
+            "objective": self.objective,
+            "tokens_per_s": self.tokens_per_s,
+            "tpot_ms_p50": self.tpot_ms_p50,
+            "speedup": self.speedup,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, nested; the JSON export and :meth:`from_dict` use this shape."""
+        return {
+            "id": self.id,
+            "created_at": utc_iso(self.created_at),
+            "method": self.method,
+            "depth": self.depth,
+            "batch_size": self.batch_size,
+            "objective": self.objective,
+            "tokens_per_s": self.tokens_per_s,
+            "tpot_ms_p50": self.tpot_ms_p50,
+            "speedup": self.speedup,
+            "chosen_trial": self.chosen_trial,
+            "per_batch_size": [dict(row) for row in self.per_batch_size],
+            "details": dict(self.details),
+            "study": self.study.to_dict(),
+            "hardware": self.hardware.to_dict(),
+            "target": self.target.to_dict(),
+            "draft": self.draft.to_dict() if self.draft else None,
+            "draft_models": [m.to_dict() for m in self.draft_models],
+            "measurements": [m.to_dict() for m in self.measurements],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> DeploymentProfile:
+        """Inverse of :meth:`to_dict`; raises ConfigurationError naming the first bad or missing key."""
+        profile = _from_fields(cls, data, "profile", {
+            "created_at": lambda v: parse_iso(v, "profile.created_at"),
+            "study": StudyInfo.from_dict,
+            "hardware": HardwareInfo.from_dict,
+            "target": ModelInfo.from_dict,
+            "draft": lambda v: None if v is None else ModelInfo.from_dict(v),
+            "draft_models": lambda v: tuple(ModelInfo.from_dict(m) for m in _list(v, "draft_models")),
+            "measurements": lambda v: tuple(MeasurementInfo.from_dict(m) for m in _list(v, "measurements")),
+            "per_batch_size": lambda v: [dict(row) for row in _list(v, "per_batch_size")],
+        })
+        profile.validate()
+        return profile
+
+    def validate(self) -> None:
+        """ConfigurationError unless method, depth and batch size form a runnable configuration."""
+        if self.method not in METHODS:
+            raise ConfigurationError(f"profile method {self.method!r} is not one of {', '.join(METHODS)}")
+        if not isinstance(self.depth, int) or self.depth < 0 or (self.method != "none") != (self.depth > 0):
+            raise ConfigurationError(
+                f"profile depth {self.depth!r} does not fit method {self.method} (none: 0, others: >= 1)"
+            )
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigurationError(f"profile batch size must be an integer >= 1, got {self.batch_size!r}")
+        if self.method == "draft" and self.draft is None:
+            raise ConfigurationError("a profile with method draft must name its draft model")
+
+    def model_by_fingerprint(self, fingerprint: str | None) -> ModelInfo | None:
+        """The draft model with ``fingerprint`` among the profile's drafts (None for None)."""
+        if fingerprint is None:
+            return None
+        candidates = ([self.draft] if self.draft else []) + list(self.draft_models)
+        return next((m for m in candidates if m.fingerprint == fingerprint), None)
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ConfigurationError(f"profile {what} must be a JSON list, got {type(value).__name__}")
+    return value

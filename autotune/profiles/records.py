@@ -1,0 +1,167 @@
+"""Conversions between store records and profile dataclasses (both directions, nothing else)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from sqlalchemy.orm import Session
+
+from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo
+from autotune.store import profile_queries
+from autotune.store.models import (
+    DeploymentProfileRecord,
+    HardwareRecord,
+    MeasurementRecord,
+    ModelRecord,
+    StudyRecord,
+)
+
+MEASUREMENT_COLUMNS = (
+    "trial_number", "method", "depth", "batch_size", "state", "reason", "tokens_per_s", "requests_per_s",
+    "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99",
+    "acceptance_rate", "acceptance_length", "acceptance_by_position", "drafted_tokens", "accepted_tokens",
+    "peak_memory_bytes", "wall_time_s", "speedup", "extra", "created_at",
+)
+
+
+def hardware_info(record: HardwareRecord) -> HardwareInfo:
+    return HardwareInfo(
+        fingerprint=record.fingerprint,
+        name=record.name,
+        device_type=record.device_type,
+        device_count=record.device_count,
+        memory_total_bytes=record.memory_total_bytes,
+        spec=dict(record.spec or {}),
+    )
+
+
+def model_info(record: ModelRecord) -> ModelInfo:
+    return ModelInfo(
+        fingerprint=record.fingerprint,
+        name=record.name,
+        role=record.role,
+        source=record.source,
+        num_params=record.num_params,
+        num_mtp_modules=record.num_mtp_modules,
+        vocab_size=record.vocab_size,
+        config=dict(record.config or {}),
+    )
+
+
+def study_info(record: StudyRecord) -> StudyInfo:
+    return StudyInfo(
+        name=record.name,
+        optuna_study_name=record.optuna_study_name,
+        engine=record.engine,
+        objective=record.objective,
+        workload_name=record.workload_name,
+        workload_fingerprint=record.workload_fingerprint,
+        status=record.status,
+        created_at=record.created_at,
+        finished_at=record.finished_at,
+        search_space=dict(record.search_space or {}),
+        slo=dict(record.slo or {}),
+    )
+
+
+def measurement_info(record: MeasurementRecord, drafts: Mapping[int, ModelRecord]) -> MeasurementInfo:
+    """``drafts`` maps draft model ids to records (the measurement names its draft by fingerprint)."""
+    values = {name: getattr(record, name) for name in MEASUREMENT_COLUMNS}
+    values["acceptance_by_position"] = list(values["acceptance_by_position"] or [])
+    values["extra"] = dict(values["extra"] or {})
+    draft = drafts.get(record.draft_model_id) if record.draft_model_id is not None else None
+    return MeasurementInfo(draft=draft.fingerprint if draft else None, **values)
+
+
+def deployment_profile(
+    session: Session, record: DeploymentProfileRecord, *, with_measurements: bool = False
+) -> DeploymentProfile:
+    """A profile dataclass; with its study's trials (and every draft they used) if asked."""
+    chosen_trial = None
+    if record.measurement_id is not None:
+        chosen = session.get(MeasurementRecord, record.measurement_id)
+        chosen_trial = chosen.trial_number if chosen else None
+    measurements: tuple[MeasurementInfo, ...] = ()
+    draft_models: tuple[ModelInfo, ...] = ()
+    if with_measurements:
+        rows = profile_queries.study_measurements(session, record.study_id)
+        drafts = profile_queries.models_by_id(session, {r.draft_model_id for r in rows if r.draft_model_id})
+        measurements = tuple(measurement_info(r, drafts) for r in rows)
+        draft_models = tuple(model_info(m) for m in sorted(drafts.values(), key=lambda m: m.fingerprint))
+    return DeploymentProfile(
+        id=record.id,
+        created_at=record.created_at,
+        study=study_info(record.study),
+        hardware=hardware_info(record.hardware),
+        target=model_info(record.target_model),
+        draft=model_info(record.draft_model) if record.draft_model else None,
+        method=record.method,
+        depth=record.depth,
+        batch_size=record.batch_size,
+        objective=record.objective,
+        tokens_per_s=record.tokens_per_s,
+        tpot_ms_p50=record.tpot_ms_p50,
+        speedup=record.speedup,
+        per_batch_size=[dict(row) for row in record.per_batch_size or []],
+        details=dict(record.details or {}),
+        chosen_trial=chosen_trial,
+        measurements=measurements,
+        draft_models=draft_models,
+    )
+
+
+def new_model_record(model: ModelInfo) -> ModelRecord:
+    return ModelRecord(
+        fingerprint=model.fingerprint,
+        name=model.name,
+        role=model.role,
+        source=model.source,
+        num_params=model.num_params,
+        num_mtp_modules=model.num_mtp_modules,
+        vocab_size=model.vocab_size,
+        config=dict(model.config),
+    )
+
+
+def new_hardware_record(hardware: HardwareInfo) -> HardwareRecord:
+    return HardwareRecord(
+        fingerprint=hardware.fingerprint,
+        name=hardware.name,
+        device_type=hardware.device_type,
+        device_count=hardware.device_count,
+        memory_total_bytes=hardware.memory_total_bytes,
+        spec=dict(hardware.spec),
+    )
+
+
+def new_study_record(study: StudyInfo, hardware: HardwareRecord, target: ModelRecord) -> StudyRecord:
+    return StudyRecord(
+        name=study.name,
+        optuna_study_name=study.optuna_study_name,
+        hardware=hardware,
+        target_model=target,
+        engine=study.engine,
+        objective=study.objective,
+        search_space=dict(study.search_space),
+        slo=dict(study.slo),
+        workload_name=study.workload_name,
+        workload_fingerprint=study.workload_fingerprint,
+        status=study.status,
+        created_at=study.created_at,
+        finished_at=study.finished_at,
+    )
+
+
+def new_measurement_records(
+    measurements: Iterable[MeasurementInfo], study: StudyRecord, drafts: Mapping[str, ModelRecord]
+) -> list[MeasurementRecord]:
+    """Records for ``measurements``; ``drafts`` maps draft fingerprints to (stored) model records."""
+    records = []
+    for m in measurements:
+        values = {name: getattr(m, name) for name in MEASUREMENT_COLUMNS}
+        if values["created_at"] is None:
+            del values["created_at"]  # the column default (now) applies
+        values["acceptance_by_position"] = list(m.acceptance_by_position)
+        values["extra"] = dict(m.extra)
+        records.append(MeasurementRecord(study=study, draft_model=drafts[m.draft] if m.draft else None, **values))
+    return records

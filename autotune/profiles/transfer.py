@@ -1,0 +1,149 @@
+"""Moving a profile between databases: the JSON document and its import.
+
+The document holds the whole profile with its study, hardware, target, drafts and every trial,
+identified by content (fingerprints, study name, trial numbers), so that exporting, importing into
+a fresh database and exporting again gives the same document except for the database ids.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from autotune.errors import ConfigurationError
+from autotune.profiles import records
+from autotune.profiles.data import DeploymentProfile, ModelInfo
+from autotune.profiles.query import load_profile
+from autotune.store import open_database, profile_queries
+from autotune.store.database import display_url
+from autotune.store.models import DeploymentProfileRecord, ModelRecord
+
+DOCUMENT_FORMAT = "autotune-deployment-profile"
+DOCUMENT_VERSION = 1
+
+
+def profile_document(profile: DeploymentProfile) -> dict[str, Any]:
+    """The JSON-ready export of ``profile`` (load it with its measurements for a complete record)."""
+    return {"format": DOCUMENT_FORMAT, "format_version": DOCUMENT_VERSION, "profile": profile.to_dict()}
+
+
+def dumps(profile: DeploymentProfile) -> str:
+    """The document as stable, human-diffable JSON text (strict JSON: no NaN or Infinity)."""
+    try:
+        return json.dumps(profile_document(profile), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    except ValueError:
+        raise ConfigurationError(
+            f"profile {profile.id} holds a NaN or infinite figure, which JSON cannot represent; "
+            "re-measure the trial that produced it"
+        ) from None
+
+
+def parse_document(text: str, source: str = "the profile file") -> DeploymentProfile:
+    """A profile from document text; ConfigurationError saying what is wrong with ``source``."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(document, dict) or document.get("format") != DOCUMENT_FORMAT:
+        raise ConfigurationError(
+            f"{source} is not an autotune profile export (expected \"format\": \"{DOCUMENT_FORMAT}\"; "
+            "write one with `autotune profiles export ID --format json`)"
+        )
+    version = document.get("format_version")
+    if version != DOCUMENT_VERSION:
+        raise ConfigurationError(
+            f"{source} has format_version {version!r}; this autotune reads version {DOCUMENT_VERSION} "
+            "(upgrade autotune to import newer exports)"
+        )
+    try:
+        profile = DeploymentProfile.from_dict(document.get("profile"))
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{source}: {exc}") from None
+    except (TypeError, ValueError) as exc:  # a value of the wrong type inside a known key
+        raise ConfigurationError(f"{source}: malformed profile ({exc})") from None
+    _check_references(profile, source)
+    return profile
+
+
+def _check_references(profile: DeploymentProfile, source: str) -> None:
+    trials = [m.trial_number for m in profile.measurements]
+    if len(set(trials)) != len(trials):
+        raise ConfigurationError(f"{source}: two measurements share a trial number")
+    if profile.chosen_trial is not None and profile.chosen_trial not in trials:
+        raise ConfigurationError(f"{source}: chosen_trial {profile.chosen_trial} is not among the measurements")
+    for m in profile.measurements:
+        if m.draft is not None and profile.model_by_fingerprint(m.draft) is None:
+            raise ConfigurationError(f"{source}: trial {m.trial_number} uses draft {m.draft}, absent from draft_models")
+
+
+def import_profile(db_url: str | None, path: Path | str) -> DeploymentProfile:
+    """Store the profile exported to ``path`` (JSON) and return it as stored (with its new id).
+
+    Hardware and models are matched by fingerprint and created when missing; the study must not
+    exist yet (a second import of the same file is refused rather than duplicated).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"{path} is not a UTF-8 text file") from None
+    profile = parse_document(text, str(path))
+    with open_database(db_url) as database, database.session() as session:
+        existing = profile_queries.find_study(session, profile.study.name)
+        if existing is not None:
+            raise ConfigurationError(
+                f"study {profile.study.name!r} already exists in {display_url(database.engine.url)} (id {existing.id}): "
+                "this profile was imported or tuned there before; see `autotune profiles list --study NAME`"
+            )
+        record = store_profile(session, profile)
+        return load_profile(session, record.id)
+
+
+def store_profile(session: Session, profile: DeploymentProfile) -> DeploymentProfileRecord:
+    """Insert ``profile`` (study, trials, the profile row) reusing stored hardware and models."""
+    hardware = profile_queries.hardware_by_fingerprint(session, profile.hardware.fingerprint)
+    if hardware is None:
+        hardware = records.new_hardware_record(profile.hardware)
+        session.add(hardware)
+    models = _models(session, [profile.target, *([profile.draft] if profile.draft else []), *profile.draft_models])
+    study = records.new_study_record(profile.study, hardware, models[profile.target.fingerprint])
+    session.add(study)
+    measurements = records.new_measurement_records(profile.measurements, study, models)
+    session.add_all(measurements)
+    chosen = next((m for m in measurements if m.trial_number == profile.chosen_trial), None)
+    record = DeploymentProfileRecord(
+        study=study,
+        hardware=hardware,
+        target_model=models[profile.target.fingerprint],
+        draft_model=models[profile.draft.fingerprint] if profile.draft else None,
+        method=profile.method,
+        depth=profile.depth,
+        batch_size=profile.batch_size,
+        objective=profile.objective,
+        tokens_per_s=profile.tokens_per_s,
+        tpot_ms_p50=profile.tpot_ms_p50,
+        speedup=profile.speedup,
+        per_batch_size=[dict(row) for row in profile.per_batch_size],
+        details=dict(profile.details),
+        created_at=profile.created_at,
+    )
+    session.add(record)
+    session.flush()
+    record.measurement_id = chosen.id if chosen else None
+    session.flush()
+    return record
+
+
+def _models(session: Session, models: list[ModelInfo]) -> dict[str, ModelRecord]:
+    """Stored records for ``models`` by fingerprint, creating the missing ones."""
+    stored = profile_queries.models_by_fingerprint(session, {m.fingerprint for m in models})
+    for model in models:
+        if model.fingerprint not in stored:
+            stored[model.fingerprint] = records.new_model_record(model)
+            session.add(stored[model.fingerprint])
+    return stored

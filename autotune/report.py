@@ -1,0 +1,413 @@
+"""The study report: PNG plots and one self-contained HTML page (the PNGs embedded as data URIs).
+
+Plots: throughput against batch size per method; speedup against depth per method at each batch
+size; acceptance per draft position; the throughput/TPOT Pareto front with the chosen profile
+marked; and MTP against the draft model per batch size. The page adds the MTP-versus-draft
+verdict, the per-batch-size table and every trial.
+
+matplotlib is used through its object API on the Agg canvas: no pyplot, no global backend switch,
+nothing needs a display.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from autotune import __version__
+from autotune.profiles import analysis, records
+from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo, utc_iso
+from autotune.profiles.errors import ProfileNotFoundError
+from autotune.profiles.files import write_atomic
+from autotune.store import open_database, profile_queries
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+REPORT_FILE = "report.html"
+METHOD_COLORS = {"none": "#6b6b6b", "mtp": "#1f77b4", "ngram": "#2ca02c"}
+DRAFT_COLORS = ("#ff7f0e", "#d62728", "#9467bd", "#8c564b")
+METHOD_NAMES = {"none": "none (baseline)", "mtp": "MTP", "draft": "draft model", "ngram": "n-gram"}
+DPI = 110
+
+
+@dataclass(frozen=True)
+class StudyData:
+    """What the report reads: the study, its machine and models, every trial, and its profile."""
+
+    study: StudyInfo
+    hardware: HardwareInfo
+    target: ModelInfo
+    measurements: tuple[MeasurementInfo, ...]
+    draft_models: tuple[ModelInfo, ...]
+    profile: DeploymentProfile | None
+
+    def series_name(self, key: analysis.SeriesKey) -> str:
+        method, draft = key
+        if method != "draft":
+            return METHOD_NAMES[method]
+        model = next((m for m in self.draft_models if m.fingerprint == draft), None)
+        return f"draft model ({model.name if model else draft})"
+
+    def series_color(self, key: analysis.SeriesKey) -> str:
+        method, draft = key
+        if method != "draft":
+            return METHOD_COLORS[method]
+        drafts = sorted(m.fingerprint for m in self.draft_models)
+        return DRAFT_COLORS[drafts.index(draft) % len(DRAFT_COLORS)] if draft in drafts else DRAFT_COLORS[0]
+
+
+def load_study(db_url: str | None, study: str | int) -> StudyData:
+    """The report's data for the study named ``study`` (or with that id)."""
+    with open_database(db_url) as database, database.session() as session:
+        record = profile_queries.find_study(session, study)
+        if record is None:
+            names = ", ".join(profile_queries.study_names(session)) or "none"
+            raise ProfileNotFoundError(f"no study {study!r} is stored (newest: {names})")
+        rows = profile_queries.study_measurements(session, record.id)
+        drafts = profile_queries.models_by_id(session, {r.draft_model_id for r in rows if r.draft_model_id})
+        profile_record = profile_queries.latest_profile_of_study(session, record.id)
+        return StudyData(
+            study=records.study_info(record),
+            hardware=records.hardware_info(record.hardware),
+            target=records.model_info(record.target_model),
+            measurements=tuple(records.measurement_info(r, drafts) for r in rows),
+            draft_models=tuple(records.model_info(m) for m in drafts.values()),
+            profile=records.deployment_profile(session, profile_record) if profile_record else None,
+        )
+
+
+def write_report(db_url: str | None, study: str | int, out_dir: Path | str) -> Path:
+    """Write the PNG plots and ``report.html`` (plots embedded) for ``study`` into ``out_dir``,
+    replacing an earlier report there. Returns the HTML path."""
+    data = load_study(db_url, study)
+    out_dir = Path(out_dir)
+    pngs = {name: _png(figure) for name, figure in figures(data).items()}
+    for name, png in pngs.items():
+        write_atomic(out_dir / f"{name}.png", png, force=True)
+    return write_atomic(out_dir / REPORT_FILE, render_html(data, pngs), force=True)
+
+
+# --- plots -------------------------------------------------------------------------------------
+
+
+def figures(data: StudyData) -> dict[str, Figure]:
+    """The report's figures by file stem; none when the study has no complete trial."""
+    done = analysis.complete(data.measurements)
+    if not done:
+        return {}
+    result = {
+        "throughput_vs_batch_size": plot_throughput(data, done),
+        "speedup_vs_depth": plot_speedup_vs_depth(data, done),
+        "pareto_front": plot_pareto(data, done),
+    }
+    if any(m.acceptance_by_position for m in done):
+        result["acceptance_by_position"] = plot_acceptance(data, done)
+    verdict = analysis.mtp_versus_draft(done)
+    if verdict.mtp or verdict.draft:
+        result["mtp_vs_draft"] = plot_mtp_vs_draft(verdict)
+    return result
+
+
+def _figure(width: float, height: float) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def _by_series(measurements: Sequence[MeasurementInfo]) -> dict[analysis.SeriesKey, list[MeasurementInfo]]:
+    order = {"none": 0, "mtp": 1, "draft": 2, "ngram": 3}
+    series: dict[analysis.SeriesKey, list[MeasurementInfo]] = {}
+    for m in sorted(measurements, key=lambda m: (order[m.method], m.draft or "")):
+        series.setdefault(analysis.series_key(m), []).append(m)
+    return series
+
+
+def _batch_axis(ax, batch_sizes: Sequence[int]) -> None:  # noqa: ANN001 - a matplotlib Axes
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(batch_sizes), [str(b) for b in batch_sizes])
+    ax.minorticks_off()
+
+
+def plot_throughput(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+    """Best tokens/s at each batch size per method, the best depth written next to each point."""
+    figure = _figure(7.5, 4.8)
+    ax = figure.add_subplot()
+    for key, trials in _by_series(done).items():
+        best = analysis.best_by_batch_size(trials)
+        xs, ys = list(best), [m.tokens_per_s for m in best.values()]
+        ax.plot(xs, ys, marker="o", color=data.series_color(key), label=data.series_name(key))
+        if key[0] != "none":
+            for m in best.values():
+                ax.annotate(f"d{m.depth}", (m.batch_size, m.tokens_per_s), textcoords="offset points",
+                            xytext=(4, 4), fontsize=7, color=data.series_color(key))
+    _batch_axis(ax, sorted({m.batch_size for m in done}))
+    ax.set_xlabel("batch size (concurrent sequences)")
+    ax.set_ylabel("throughput (generated tokens/s)")
+    ax.set_title("Throughput against batch size (best depth per method, dN = depth)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return figure
+
+
+def plot_speedup_vs_depth(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+    """One panel per batch size: speedup over the baseline against depth, per speculative method."""
+    base = analysis.baselines(done)
+    batch_sizes = sorted({m.batch_size for m in done})
+    columns = min(3, len(batch_sizes))
+    rows = -(-len(batch_sizes) // columns)
+    figure = _figure(4.0 * columns, 3.2 * rows)
+    axes = figure.subplots(rows, columns, sharey=True, squeeze=False).ravel()
+    speculative = {k: v for k, v in _by_series(done).items() if k[0] != "none"}
+    depths = sorted({m.depth for trials in speculative.values() for m in trials}) or [0]
+    for ax, batch_size in zip(axes, batch_sizes):
+        for key, trials in speculative.items():
+            points = sorted(
+                (m.depth, s) for m in trials if m.batch_size == batch_size and (s := analysis.speedup(m, base)) is not None
+            )
+            if points:
+                ax.plot(*zip(*points), marker="o", color=data.series_color(key), label=data.series_name(key))
+        ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
+        ax.set_xticks(depths)
+        ax.set_title(f"batch size {batch_size}")
+        ax.set_xlabel("depth (draft tokens per step)")
+        ax.grid(True, alpha=0.3)
+    for ax in axes[len(batch_sizes):]:
+        ax.set_visible(False)
+    for ax in axes[::columns]:
+        ax.set_ylabel("speedup over none (x)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        figure.legend(handles, labels, loc="outside lower center", ncols=len(handles))
+    figure.suptitle("Speedup against speculation depth, per batch size")
+    return figure
+
+
+def plot_acceptance(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+    """Mean acceptance at each draft position over a method's trials (position 1 = first draft token)."""
+    figure = _figure(7.5, 4.5)
+    ax = figure.add_subplot()
+    longest = 1
+    for key, trials in _by_series(done).items():
+        sums: dict[int, list[float]] = {}
+        for m in trials:
+            for position, rate in enumerate(m.acceptance_by_position, start=1):
+                sums.setdefault(position, []).append(rate)
+        if not sums:
+            continue
+        positions = sorted(sums)
+        longest = max(longest, positions[-1])
+        means = [sum(sums[p]) / len(sums[p]) for p in positions]
+        ax.plot(positions, means, marker="o", color=data.series_color(key), label=data.series_name(key))
+    ax.set_xticks(range(1, longest + 1))
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("acceptance rate (fraction accepted)")
+    ax.set_title("Acceptance per draft position (mean over batch sizes and depths)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return figure
+
+
+def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+    """Every trial by TPOT and throughput, the Pareto front, and the chosen profile starred."""
+    figure = _figure(7.5, 5.0)
+    ax = figure.add_subplot()
+    timed = [m for m in done if m.tpot_ms_p50 is not None]
+    for key, trials in _by_series(timed).items():
+        ax.scatter([m.tpot_ms_p50 for m in trials], [m.tokens_per_s for m in trials], s=18, alpha=0.7,
+                   color=data.series_color(key), label=data.series_name(key))
+    front = analysis.pareto_front(timed)
+    if front:
+        ax.plot([m.tpot_ms_p50 for m in front], [m.tokens_per_s for m in front], color="black", linewidth=1,
+                drawstyle="steps-post", label="Pareto front")
+    chosen = _chosen(data, timed)
+    if chosen is not None:
+        ax.scatter([chosen.tpot_ms_p50], [chosen.tokens_per_s], marker="*", s=260, color="gold", edgecolors="black",
+                   zorder=5, label=f"chosen profile: {chosen.label()} at batch {chosen.batch_size}")
+    ax.set_xlabel("TPOT p50 (ms per output token, lower is better)")
+    ax.set_ylabel("throughput (generated tokens/s, higher is better)")
+    ax.set_title("Throughput against latency: trials and Pareto front")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return figure
+
+
+def _chosen(data: StudyData, trials: Sequence[MeasurementInfo]) -> MeasurementInfo | None:
+    if data.profile is None or data.profile.chosen_trial is None:
+        return None
+    return next((m for m in trials if m.trial_number == data.profile.chosen_trial), None)
+
+
+def plot_mtp_vs_draft(verdict: analysis.Verdict) -> Figure:
+    """Per batch size: each method's best speedup, and its peak memory over the baseline's."""
+    summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
+    batch_sizes = sorted({b for s in summaries for b in s.batch_sizes})
+    figure = _figure(9.0, 4.0)
+    speed_ax, memory_ax = figure.subplots(1, 2)
+    width = 0.8 / len(summaries)
+    positions = range(len(batch_sizes))
+    for i, s in enumerate(summaries):
+        color = METHOD_COLORS["mtp"] if s.method == "mtp" else DRAFT_COLORS[0]
+        offsets = [p - 0.4 + width * (i + 0.5) for p in positions]
+        speed_ax.bar(offsets, [s.speedup.get(b, 0) for b in batch_sizes], width, color=color, label=METHOD_NAMES[s.method])
+        memory_ax.bar(offsets, [100 * s.memory_overhead.get(b, 0) for b in batch_sizes], width, color=color,
+                      label=METHOD_NAMES[s.method])
+    speed_ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
+    for ax in (speed_ax, memory_ax):
+        ax.set_xticks(list(positions), [str(b) for b in batch_sizes])
+        ax.set_xlabel("batch size")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    speed_ax.set_ylabel("best speedup over none (x)")
+    speed_ax.set_title("Speedup (best depth)")
+    memory_ax.set_ylabel("peak memory over the baseline (%)")
+    memory_ax.set_title("Memory overhead")
+    figure.suptitle("MTP against the draft model")
+    return figure
+
+
+# --- HTML --------------------------------------------------------------------------------------
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { margin-bottom: 0.2em; } .meta { color: #555; margin-top: 0; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f2f2f2; } td.text, th.text { text-align: left; }
+.verdict { background: #f6f9fc; border-left: 4px solid #1f77b4; padding: 0.6em 1em; }
+figure { margin: 1.5em 0; } img { max-width: 100%; border: 1px solid #eee; }
+tr.failed td { color: #999; }
+"""
+
+PLOT_CAPTIONS = {
+    "throughput_vs_batch_size": "Throughput against batch size per method (best depth at each batch size).",
+    "speedup_vs_depth": "Speedup over the baseline against depth, one panel per batch size.",
+    "acceptance_by_position": "Acceptance rate per draft position.",
+    "pareto_front": "All complete trials by TPOT and throughput; the Pareto front and the chosen profile (star).",
+    "mtp_vs_draft": "MTP against the draft model: best speedup and memory overhead per batch size.",
+}
+
+
+def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
+    """The report page; ``pngs`` (file stem -> PNG bytes) are embedded as data URIs."""
+    e = html.escape
+    study = data.study
+    done = analysis.complete(data.measurements)
+    verdict = analysis.mtp_versus_draft(done)
+    parts = [
+        "<!DOCTYPE html>",
+        f"<html lang='en'><head><meta charset='utf-8'><title>autotune report: {e(study.name)}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>Study {e(study.name)}</h1>",
+        f"<p class='meta'>target <b>{e(data.target.name)}</b> ({e(data.target.fingerprint)}) on "
+        f"<b>{e(data.hardware.name)}</b> ({e(data.hardware.fingerprint)}) &middot; engine {e(study.engine)} "
+        f"&middot; objective {e(study.objective)} &middot; workload {e(study.workload_name)} &middot; "
+        f"{len(data.measurements)} trials ({len(done)} complete) &middot; status {e(study.status)} &middot; "
+        f"started {e(utc_iso(study.created_at) or '')}</p>",
+        "<h2>Deployment profile</h2>",
+        _profile_html(data.profile),
+        "<h2>MTP or draft model?</h2>",
+        f"<p class='verdict'>{e(verdict.text)}</p>",
+        _verdict_table(verdict),
+    ]
+    if not pngs:
+        parts.append("<p>No complete trial: nothing to plot.</p>")
+    for name, png in pngs.items():
+        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        caption = PLOT_CAPTIONS.get(name, name)
+        parts.append(f"<figure><img src='{uri}' alt='{e(caption)}'><figcaption>{e(caption)} "
+                     f"(also <a href='{e(name)}.png'>{e(name)}.png</a>)</figcaption></figure>")
+    if data.profile and data.profile.per_batch_size:
+        parts += ["<h2>Best configuration per batch size</h2>", _per_batch_table(data.profile.per_batch_size)]
+    parts += ["<h2>All trials</h2>", _trials_table(data)]
+    parts.append(f"<p class='meta'>Written by autotune {e(__version__)}.</p></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _num(value: float | int | None, digits: int = 3) -> str:
+    if value is None:
+        return "&ndash;"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.{digits}g}"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], text_columns: Sequence[int] = (),
+           row_classes: Sequence[str] | None = None) -> str:
+    def attr(i: int) -> str:
+        return " class='text'" if i in text_columns else ""
+
+    head = "".join(f"<th{attr(i)}>{html.escape(h)}</th>" for i, h in enumerate(headers))
+    body = []
+    for r, row in enumerate(rows):
+        cls = f" class='{row_classes[r]}'" if row_classes and row_classes[r] else ""
+        cells = "".join(f"<td{attr(i)}>{c}</td>" for i, c in enumerate(row))
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _profile_html(profile: DeploymentProfile | None) -> str:
+    if profile is None:
+        return "<p>This study has not written a deployment profile (yet).</p>"
+    draft = html.escape(profile.draft.name) if profile.draft else "&ndash;"
+    row = [str(profile.id), html.escape(profile.label()), draft, str(profile.batch_size), html.escape(profile.objective),
+           _num(profile.tokens_per_s), _num(profile.tpot_ms_p50), _num(profile.speedup),
+           html.escape(utc_iso(profile.created_at) or "")]
+    headers = ["id", "configuration", "draft", "batch size", "objective", "tokens/s", "TPOT p50 (ms)", "speedup (x)", "created"]
+    return _table(headers, [row], text_columns=(1, 2, 4, 8))
+
+
+def _verdict_table(verdict: analysis.Verdict) -> str:
+    summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
+    if not summaries:
+        return ""
+    rows = []
+    for s in summaries:
+        for b in s.batch_sizes:
+            memory = s.memory_overhead.get(b)
+            rows.append([METHOD_NAMES[s.method], str(b), str(s.best_depth[b]), _num(s.speedup.get(b)),
+                         _num(s.acceptance_rate.get(b)), _num(s.acceptance_length.get(b)),
+                         f"{memory:+.1%}" if memory is not None else "&ndash;"])
+    headers = ["method", "batch size", "best depth", "speedup (x)", "acceptance rate", "acceptance length", "memory vs none"]
+    return _table(headers, rows, text_columns=(0,))
+
+
+def _per_batch_table(rows: Sequence[dict]) -> str:
+    """The tuner's table of winners; rows without a complete trial show dashes."""
+    headers = ["batch size", "best configuration", "tokens/s", "speedup (x)", "acceptance rate", "trials"]
+    body = []
+    for r in rows:
+        label = r.get("label") or (None if r.get("method") is None else
+                                   r["method"] if r["method"] == "none" else f"{r['method']}@{r.get('depth')}")
+        body.append([str(r.get("batch_size")), html.escape(label) if label else "&ndash;", _num(r.get("tokens_per_s")),
+                     _num(r.get("speedup")), _num(r.get("acceptance_rate")), _num(r.get("trials"))])
+    return _table(headers, body, text_columns=(1,))
+
+
+def _trials_table(data: StudyData) -> str:
+    headers = ["trial", "state", "method", "draft", "depth", "batch size", "tokens/s", "TPOT p50 (ms)", "speedup (x)",
+               "acceptance rate", "peak memory (MiB)", "note"]
+    rows, classes = [], []
+    for m in sorted(data.measurements, key=lambda m: (m.batch_size, m.method, m.depth, m.trial_number)):
+        draft = data.series_name(analysis.series_key(m)) if m.method == "draft" else "&ndash;"
+        memory = _num(m.peak_memory_bytes / 2**20) if m.peak_memory_bytes else "&ndash;"
+        rows.append([str(m.trial_number), html.escape(m.state), html.escape(m.method), html.escape(draft) if m.draft else draft,
+                     str(m.depth), str(m.batch_size), _num(m.tokens_per_s), _num(m.tpot_ms_p50), _num(m.speedup),
+                     _num(m.acceptance_rate), memory, html.escape(m.reason or "")])
+        classes.append("" if m.complete else "failed")
+    return _table(headers, rows, text_columns=(1, 2, 3, 11), row_classes=classes)

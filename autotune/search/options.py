@@ -1,0 +1,127 @@
+"""The options of a tuning run, validated before anything is probed, loaded or written."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from autotune.engines.base import BUILTIN_DRAFT, MAX_DEPTH, METHODS
+from autotune.errors import ConfigurationError
+from autotune.search.objective import Objective, Slo
+
+if TYPE_CHECKING:
+    from autotune.hardware import HardwareProfile
+    from autotune.workload import Workload
+
+SAMPLERS = ("tpe", "gp", "random", "grid")
+ENGINES = ("embedded",)
+DEFAULT_MAX_DEPTH = 8
+# With the built-in models and workload a measured trial takes ~3-5 s on our 2-core CPU (about
+# half of it the worker restart a new configuration needs; repeats cost nothing), so 48 measured
+# trials, half of the 100-point default space, keep a plain `autotune tune` at ~3-4 min.
+DEFAULT_N_TRIALS = 48
+DEFAULT_TRIAL_TIMEOUT_S = 600.0
+DEFAULT_HEARTBEAT_INTERVAL_S = 20
+DEFAULT_MAX_RETRY = 2
+MAX_STUDY_NAME = 255
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """Everything ``autotune tune`` can be told.
+
+    ``target``: model file, None for the built-in target. ``drafts``: draft candidates for method
+    draft (``"builtin"`` or model files). ``methods``: None for every method the target supports
+    (none, the baseline, is always included). ``batch_sizes``: None for the hardware-aware default
+    (see :mod:`autotune.search.memory`). ``n_trials``: the study-wide number of trials (baselines
+    included; shared by every worker of a distributed study; None: ``DEFAULT_N_TRIALS``, or every
+    point for the grid sampler). ``timeout_s``: stop asking for new trials after this long.
+    ``trial_timeout_s``: limit for each engine call (model load, one measurement); the worker is
+    killed past it. ``hardware``: a probed profile, None to probe quickly now. ``workload``: JSONL
+    path, None for the built-in workload. ``heartbeat_interval_s``: how often a running trial says
+    it is alive; one silent for ``grace_period_s`` (default 2 x interval) is failed and retried up
+    to ``max_retry`` times.
+    """
+
+    db_url: str | None = None
+    study_name: str | None = None
+    target: str | None = None
+    drafts: tuple[str, ...] = (BUILTIN_DRAFT,)
+    methods: tuple[str, ...] | None = None
+    max_depth: int = DEFAULT_MAX_DEPTH
+    batch_sizes: tuple[int, ...] | None = None
+    sampler: str = "tpe"
+    seed: int | None = None
+    n_trials: int | None = None
+    timeout_s: float | None = None
+    objective: str = "throughput"
+    slo: Slo = field(default_factory=Slo)
+    trial_timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S
+    workload: str | Path | Workload | None = None
+    engine: str = "embedded"
+    hardware: HardwareProfile | None = None
+    heartbeat_interval_s: int = DEFAULT_HEARTBEAT_INTERVAL_S
+    grace_period_s: int | None = None
+    max_retry: int = DEFAULT_MAX_RETRY
+
+    @property
+    def objective_spec(self) -> Objective:
+        return Objective(self.objective, self.slo)
+
+    def validate(self) -> None:
+        """Raise ConfigurationError for the first invalid option (nothing is read or written)."""
+        if self.engine not in ENGINES:
+            raise ConfigurationError(f"unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}")
+        if self.study_name is not None and not (0 < len(self.study_name.strip()) <= MAX_STUDY_NAME):
+            raise ConfigurationError(f"study name must have 1..{MAX_STUDY_NAME} characters, got {self.study_name!r}")
+        for method in self.methods or ():
+            if method not in METHODS:
+                raise ConfigurationError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+        if self.target is not None and not Path(self.target).is_file():
+            raise ConfigurationError(f"target model file {self.target} does not exist; pass a model file or omit --target")
+        for draft in self.drafts:
+            if draft != BUILTIN_DRAFT and not Path(draft).is_file():
+                raise ConfigurationError(f"draft model file {draft} does not exist; pass a model file or 'builtin'")
+        if len(set(self.drafts)) != len(self.drafts):
+            raise ConfigurationError("a draft model is listed twice; list each draft once")
+        _require_int("max depth", self.max_depth, 1, MAX_DEPTH)
+        if self.batch_sizes is not None:
+            if not self.batch_sizes:
+                raise ConfigurationError("batch sizes must list at least one size")
+            for batch_size in self.batch_sizes:
+                _require_int("batch size", batch_size, 1)
+        if self.sampler not in SAMPLERS:
+            raise ConfigurationError(f"unknown sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}")
+        if self.sampler == "gp":
+            _require_scipy()
+        if self.seed is not None:
+            _require_int("seed", self.seed, 0)
+        if self.n_trials is not None:
+            _require_int("n_trials", self.n_trials, 1)
+        for name, seconds in (("timeout", self.timeout_s), ("trial timeout", self.trial_timeout_s)):
+            if seconds is not None and not (_is_number(seconds) and math.isfinite(seconds) and seconds > 0):
+                raise ConfigurationError(f"{name} must be a number of seconds > 0, got {seconds!r}")
+        _require_int("heartbeat interval", self.heartbeat_interval_s, 1)
+        if self.grace_period_s is not None:
+            _require_int("grace period", self.grace_period_s, self.heartbeat_interval_s + 1)
+        _require_int("max retry", self.max_retry, 0)
+        self.objective_spec.validate()
+
+
+def _require_int(name: str, value: object, low: int, high: int | None = None) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"in {low}..{high}"
+        raise ConfigurationError(f"{name} must be an integer {bounds}, got {value!r}")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _require_scipy() -> None:
+    try:
+        import scipy  # noqa: F401 - Optuna's GPSampler needs it
+    except ImportError:
+        raise ConfigurationError("sampler gp needs scipy: pip install scipy (or choose tpe)") from None

@@ -1,0 +1,148 @@
+"""What a tuning run reports: progress while it runs, the result at the end."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from autotune.search.result import (
+    BatchSizeBest,
+    MethodVerdict,
+    ProfileChoice,
+    choose_profile,
+    method_verdicts,
+    pareto_front,
+    per_batch_size,
+    summary_lines,
+)
+from autotune.search.objective import Objective
+from autotune.store.results import TrialRow
+
+
+@dataclass(frozen=True)
+class TuneProgress:
+    """Sent to the progress callback when a trial starts (``finished`` None) and when it ends."""
+
+    trials_done: int  # finished trials of the study (every worker's), this one included when finished
+    trials_total: int
+    current: str  # the trial's configuration label, e.g. "draft@3 b4"
+    finished: str | None = None  # complete | failed | infeasible, once the trial ended
+    reason: str | None = None
+    best: str | None = None  # best configuration so far, e.g. "mtp@2 b8 (812.3 tokens/s, 1.41x)"
+
+
+@dataclass(frozen=True)
+class TrialCounts:
+    """Measured trials by state (``total`` is what the budget counts), and how many times the
+    sampler repeated a finished configuration (answered from the earlier result, not measured)."""
+
+    complete: int = 0
+    failed: int = 0
+    infeasible: int = 0
+    repeated: int = 0
+
+    @classmethod
+    def of(cls, rows: list[TrialRow], repeated: int = 0) -> TrialCounts:
+        states = [row.state for row in rows]
+        return cls(states.count("complete"), states.count("failed"), states.count("infeasible"), repeated)
+
+    @property
+    def total(self) -> int:
+        return self.complete + self.failed + self.infeasible
+
+
+@dataclass(frozen=True)
+class StudyAnalysis:
+    """The study's answer computed from its stored trials (see :mod:`autotune.search.result`)."""
+
+    profile: ProfileChoice | None
+    per_batch_size: list[BatchSizeBest]
+    verdict: list[MethodVerdict]
+    pareto_front: list[TrialRow]
+    summary: list[str]
+    counts: TrialCounts
+    model_loads: int
+
+    @classmethod
+    def of(
+        cls, rows: list[TrialRow], objective: Objective, batch_sizes: list[int], method_names: list[str], repeated: int = 0
+    ) -> StudyAnalysis:
+        profile = choose_profile(rows, objective)
+        table = per_batch_size(rows, batch_sizes, objective.slo)
+        verdict = method_verdicts(rows, method_names)
+        return cls(
+            profile=profile,
+            per_batch_size=table,
+            verdict=verdict,
+            pareto_front=pareto_front(rows) if objective.kind == "pareto" else [],
+            summary=summary_lines(profile, table, verdict, objective.slo),
+            counts=TrialCounts.of(rows, repeated),
+            model_loads=sum(int(row.extra.get("model_loads", 0)) for row in rows),
+        )
+
+    @property
+    def best_label(self) -> str | None:
+        if self.profile is None:
+            return None
+        row = self.profile.row
+        speedup = f", {row.speedup:.2f}x" if row.speedup else ""
+        return f"{row.label} ({row.tokens_per_s:.1f} tokens/s{speedup})"
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The outcome of :func:`autotune.search.tune`.
+
+    ``status``: complete (the study's budget is spent and every trial finished), running (budget
+    left, e.g. after ``timeout_s``, or other workers still busy). ``worker_starts`` and
+    ``model_loads_this_run`` count this process only; ``analysis.model_loads`` the whole study.
+    """
+
+    study_name: str
+    database: str
+    status: str
+    objective: str
+    slo: dict[str, Any]
+    n_trials: int
+    hardware: str
+    search_space: dict[str, Any]
+    analysis: StudyAnalysis
+    trials_this_run: int
+    worker_starts: int
+    model_loads_this_run: int
+    elapsed_s: float
+    rows: list[TrialRow] = field(default_factory=list)
+
+    @property
+    def profile(self) -> ProfileChoice | None:
+        return self.analysis.profile
+
+    @property
+    def slo_met(self) -> bool | None:
+        return None if self.profile is None else self.profile.slo_met
+
+    def to_dict(self) -> dict[str, Any]:
+        analysis = self.analysis
+        return {
+            "study_name": self.study_name,
+            "database": self.database,
+            "status": self.status,
+            "objective": self.objective,
+            "slo": self.slo,
+            "n_trials": self.n_trials,
+            "hardware": self.hardware,
+            "search_space": self.search_space,
+            "profile": analysis.profile.to_dict() if analysis.profile else None,
+            "slo_met": self.slo_met,
+            "per_batch_size": [row.to_dict() for row in analysis.per_batch_size],
+            "verdict": [row.to_dict() for row in analysis.verdict],
+            "pareto_front": [row.to_dict() for row in analysis.pareto_front],
+            "summary": analysis.summary,
+            "counts": {**asdict(analysis.counts), "total": analysis.counts.total},
+            "model_loads": analysis.model_loads,
+            "trials_this_run": self.trials_this_run,
+            "worker_starts": self.worker_starts,
+            "model_loads_this_run": self.model_loads_this_run,
+            "elapsed_s": self.elapsed_s,
+            "trials": [row.to_dict() for row in self.rows],
+        }

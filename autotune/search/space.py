@@ -1,0 +1,160 @@
+"""The search space, and the only code that asks Optuna for parameter values.
+
+Optuna parameters (conditional, so no value is drawn that does not matter)::
+
+    method          categorical: the applicable speculative methods (mtp, draft, ngram)
+    draft           categorical: the draft labels                    only when method == draft
+    <method>_depth  int in 1..max_depth                              one per method
+    batch_size      categorical: the batch sizes
+
+Method none is in the space but never sampled: it is measured at every batch size as the
+baseline, so drawing it could only repeat a baseline. Baseline trials are enqueued with the user
+attribute ``autotune_baseline`` and have the single parameter ``batch_size``; they share it with
+the sampled trials, so the sampler learns how throughput grows with the batch from them too.
+
+Each speculative method has a depth parameter of its own, so TPE models "the best depth for MTP"
+apart from "the best depth for a draft model" (they differ: a draft model's cost grows with depth,
+MTP's hardly does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+
+from autotune.engines.base import BUILTIN_DRAFT, MAX_DEPTH, METHODS, EngineConfig
+from autotune.errors import ConfigurationError
+
+BASELINE_METHOD = "none"
+BASELINE_ATTR = "autotune_baseline"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One point of the space: a configuration at a batch size (``draft`` is a draft label)."""
+
+    method: str
+    depth: int
+    batch_size: int
+    draft: str | None = None
+
+    @property
+    def config_label(self) -> str:
+        """``none``, ``mtp@2``, ``draft@3``, or ``draft:<label>@3`` for a draft other than the built-in."""
+        if self.method == BASELINE_METHOD:
+            return self.method
+        name = self.method if self.draft in (None, BUILTIN_DRAFT) else f"{self.method}:{self.draft}"
+        return f"{name}@{self.depth}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.config_label} b{self.batch_size}"
+
+    def engine_config(self, draft_paths: Mapping[str, str]) -> EngineConfig:
+        """The engine's configuration; ``draft_paths`` maps draft labels to what the engine loads."""
+        draft = draft_paths[self.draft] if self.method == "draft" else None
+        return EngineConfig(self.method, self.depth, draft)
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Methods (baseline first), draft labels, depth range and batch sizes of a study."""
+
+    methods: tuple[str, ...]
+    drafts: tuple[str, ...]
+    max_depth: int
+    batch_sizes: tuple[int, ...]
+
+    @classmethod
+    def build(
+        cls,
+        methods: tuple[str, ...] | None,
+        drafts: tuple[str, ...],
+        max_depth: int,
+        batch_sizes: tuple[int, ...],
+        target_has_mtp: bool,
+    ) -> SearchSpace:
+        """The space for these options; ``methods=None`` means every method this target supports."""
+        if methods is None:
+            methods = tuple(m for m in METHODS if (m != "mtp" or target_has_mtp) and (m != "draft" or drafts))
+        unknown = [m for m in methods if m not in METHODS]
+        if unknown:
+            raise ConfigurationError(f"unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+        if "mtp" in methods and not target_has_mtp:
+            raise ConfigurationError("method mtp needs a target with MTP modules and this target has none; drop mtp")
+        if "draft" in methods and not drafts:
+            raise ConfigurationError("method draft needs at least one draft model; pass --draft builtin or a path")
+        if not 1 <= max_depth <= MAX_DEPTH:
+            raise ConfigurationError(f"max depth must be in 1..{MAX_DEPTH}, got {max_depth}")
+        ordered = tuple(m for m in METHODS if m in methods or m == BASELINE_METHOD)
+        return cls(ordered, tuple(drafts) if "draft" in ordered else (), max_depth, tuple(sorted(set(batch_sizes))))
+
+    # -- Optuna -----------------------------------------------------------------------------------
+
+    @property
+    def sampled_methods(self) -> tuple[str, ...]:
+        """The methods a sampler chooses from (every method but the baseline)."""
+        return tuple(m for m in self.methods if m != BASELINE_METHOD)
+
+    def suggest(self, trial: optuna.Trial) -> Candidate:
+        """Draw (or read back, for an enqueued trial) the trial's candidate."""
+        if trial.user_attrs.get(BASELINE_ATTR):
+            return Candidate(BASELINE_METHOD, 0, trial.suggest_categorical("batch_size", self.batch_sizes))
+        method = trial.suggest_categorical("method", self.sampled_methods)
+        draft = trial.suggest_categorical("draft", self.drafts) if method == "draft" else None
+        depth = trial.suggest_int(f"{method}_depth", 1, self.max_depth)
+        batch_size = trial.suggest_categorical("batch_size", self.batch_sizes)
+        return Candidate(method, depth, batch_size, draft)
+
+    @staticmethod
+    def params(candidate: Candidate) -> dict[str, Any]:
+        """The Optuna parameters of ``candidate`` (for enqueueing it)."""
+        if candidate.method == BASELINE_METHOD:
+            return {"batch_size": candidate.batch_size}
+        params: dict[str, Any] = {"method": candidate.method}
+        if candidate.method == "draft":
+            params["draft"] = candidate.draft
+        params[f"{candidate.method}_depth"] = candidate.depth
+        params["batch_size"] = candidate.batch_size
+        return params
+
+    @staticmethod
+    def user_attrs(candidate: Candidate) -> dict[str, Any]:
+        """The user attributes an enqueued ``candidate`` needs (the baseline mark)."""
+        return {BASELINE_ATTR: True} if candidate.method == BASELINE_METHOD else {}
+
+    @staticmethod
+    def candidate_of(params: Mapping[str, Any]) -> Candidate:
+        """Inverse of :meth:`params`."""
+        method = params.get("method", BASELINE_METHOD)
+        depth = 0 if method == BASELINE_METHOD else params[f"{method}_depth"]
+        return Candidate(method, depth, params["batch_size"], params.get("draft"))
+
+    # -- enumeration ------------------------------------------------------------------------------
+
+    def baselines(self) -> list[Candidate]:
+        """Method none at every batch size: what every trial's speedup is measured against."""
+        return [Candidate(BASELINE_METHOD, 0, b) for b in self.batch_sizes]
+
+    def candidates(self) -> list[Candidate]:
+        """Every point of the space, baselines first."""
+        speculative = [
+            Candidate(method, depth, batch_size, draft)
+            for method in self.methods
+            if method != BASELINE_METHOD
+            for draft in (self.drafts if method == "draft" else (None,))
+            for depth in range(1, self.max_depth + 1)
+            for batch_size in self.batch_sizes
+        ]
+        return self.baselines() + speculative
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "methods": list(self.methods),
+            "drafts": list(self.drafts),
+            "max_depth": self.max_depth,
+            "batch_sizes": list(self.batch_sizes),
+        }

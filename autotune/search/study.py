@@ -1,0 +1,136 @@
+"""Opening a study: the Optuna study in the same database (RDB storage, so optuna-dashboard can
+open it) and our study row, created on first use and checked on every later one.
+
+A study is continued only by a run with the same identity (engine, hardware, target, workload,
+objective, SLOs and search space, see :meth:`StudyPlan.identity`); anything else is a
+ConfigurationError raised before this run writes a row. An Optuna study of the same name that
+autotune did not create (its ``autotune_identity`` user attribute differs) is refused likewise.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import optuna
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+
+from autotune.errors import ConfigurationError
+from autotune.search.options import TuneOptions
+from autotune.search.plan import StudyPlan
+from autotune.store import Database, repository, results
+from autotune.store.database import SQLITE_BUSY_TIMEOUT_MS, parse_database_url
+from autotune.store.locks import named_lock
+from autotune.store.models import StudyRecord
+
+IDENTITY_ATTR = "autotune_identity"
+TPE_STARTUP_TRIALS = 10
+
+
+def optuna_storage(database: Database, options: TuneOptions) -> RDBStorage:
+    """Optuna's RDB storage on our database URL, with heartbeats so dead workers' trials are retried."""
+    url = parse_database_url(database.url)
+    engine_kwargs: dict[str, Any] = {}
+    if url.get_backend_name() == "sqlite":
+        engine_kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+    else:
+        engine_kwargs["pool_pre_ping"] = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return RDBStorage(
+            url.render_as_string(hide_password=False),
+            engine_kwargs=engine_kwargs,
+            heartbeat_interval=options.heartbeat_interval_s,
+            grace_period=options.grace_period_s or 2 * options.heartbeat_interval_s,
+            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=options.max_retry),
+        )
+
+
+def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
+    """tpe (default), gp (needs scipy), random; grid runs enqueued points and samples nothing."""
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=TPE_STARTUP_TRIALS)
+    if name == "gp":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.GPSampler(seed=seed)
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def open_study(
+    database: Database, storage: RDBStorage, plan: StudyPlan, sampler: optuna.samplers.BaseSampler
+) -> tuple[int, optuna.Study]:
+    """Our study id and the Optuna study for ``plan``, created on first use (see the module doc)."""
+    with named_lock(database.engine, plan.name):
+        with database.session() as session:
+            record = results.find_study(session, plan.name)
+            if record is not None:
+                _check_identity(_stored_identity(record), plan)
+        existing = plan.name in optuna.get_all_study_names(storage)
+        if existing:
+            study = optuna.load_study(study_name=plan.name, storage=storage, sampler=sampler)
+            if study.user_attrs.get(IDENTITY_ATTR) != plan.identity_digest:
+                raise ConfigurationError(
+                    f"an Optuna study named {plan.name!r} already exists in this database and was not created by "
+                    "this autotune search (or with other options); pick another --study-name"
+                )
+        else:
+            study = optuna.create_study(study_name=plan.name, storage=storage, sampler=sampler,
+                                        directions=plan.objective.directions)
+            study.set_user_attr(IDENTITY_ATTR, plan.identity_digest)
+        if record is None:
+            record_id = _create_record(database, plan)
+        else:
+            record_id = record.id
+    return record_id, study
+
+
+def _create_record(database: Database, plan: StudyPlan) -> int:
+    hardware = plan.hardware
+    with database.session() as session:
+        hardware_row = repository.upsert_hardware(
+            session, fingerprint=hardware.fingerprint, name=hardware.name, device_type=hardware.device_type,
+            device_count=hardware.device_count, memory_total_bytes=hardware.memory_total_bytes, spec=hardware.spec,
+        )
+        repository.add_probe(
+            session, hardware_row, method_version=hardware.method_version, quick=hardware.quick,
+            duration_s=hardware.duration_s, metrics=[metric.to_dict() for metric in hardware.metrics],
+        )
+        target = results.upsert_model(session, **plan.target.record_fields())
+        for draft in plan.drafts.values():
+            results.upsert_model(session, **draft.record_fields())
+        record = results.create_study(
+            session, name=plan.name, optuna_study_name=plan.name, hardware=hardware_row, target=target,
+            engine=plan.engine, objective=plan.objective.kind, search_space=plan.search_space_record(),
+            slo=plan.objective.slo.to_dict(), workload_name=plan.workload.label,
+            workload_fingerprint=plan.workload.sha256,
+        )
+        return record.id
+
+
+def _stored_identity(record: StudyRecord) -> dict[str, Any]:
+    return {
+        "engine": record.engine,
+        "hardware": record.hardware.fingerprint,
+        "target": record.target_model.fingerprint,
+        "workload": record.workload_fingerprint,
+        "objective": record.objective,
+        "slo": record.slo,
+        "search_space": record.search_space,
+    }
+
+
+def _check_identity(stored: dict[str, Any], plan: StudyPlan) -> None:
+    wanted = plan.identity()
+    for key, value in wanted.items():
+        if stored.get(key) != value:
+            raise ConfigurationError(
+                f"study {plan.name!r} exists with a different {key.replace('_', ' ')} "
+                f"(stored {_short(stored.get(key))}, now {_short(value)}); rerun it with its original options "
+                "or pick another --study-name"
+            )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -1,0 +1,350 @@
+"""The tuning loop: Optuna ask/tell around isolated engine measurements.
+
+Per trial, under the study lock: fail stale trials, ask within the study-wide budget (see
+:mod:`autotune.search.budget`) and draw the candidate. A candidate that already finished in this
+study is a repeat: Optuna gets the earlier result back at once and the worker asks again (TPE
+repeats itself a lot once it converges on a small discrete space). Then, outside the lock, with a
+heartbeat running:
+
+1. a candidate that does not fit (memory, sequence length) is never launched: it is stored as
+   ``infeasible`` with the reason and told to Optuna as PRUNED, so samplers learn to avoid the
+   region without treating it as a crash;
+2. otherwise the isolated worker measures it; an engine failure (timeout, crash, out of memory,
+   unsupported) is stored as ``failed`` with its reason and told as FAIL.
+
+Our row is written before Optuna is told, so a kill -9 never loses a finished trial (at worst a
+trial whose row exists is retried under a new number). Ctrl-C kills the worker, fails the running
+trial with ``autotune_state = interrupted``, re-queues it for the next run, and re-raises
+KeyboardInterrupt. The deployment profile is recomputed after every trial, so it can be read while
+the study runs.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import optuna
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.trial import TrialState
+from sqlalchemy import select
+
+from autotune.engines.worker import EngineWorker, WorkerFailure
+from autotune.search import budget
+from autotune.search.options import TuneOptions
+from autotune.search.plan import StudyPlan, plan_study
+from autotune.search.report import StudyAnalysis, TuneProgress, TuneResult
+from autotune.search.space import Candidate, SearchSpace
+from autotune.search.study import make_sampler, open_study, optuna_storage
+from autotune.store import Database, open_database, results
+from autotune.store.locks import named_lock
+from autotune.store.models import ModelRecord, StudyRecord
+
+STATE_ATTR = "autotune_state"
+REASON_ATTR = "autotune_reason"
+FAILURE_ATTR = "autotune_failure"
+OPTUNA_SCHEMA_LOCK = "optuna-schema"
+LABEL_ATTR = "config"
+OPTUNA_STATE = {"complete": TrialState.COMPLETE, "infeasible": TrialState.PRUNED, "failed": TrialState.FAIL}
+MAX_REPEATS = 5  # repeats in a row before a random untried configuration is enqueued
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """How a trial ended: ``state`` complete | failed | infeasible; the measurement when complete."""
+
+    state: str
+    reason: str | None = None
+    measurement: dict[str, Any] | None = None
+    values: list[float] | None = None
+    constraints: dict[str, float] | None = None
+    failure_kind: str | None = None
+
+
+def tune(options: TuneOptions, progress: Callable[[TuneProgress], None] | None = None) -> TuneResult:
+    """Run (or continue) a tuning study and return its result; see :class:`TuneOptions`.
+
+    Every option is validated, the hardware probed and the models read before the database is
+    written. Raises ConfigurationError for bad options or a study name used with other options.
+    """
+    plan = plan_study(options)
+    with open_database(options.db_url) as database, _quiet_optuna():
+        with named_lock(database.engine, OPTUNA_SCHEMA_LOCK):  # workers starting together race to create its tables
+            storage = optuna_storage(database, options)
+        try:
+            return Tuner(plan, options, database, storage, progress).run()
+        finally:
+            storage.remove_session()
+            storage.engine.dispose()
+
+
+@contextmanager
+def _quiet_optuna() -> Iterator[None]:
+    """Optuna logs every trial at INFO; progress is ours to report."""
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+
+
+class Tuner:
+    """One worker of a study (see the module docstring)."""
+
+    def __init__(
+        self,
+        plan: StudyPlan,
+        options: TuneOptions,
+        database: Database,
+        storage: RDBStorage,
+        progress: Callable[[TuneProgress], None] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.options = options
+        self.database = database
+        self.storage = storage
+        self.progress = progress or (lambda _update: None)
+        self.worker = EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout_s)
+        self.trials_run = 0
+
+    def run(self) -> TuneResult:
+        started = time.monotonic()
+        deadline = None if self.options.timeout_s is None else started + self.options.timeout_s
+        self.study_id, self.study = open_study(self.database, self.storage, self.plan,
+                                               make_sampler(self.options.sampler, self.options.seed))
+        self.draft_ids = self._draft_ids()
+        self.planned = self.plan.planned()
+        self.explore = random.Random(self.options.seed)
+        with self.database.session() as session:
+            results.set_study_status(session, self.study_id, "running")
+        trial: optuna.Trial | None = None
+        spent = False  # the budget (or the planned points) ran out, rather than the time
+        try:
+            with self.worker:
+                while deadline is None or time.monotonic() < deadline:
+                    trial, candidate = self._ask()
+                    if trial is None:
+                        spent = True
+                        break
+                    self._run_trial(trial, candidate)
+                    trial = None
+        except BaseException as exc:
+            self._abandon(trial, interrupted=isinstance(exc, KeyboardInterrupt))
+            raise
+        status = self._settle(spent)
+        return self._result(status, time.monotonic() - started)
+
+    # -- one trial --------------------------------------------------------------------------------
+
+    def _ask(self) -> tuple[optuna.Trial | None, Candidate | None]:
+        """The next trial to measure and its candidate, or (None, None) when nothing is left.
+
+        Under the study lock: repeats of finished configurations are answered on the spot; after
+        MAX_REPEATS of them in a row, a random untried configuration is enqueued instead."""
+        with named_lock(self.database.engine, self.plan.name):
+            budget.fail_stale_trials(self.study)
+            for attempt in range(MAX_REPEATS + 1):
+                explore = self.explore if attempt == MAX_REPEATS else None
+                trial = budget.ask_within_budget(
+                    self.study, self.plan.n_trials, self.planned, self.plan.planned_only, explore, self.plan.space
+                )
+                if trial is None:
+                    return None, None
+                # A trial without any heartbeat is never found stale: beat once before anything can fail.
+                self.storage.record_heartbeat(trial._trial_id)
+                candidate = self.plan.space.suggest(trial)  # inside the lock: other workers see the pick
+                trial.set_user_attr(LABEL_ATTR, candidate.label)
+                earlier = self._finished_before(trial.number, candidate)
+                if earlier is None:
+                    return trial, candidate
+                self._replay(trial, earlier)
+        raise AssertionError("an explored candidate is untried, so it cannot repeat")  # pragma: no cover
+
+    def _run_trial(self, trial: optuna.Trial, candidate: Candidate) -> None:
+        with heartbeat(self.storage, trial._trial_id):
+            self._report(candidate, None)
+            loads_before = self.worker.loads
+            outcome = self._outcome(candidate)
+            extra = {"model_loads": self.worker.loads - loads_before, "optuna_trial_id": trial._trial_id}
+            if outcome.failure_kind is not None:
+                extra["failure"] = outcome.failure_kind
+            with self.database.session() as session:
+                results.record_trial(
+                    session, self.study_id, trial_number=trial.number, method=candidate.method,
+                    depth=candidate.depth, batch_size=candidate.batch_size, state=outcome.state,
+                    draft=candidate.draft, draft_model_id=self.draft_ids.get(candidate.draft), reason=outcome.reason,
+                    measurement=outcome.measurement, extra=extra,
+                )
+            self._tell(trial, outcome)
+        self.trials_run += 1
+        analysis = self._store_profile()
+        self._report(candidate, outcome.state, outcome.reason, analysis.best_label)
+
+    def _outcome(self, candidate: Candidate) -> TrialOutcome:
+        reason = self.plan.infeasibility(candidate)
+        if reason is not None:
+            return TrialOutcome("infeasible", reason)
+        config = candidate.engine_config(self.plan.draft_engine_args)
+        try:
+            measurement = self.worker.measure(config, self.plan.workload, candidate.batch_size, seed=self.options.seed or 0)
+        except WorkerFailure as failure:
+            return TrialOutcome("failed", failure.reason, failure_kind=failure.kind)
+        objective = self.plan.objective
+        try:
+            values = objective.values(measurement)
+        except ValueError as exc:
+            return TrialOutcome("failed", str(exc), failure_kind="objective")
+        return TrialOutcome("complete", None, measurement.to_dict(), values, objective.constraints(measurement))
+
+    def _finished_before(self, number: int, candidate: Candidate) -> optuna.trial.FrozenTrial | None:
+        """An earlier trial of the same candidate that finished with a result of ours."""
+        params = SearchSpace.params(candidate)
+        for earlier in self.study.get_trials(deepcopy=False, states=budget.FINISHED):
+            if earlier.number != number and earlier.user_attrs.get(STATE_ATTR) in OPTUNA_STATE and earlier.params == params:
+                return earlier
+        return None
+
+    def _replay(self, trial: optuna.Trial, earlier: optuna.trial.FrozenTrial) -> None:
+        """Answer a repeat with the earlier trial's result; it is not measured nor stored by us."""
+        trial.set_user_attr(budget.REPEAT_ATTR, earlier.number)
+        state = earlier.user_attrs[STATE_ATTR]
+        outcome = TrialOutcome(
+            state, earlier.user_attrs.get(REASON_ATTR), None, list(earlier.values) if earlier.values else None,
+            dict(earlier.constraints), earlier.user_attrs.get(FAILURE_ATTR),
+        )
+        self._tell(trial, outcome)
+
+    def _tell(self, trial: optuna.Trial, outcome: TrialOutcome) -> None:
+        trial.set_user_attr(STATE_ATTR, outcome.state)
+        if outcome.reason:
+            trial.set_user_attr(REASON_ATTR, outcome.reason)
+        if outcome.failure_kind:
+            trial.set_user_attr(FAILURE_ATTR, outcome.failure_kind)
+        for name, value in (outcome.constraints or {}).items():
+            trial.set_constraint(name, value)
+        state = OPTUNA_STATE[outcome.state]
+        self.study.tell(trial, outcome.values if state == TrialState.COMPLETE else None, state=state)
+
+    # -- interruption, completion, results --------------------------------------------------------
+
+    def _abandon(self, trial: optuna.Trial | None, interrupted: bool) -> None:
+        """Ctrl-C or an unexpected error: stop the worker, fail the running trial and queue it
+        again for the next run; after Ctrl-C the study is marked interrupted."""
+        self.worker.stop(force=True)
+        try:
+            if trial is not None and self.storage.get_trial(trial._trial_id).state == TrialState.RUNNING:
+                trial.set_user_attr(STATE_ATTR, "interrupted" if interrupted else "abandoned")
+                self.study.tell(trial, state=TrialState.FAIL)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    RetryHeartbeatStaleTrialCallback(max_retry=self.options.max_retry)(
+                        self.study, self.storage.get_trial(trial._trial_id)
+                    )
+            if interrupted:
+                with self.database.session() as session:
+                    results.set_study_status(session, self.study_id, "interrupted")
+        except Exception:  # noqa: BLE001 - the original error matters; heartbeats fail the trial later
+            pass
+
+    def _settle(self, spent: bool) -> str:
+        """complete once nothing is left to ask for and every trial finished; else running."""
+        finished = budget.all_finished(self.study.get_trials(deepcopy=False))
+        status = "complete" if spent and finished else "running"
+        with self.database.session() as session:
+            results.set_study_status(session, self.study_id, status)
+        return status
+
+    def _analysis(self) -> tuple[StudyAnalysis, list[results.TrialRow]]:
+        with self.database.session() as session:
+            rows = results.study_rows(session, self.study_id)
+        method_names = [
+            name for method in self.plan.space.methods
+            for name in ([f"draft:{d}" if d != "builtin" else "draft" for d in self.plan.space.drafts]
+                         if method == "draft" else [method])
+        ]
+        repeated = budget.repeat_count(self.study.get_trials(deepcopy=False))
+        analysis = StudyAnalysis.of(rows, self.plan.objective, list(self.plan.space.batch_sizes), method_names, repeated)
+        return analysis, rows
+
+    def _store_profile(self) -> StudyAnalysis:
+        with named_lock(self.database.engine, self.plan.name):
+            analysis, _rows = self._analysis()
+            choice = analysis.profile
+            if choice is None:
+                return analysis
+            row = choice.row
+            with self.database.session() as session:
+                study = session.get(StudyRecord, self.study_id)
+                results.save_profile(
+                    session, study, measurement_id=row.measurement_id, method=row.method,
+                    draft_model_id=self.draft_ids.get(row.draft), depth=row.depth, batch_size=row.batch_size,
+                    tokens_per_s=row.tokens_per_s, tpot_ms_p50=row.tpot_ms_p50, speedup=row.speedup,
+                    per_batch_size=[entry.to_dict() for entry in analysis.per_batch_size],
+                    details={
+                        "label": row.label, "draft": row.draft, "slo": self.plan.objective.slo.to_dict(),
+                        "slo_met": choice.slo_met, "slo_violation": choice.violation, "trial": row.to_dict(),
+                        "verdict": [entry.to_dict() for entry in analysis.verdict],
+                        "pareto_front": [entry.label for entry in analysis.pareto_front],
+                        "summary": analysis.summary, "counts": asdict(analysis.counts),
+                        "model_loads": analysis.model_loads,
+                    },
+                )
+        return analysis
+
+    def _result(self, status: str, elapsed_s: float) -> TuneResult:
+        analysis, rows = self._analysis()
+        return TuneResult(
+            study_name=self.plan.name, database=self.database.display_url, status=status,
+            objective=self.plan.objective.kind, slo=self.plan.objective.slo.to_dict(), n_trials=self.plan.n_trials,
+            hardware=self.plan.hardware.name, search_space=self.plan.search_space_record(), analysis=analysis,
+            trials_this_run=self.trials_run, worker_starts=self.worker.starts, model_loads_this_run=self.worker.loads,
+            elapsed_s=elapsed_s, rows=rows,
+        )
+
+    def _draft_ids(self) -> dict[str, int]:
+        fingerprints = {label: draft.fingerprint for label, draft in self.plan.drafts.items()}
+        with self.database.session() as session:
+            query = select(ModelRecord.fingerprint, ModelRecord.id).where(
+                ModelRecord.fingerprint.in_(fingerprints.values())
+            )
+            by_fingerprint = {fingerprint: record_id for fingerprint, record_id in session.execute(query)}
+        return {label: by_fingerprint[fingerprint] for label, fingerprint in fingerprints.items()}
+
+    def _report(self, candidate: Candidate, finished: str | None, reason: str | None = None, best: str | None = None) -> None:
+        done = budget.finished_count(self.study.get_trials(deepcopy=False))
+        self.progress(TuneProgress(done, self.plan.n_trials, candidate.label, finished, reason, best))
+
+
+@contextmanager
+def heartbeat(storage: RDBStorage, trial_id: int) -> Iterator[None]:
+    """Record the trial's heartbeat every interval while the block runs (Study.optimize does the
+    same in a thread; with ask/tell it is ours to do)."""
+    interval = storage.get_heartbeat_interval()
+    if interval is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:
+            try:
+                storage.record_heartbeat(trial_id)
+            except Exception:  # noqa: BLE001 - a missed beat is retried; the trial must go on
+                pass
+            if stop.wait(interval):
+                return
+
+    thread = threading.Thread(target=beat, name="autotune-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

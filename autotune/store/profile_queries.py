@@ -1,0 +1,267 @@
+"""The SQL behind ``autotune profiles``: finding profiles, and the best measured configuration.
+
+Functions take an open session and return ORM records or plain values; turning them into
+:mod:`autotune.profiles` dataclasses is the caller's job (the store imports nothing above it).
+The hot path is :func:`best_measurement`: "the fastest complete trial of these studies at batch
+size B with TPOT p50 <= X". It is served by ``ix_autotune_measurements_throughput`` (study_id,
+state, tokens_per_s, batch_size, tpot_ms_p50): for each study the index is read in throughput
+order, batch size and TPOT are checked in the index itself, and the first fit ends that study's
+scan; the table is read for the overall winner only.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Sequence
+
+from sqlalchemy import Row, Select, TextClause, func, select, text
+from sqlalchemy.orm import Session, joinedload
+
+from autotune.store.models import (
+    DeploymentProfileRecord,
+    HardwareRecord,
+    MeasurementRecord,
+    ModelRecord,
+    StudyRecord,
+)
+
+COMPLETE = "complete"
+# Per-study subqueries combined in one statement (SQLite allows at most 500 terms in a UNION).
+STUDIES_PER_QUERY = 100
+
+
+def _profiles_select() -> Select:
+    """Profiles with their study, hardware and models joined in (one query), newest first."""
+    return (
+        select(DeploymentProfileRecord)
+        .options(
+            joinedload(DeploymentProfileRecord.study),
+            joinedload(DeploymentProfileRecord.hardware),
+            joinedload(DeploymentProfileRecord.target_model),
+            joinedload(DeploymentProfileRecord.draft_model),
+        )
+        .order_by(DeploymentProfileRecord.created_at.desc(), DeploymentProfileRecord.id.desc())
+    )
+
+
+def find_profiles(
+    session: Session,
+    *,
+    hardware_ids: Collection[int] | None = None,
+    target_ids: Collection[int] | None = None,
+    method: str | None = None,
+    study_ids: Collection[int] | None = None,
+) -> list[DeploymentProfileRecord]:
+    """Profiles matching every given filter (None: no filter on that column), newest first."""
+    query = _profiles_select()
+    if hardware_ids is not None:
+        query = query.where(DeploymentProfileRecord.hardware_id.in_(list(hardware_ids)))
+    if target_ids is not None:
+        query = query.where(DeploymentProfileRecord.target_model_id.in_(list(target_ids)))
+    if method is not None:
+        query = query.where(DeploymentProfileRecord.method == method)
+    if study_ids is not None:
+        query = query.where(DeploymentProfileRecord.study_id.in_(list(study_ids)))
+    return list(session.scalars(query))
+
+
+def profile_candidates(
+    session: Session, *, hardware_ids: Collection[int] | None, target_ids: Collection[int]
+) -> list[Row]:
+    """(id, study_id, tokens_per_s, created_at) of the matching profiles, newest first: the few
+    columns choosing among them needs, without loading the records."""
+    query = select(
+        DeploymentProfileRecord.id,
+        DeploymentProfileRecord.study_id,
+        DeploymentProfileRecord.tokens_per_s,
+        DeploymentProfileRecord.created_at,
+    ).where(DeploymentProfileRecord.target_model_id.in_(list(target_ids)))
+    if hardware_ids is not None:
+        query = query.where(DeploymentProfileRecord.hardware_id.in_(list(hardware_ids)))
+    query = query.order_by(DeploymentProfileRecord.created_at.desc(), DeploymentProfileRecord.id.desc())
+    return list(session.execute(query))
+
+
+def get_profile(session: Session, profile_id: int) -> DeploymentProfileRecord | None:
+    """One profile by id, with its study, hardware and models loaded."""
+    return session.scalar(_profiles_select().where(DeploymentProfileRecord.id == profile_id))
+
+
+def latest_profile_of_study(session: Session, study_id: int) -> DeploymentProfileRecord | None:
+    """The newest profile a study wrote (a study may re-run and write again)."""
+    return session.scalar(_profiles_select().where(DeploymentProfileRecord.study_id == study_id).limit(1))
+
+
+def _by_key(session: Session, record_type: type, key: str) -> list:
+    """Rows of ``record_type`` whose fingerprint is ``key``, else whose name is ``key``, else the one
+    row whose fingerprint starts with ``key`` (one round trip; prefixes must be unambiguous)."""
+    rows = session.scalars(
+        select(record_type).where(
+            (record_type.fingerprint == key) | (record_type.name == key) | record_type.fingerprint.startswith(key, autoescape=True)
+        )
+    ).all()
+    for matches in (
+        [r for r in rows if r.fingerprint == key],
+        [r for r in rows if r.name == key],
+    ):
+        if matches:
+            return matches
+    return list(rows) if len(rows) == 1 else []
+
+
+def find_hardware(session: Session, key: str) -> list[HardwareRecord]:
+    """Hardware rows with fingerprint ``key``, else named ``key``, else the unique fingerprint prefix."""
+    return _by_key(session, HardwareRecord, key)
+
+
+def hardware_by_fingerprint(session: Session, fingerprint: str) -> HardwareRecord | None:
+    return session.scalar(select(HardwareRecord).where(HardwareRecord.fingerprint == fingerprint))
+
+
+def find_models(session: Session, key: str) -> list[ModelRecord]:
+    """Models with fingerprint ``key``, else named ``key``, else the unique fingerprint prefix."""
+    return _by_key(session, ModelRecord, key)
+
+
+def models_by_fingerprint(session: Session, fingerprints: Collection[str]) -> dict[str, ModelRecord]:
+    rows = session.scalars(select(ModelRecord).where(ModelRecord.fingerprint.in_(list(fingerprints))))
+    return {row.fingerprint: row for row in rows}
+
+
+def models_by_id(session: Session, ids: Collection[int]) -> dict[int, ModelRecord]:
+    if not ids:
+        return {}
+    return {row.id: row for row in session.scalars(select(ModelRecord).where(ModelRecord.id.in_(list(ids))))}
+
+
+def find_study(session: Session, key: str | int) -> StudyRecord | None:
+    """A study by name, or by id when ``key`` is an integer (or all digits)."""
+    record = session.scalar(select(StudyRecord).where(StudyRecord.name == str(key)))
+    if record is None and str(key).isdigit():
+        record = session.get(StudyRecord, int(key))
+    return record
+
+
+def study_names(session: Session, limit: int = 10) -> list[str]:
+    """The newest study names (for "did you mean" messages)."""
+    query = select(StudyRecord.name).order_by(StudyRecord.id.desc()).limit(limit)
+    return list(session.scalars(query))
+
+
+def study_measurements(session: Session, study_id: int) -> list[MeasurementRecord]:
+    """Every trial of a study, in trial order."""
+    query = (
+        select(MeasurementRecord)
+        .where(MeasurementRecord.study_id == study_id)
+        .order_by(MeasurementRecord.trial_number, MeasurementRecord.id)
+    )
+    return list(session.scalars(query))
+
+
+def best_measurement(
+    session: Session,
+    study_ids: Collection[int],
+    *,
+    batch_size: int | None = None,
+    max_tpot_ms: float | None = None,
+) -> MeasurementRecord | None:
+    """The complete trial with the highest tokens/s among ``study_ids``, optionally only at
+    ``batch_size`` and only with ``tpot_ms_p50 <= max_tpot_ms``; ties go to the newest trial.
+
+    Asked per study ("its fastest fitting trial") and combined: each per-study question walks
+    ``ix_autotune_measurements_throughput`` in throughput order and stops at the first fit,
+    where one query over all studies would read every candidate trial to sort them.
+    """
+    winners = []
+    studies = sorted(set(study_ids))
+    for start in range(0, len(studies), STUDIES_PER_QUERY):
+        chunk = studies[start : start + STUDIES_PER_QUERY]
+        params = {f"study_{i}": study_id for i, study_id in enumerate(chunk)}
+        params.update(state=COMPLETE, batch_size=batch_size, max_tpot_ms=max_tpot_ms)
+        statement = _fastest_fit_sql(len(chunk), batch_size is not None, max_tpot_ms is not None)
+        row = session.execute(statement, params).first()
+        if row is not None:
+            winners.append(row)
+    if not winners:
+        return None
+    best = max(winners, key=lambda row: (row.tokens_per_s, row.id))
+    return session.get(MeasurementRecord, best.id)
+
+
+@functools.cache
+def _fastest_fit_sql(studies: int, by_batch_size: bool, by_tpot: bool) -> TextClause:
+    """SQL for "the fastest fitting trial of each of ``studies`` studies, then the fastest of those".
+
+    Written as text, cached per shape, with the study ids as parameters: an ORM statement of 100
+    subqueries costs more to build and cache-key on every call than the query takes to run.
+    """
+    table, m = MeasurementRecord.__tablename__, MeasurementRecord
+    conditions = [f"{m.study_id.key} = :study_{{i}}", f"{m.state.key} = :state", f"{m.tokens_per_s.key} IS NOT NULL"]
+    if by_batch_size:
+        conditions.append(f"{m.batch_size.key} = :batch_size")
+    if by_tpot:
+        conditions.append(f"{m.tpot_ms_p50.key} <= :max_tpot_ms")
+    order = f"ORDER BY {m.tokens_per_s.key} DESC, {m.id.key} DESC"
+    per_study = (
+        f"SELECT * FROM (SELECT {m.id.key}, {m.tokens_per_s.key} FROM {table} WHERE {' AND '.join(conditions)} "
+        f"{order} LIMIT 1) AS study_{{i}}"
+    )
+    union = " UNION ALL ".join(per_study.format(i=i) for i in range(studies))
+    return text(f"SELECT {m.id.key}, {m.tokens_per_s.key} FROM ({union}) AS fits {order} LIMIT 1")
+
+
+def measured_batch_sizes(session: Session, study_ids: Collection[int]) -> list[int]:
+    """The batch sizes with at least one complete trial among ``study_ids``, ascending."""
+    query = (
+        select(MeasurementRecord.batch_size)
+        .where(MeasurementRecord.study_id.in_(list(study_ids)), MeasurementRecord.state == COMPLETE)
+        .distinct()
+        .order_by(MeasurementRecord.batch_size)
+    )
+    return list(session.scalars(query))
+
+
+def fastest_tpot(session: Session, study_ids: Collection[int], batch_size: int | None) -> MeasurementRecord | None:
+    """The complete trial with the lowest TPOT p50 (at ``batch_size`` if given)."""
+    query = select(MeasurementRecord).where(
+        MeasurementRecord.study_id.in_(list(study_ids)),
+        MeasurementRecord.state == COMPLETE,
+        MeasurementRecord.tpot_ms_p50.is_not(None),
+    )
+    if batch_size is not None:
+        query = query.where(MeasurementRecord.batch_size == batch_size)
+    return session.scalar(query.order_by(MeasurementRecord.tpot_ms_p50, MeasurementRecord.id.desc()).limit(1))
+
+
+def profile_counts_by_hardware(
+    session: Session, target_ids: Collection[int]
+) -> list[tuple[HardwareRecord, int]]:
+    """Where ``target_ids`` have profiles: (hardware, number of profiles), most profiles first."""
+    count = func.count(DeploymentProfileRecord.id)
+    query = (
+        select(HardwareRecord, count)
+        .join(DeploymentProfileRecord, DeploymentProfileRecord.hardware_id == HardwareRecord.id)
+        .where(DeploymentProfileRecord.target_model_id.in_(list(target_ids)))
+        .group_by(HardwareRecord.id)
+        .order_by(count.desc(), HardwareRecord.id)
+    )
+    return [(row[0], row[1]) for row in session.execute(query)]
+
+
+def profile_counts_by_target(
+    session: Session, hardware_ids: Collection[int] | None
+) -> list[tuple[ModelRecord, int]]:
+    """Which targets have profiles (on ``hardware_ids``, or anywhere for None), most profiles first."""
+    count = func.count(DeploymentProfileRecord.id)
+    query = select(ModelRecord, count).join(
+        DeploymentProfileRecord, DeploymentProfileRecord.target_model_id == ModelRecord.id
+    )
+    if hardware_ids is not None:
+        query = query.where(DeploymentProfileRecord.hardware_id.in_(list(hardware_ids)))
+    query = query.group_by(ModelRecord.id).order_by(count.desc(), ModelRecord.id)
+    return [(row[0], row[1]) for row in session.execute(query)]
+
+
+def stored_names(records: Sequence[HardwareRecord | ModelRecord]) -> str:
+    """"a (fingerprint), b (fingerprint)" for messages, or "none"."""
+    return ", ".join(f"{r.name} ({r.fingerprint})" for r in records) or "none"

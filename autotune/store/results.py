@@ -1,0 +1,348 @@
+"""Writes and queries of tuning results: studies, one measurement row per finished trial, the model
+artifacts they used, and the deployment profile each study recommends.
+
+Plain values in, plain dataclasses out (:class:`TrialRow`, :class:`StudySummary`): no engine,
+Optuna or torch types. Speedups are kept consistent here: a trial's speedup is its tokens/s over
+the study's baseline (method none, the earliest complete one) at the same batch size, filled in
+as soon as both are stored, whichever finishes first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from autotune.errors import ConfigurationError
+from autotune.store.models import (
+    DeploymentProfileRecord,
+    HardwareRecord,
+    MeasurementRecord,
+    ModelRecord,
+    StudyRecord,
+    utcnow,
+)
+
+TRIAL_STATES = ("complete", "failed", "infeasible")
+STUDY_STATUSES = ("running", "complete", "interrupted")
+BASELINE_METHOD = "none"
+# Measurement fields that have columns of their own; the other fields go to extra["measurement"].
+FIGURE_COLUMNS = (
+    "tokens_per_s", "requests_per_s",
+    "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99",
+    "acceptance_rate", "acceptance_length", "acceptance_by_position", "drafted_tokens", "accepted_tokens",
+    "peak_memory_bytes", "wall_time_s",
+)
+CONFIG_FIELDS = ("method", "depth", "batch_size", "draft", "temperature", "seed", "outputs")
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One finished trial of a study: its configuration, state and figures (None when not measured)."""
+
+    trial_number: int
+    method: str
+    draft: str | None
+    depth: int
+    batch_size: int
+    state: str
+    reason: str | None
+    tokens_per_s: float | None = None
+    requests_per_s: float | None = None
+    ttft_ms_p50: float | None = None
+    ttft_ms_p90: float | None = None
+    ttft_ms_p99: float | None = None
+    tpot_ms_p50: float | None = None
+    tpot_ms_p90: float | None = None
+    tpot_ms_p99: float | None = None
+    acceptance_rate: float | None = None
+    acceptance_length: float | None = None
+    acceptance_by_position: list[float] = field(default_factory=list)
+    drafted_tokens: int | None = None
+    accepted_tokens: int | None = None
+    peak_memory_bytes: int | None = None
+    wall_time_s: float | None = None
+    speedup: float | None = None
+    measurement_id: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    created_at: dt.datetime | None = None
+
+    @property
+    def config_label(self) -> str:
+        """``none``, ``mtp@2``, ``draft@3`` or ``draft:<label>@3`` (a draft other than the built-in)."""
+        if self.method == BASELINE_METHOD:
+            return self.method
+        name = self.method if self.draft in (None, "builtin") else f"{self.method}:{self.draft}"
+        return f"{name}@{self.depth}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.config_label} b{self.batch_size}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["label"] = self.label
+        data["created_at"] = self.created_at.isoformat() if self.created_at else None
+        return data
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    """A study as ``autotune studies`` lists it."""
+
+    name: str
+    status: str
+    engine: str
+    objective: str
+    hardware: str
+    target: str
+    workload: str
+    trials_complete: int
+    trials_failed: int
+    trials_infeasible: int
+    best: str | None  # the deployment profile's configuration label
+    best_tokens_per_s: float | None
+    best_speedup: float | None
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["created_at"] = self.created_at.isoformat()
+        data["finished_at"] = self.finished_at.isoformat() if self.finished_at else None
+        return data
+
+
+# -- models and studies -------------------------------------------------------------------------
+
+
+def upsert_model(
+    session: Session,
+    *,
+    fingerprint: str,
+    name: str,
+    role: str,
+    source: str,
+    num_params: int | None,
+    num_mtp_modules: int,
+    vocab_size: int | None,
+    config: Mapping[str, Any],
+) -> ModelRecord:
+    """The model row for ``fingerprint`` (its content), created on first sight."""
+    record = session.scalar(select(ModelRecord).where(ModelRecord.fingerprint == fingerprint))
+    if record is None:
+        record = ModelRecord(
+            fingerprint=fingerprint, name=name, role=role, source=source, num_params=num_params,
+            num_mtp_modules=num_mtp_modules, vocab_size=vocab_size, config=dict(config),
+        )
+        session.add(record)
+        session.flush()
+    return record
+
+
+def find_study(session: Session, name: str) -> StudyRecord | None:
+    return session.scalar(select(StudyRecord).where(StudyRecord.name == name))
+
+
+def create_study(
+    session: Session,
+    *,
+    name: str,
+    optuna_study_name: str,
+    hardware: HardwareRecord,
+    target: ModelRecord,
+    engine: str,
+    objective: str,
+    search_space: Mapping[str, Any],
+    slo: Mapping[str, Any],
+    workload_name: str,
+    workload_fingerprint: str,
+) -> StudyRecord:
+    record = StudyRecord(
+        name=name, optuna_study_name=optuna_study_name, hardware=hardware, target_model=target, engine=engine,
+        objective=objective, search_space=dict(search_space), slo=dict(slo), workload_name=workload_name,
+        workload_fingerprint=workload_fingerprint, status="running",
+    )
+    session.add(record)
+    session.flush()
+    return record
+
+
+def set_study_status(session: Session, study_id: int, status: str) -> None:
+    """Mark a study running, complete (finished_at set) or interrupted."""
+    if status not in STUDY_STATUSES:
+        raise ValueError(f"unknown study status {status!r}")
+    finished = utcnow() if status == "complete" else None
+    session.execute(update(StudyRecord).where(StudyRecord.id == study_id).values(status=status, finished_at=finished))
+
+
+# -- trials -------------------------------------------------------------------------------------
+
+
+def record_trial(
+    session: Session,
+    study_id: int,
+    *,
+    trial_number: int,
+    method: str,
+    depth: int,
+    batch_size: int,
+    state: str,
+    draft: str | None = None,
+    draft_model_id: int | None = None,
+    reason: str | None = None,
+    measurement: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> MeasurementRecord:
+    """Store one finished trial; ``measurement`` is a Measurement.to_dict() for a complete one."""
+    if state not in TRIAL_STATES:
+        raise ValueError(f"unknown trial state {state!r}")
+    if (state == "complete") != (measurement is not None):
+        raise ValueError("a complete trial needs its measurement, and only a complete one has one")
+    figures = {name: measurement[name] for name in FIGURE_COLUMNS} if measurement else {}
+    details = dict(extra or {})
+    details["draft"] = draft
+    if measurement:
+        details["measurement"] = {
+            k: v for k, v in measurement.items() if k not in FIGURE_COLUMNS and k not in CONFIG_FIELDS
+        }
+    record = MeasurementRecord(
+        study_id=study_id, trial_number=trial_number, method=method, draft_model_id=draft_model_id, depth=depth,
+        batch_size=batch_size, state=state, reason=reason, extra=details, **figures,
+    )
+    session.add(record)
+    session.flush()
+    if state == "complete":
+        _fill_speedups(session, study_id, batch_size)
+    return record
+
+
+def _fill_speedups(session: Session, study_id: int, batch_size: int) -> None:
+    """Set the speedup of every complete row at ``batch_size`` once its baseline is stored."""
+    same_batch = (
+        (MeasurementRecord.study_id == study_id)
+        & (MeasurementRecord.batch_size == batch_size)
+        & (MeasurementRecord.state == "complete")
+    )
+    baseline = session.scalar(
+        select(MeasurementRecord.tokens_per_s)
+        .where(same_batch & (MeasurementRecord.method == BASELINE_METHOD))
+        .order_by(MeasurementRecord.id)
+        .limit(1)
+    )
+    if not baseline:
+        return
+    session.execute(
+        update(MeasurementRecord)
+        .where(same_batch & MeasurementRecord.speedup.is_(None))
+        .values(speedup=MeasurementRecord.tokens_per_s / baseline)
+    )
+
+
+def study_rows(session: Session, study_id: int) -> list[TrialRow]:
+    """Every stored trial of a study, in trial order."""
+    records = session.scalars(
+        select(MeasurementRecord).where(MeasurementRecord.study_id == study_id).order_by(MeasurementRecord.trial_number)
+    )
+    return [_row(record) for record in records]
+
+
+def _row(record: MeasurementRecord) -> TrialRow:
+    extra = dict(record.extra or {})
+    draft = extra.pop("draft", None)
+    return TrialRow(
+        trial_number=record.trial_number, method=record.method, draft=draft, depth=record.depth,
+        batch_size=record.batch_size, state=record.state, reason=record.reason,
+        **{name: getattr(record, name) for name in FIGURE_COLUMNS},
+        speedup=record.speedup, measurement_id=record.id, extra=extra, created_at=record.created_at,
+    )
+
+
+# -- deployment profiles ------------------------------------------------------------------------
+
+
+def save_profile(
+    session: Session,
+    study: StudyRecord,
+    *,
+    measurement_id: int | None,
+    method: str,
+    draft_model_id: int | None,
+    depth: int,
+    batch_size: int,
+    tokens_per_s: float | None,
+    tpot_ms_p50: float | None,
+    speedup: float | None,
+    per_batch_size: list[dict[str, Any]],
+    details: Mapping[str, Any],
+) -> DeploymentProfileRecord:
+    """Store the study's recommendation, replacing the previous one (one profile per study)."""
+    record = study_profile(session, study.id)
+    if record is None:
+        record = DeploymentProfileRecord(study_id=study.id)
+        session.add(record)
+    record.hardware_id = study.hardware_id
+    record.target_model_id = study.target_model_id
+    record.objective = study.objective
+    record.measurement_id = measurement_id
+    record.method = method
+    record.draft_model_id = draft_model_id
+    record.depth = depth
+    record.batch_size = batch_size
+    record.tokens_per_s = tokens_per_s
+    record.tpot_ms_p50 = tpot_ms_p50
+    record.speedup = speedup
+    record.per_batch_size = per_batch_size
+    record.details = dict(details)
+    record.created_at = utcnow()
+    session.flush()
+    return record
+
+
+def study_profile(session: Session, study_id: int) -> DeploymentProfileRecord | None:
+    return session.scalar(select(DeploymentProfileRecord).where(DeploymentProfileRecord.study_id == study_id))
+
+
+# -- listings -----------------------------------------------------------------------------------
+
+
+def list_studies(session: Session) -> list[StudySummary]:
+    """Every study, newest first, with its trial counts and current best configuration."""
+    counts: dict[int, dict[str, int]] = {}
+    for study_id, state, count in session.execute(
+        select(MeasurementRecord.study_id, MeasurementRecord.state, func.count()).group_by(
+            MeasurementRecord.study_id, MeasurementRecord.state
+        )
+    ):
+        counts.setdefault(study_id, {})[state] = count
+    summaries = []
+    for study in session.scalars(select(StudyRecord).order_by(StudyRecord.id.desc())):
+        profile = study_profile(session, study.id)
+        by_state = counts.get(study.id, {})
+        summaries.append(
+            StudySummary(
+                name=study.name, status=study.status, engine=study.engine, objective=study.objective,
+                hardware=study.hardware.name, target=study.target_model.name, workload=study.workload_name,
+                trials_complete=by_state.get("complete", 0), trials_failed=by_state.get("failed", 0),
+                trials_infeasible=by_state.get("infeasible", 0),
+                best=(profile.details.get("label") if profile else None),
+                best_tokens_per_s=profile.tokens_per_s if profile else None,
+                best_speedup=profile.speedup if profile else None,
+                created_at=study.created_at, finished_at=study.finished_at,
+            )
+        )
+    return summaries
+
+
+def study_trials(session: Session, name: str) -> list[TrialRow]:
+    """The stored trials of the study called ``name``."""
+    study = find_study(session, name)
+    if study is None:
+        known = session.scalars(select(StudyRecord.name).order_by(StudyRecord.id.desc()).limit(5)).all()
+        hint = f"; known studies: {', '.join(known)}" if known else "; run autotune tune first"
+        raise ConfigurationError(f"no study named {name!r} in this database{hint}")
+    return study_rows(session, study.id)

@@ -1,0 +1,40 @@
+"""Engines by name: lazy imports, unknown names, and factories a worker process can build."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from autotune.engines.base import EngineConfig
+from autotune.engines.registry import ENGINES, check_engine, create_engine, engine_spec
+from autotune.engines.worker import EngineWorker
+from autotune.errors import ConfigurationError
+from autotune.workload import Request, Workload
+
+
+def test_importing_the_registry_loads_no_engine() -> None:
+    code = (
+        "import sys, autotune.engines.registry, autotune.engines.trtllm.engine, autotune.preflight; "
+        "print(sorted(m for m in ('torch', 'tensorrt_llm') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("make", [check_engine, create_engine, engine_spec])
+def test_unknown_engine_is_a_configuration_error(make) -> None:
+    with pytest.raises(ConfigurationError, match="unknown engine 'vllm'; choose one of embedded, trtllm"):
+        make("vllm")
+    assert ENGINES == ("embedded", "trtllm")
+
+
+def test_embedded_engine_in_process_and_in_a_worker() -> None:
+    engine = create_engine("embedded", device="cpu")
+    assert engine.name == "embedded"
+    workload = Workload("tiny", [Request("def f(x):", 4), Request("import os", 3)])
+    with EngineWorker(engine_spec("embedded", device="cpu"), timeout_s=120) as worker:
+        runs = [worker.measure(EngineConfig("none"), workload, batch_size) for batch_size in (1, 2)]
+        assert worker.starts == 1  # one process serves every batch size of a configuration
+    assert [run.output_tokens for run in runs] == [7, 7] and runs[0].outputs == runs[1].outputs

@@ -1,0 +1,373 @@
+"""A CPU stand-in for TensorRT-LLM's LLM API (``tensorrt_llm.llmapi``), for autotune's tests.
+
+What it imitates, as read from NVIDIA/TensorRT-LLM:
+
+* the configuration classes reject keyword names they do not declare (``StrictBaseModel``: extra
+  fields forbidden). ``FIELDS_V1_0`` / ``FIELDS_MAIN`` list the names each class accepts in the
+  1.0/1.1 line and in main (commit 0004396) of ``tensorrt_llm/llmapi/llm_args.py``; a class exists
+  here when it exists in either, and accepts a name only when every version that has the class does;
+* ``LLM.generate_async(inputs, sampling_params=..., streaming=True)`` returns a result that is read
+  with ``async for`` and yields itself after each engine iteration, with ``outputs[0].token_ids``
+  growing and ``decoding_iter`` counting generation iterations (``tensorrt_llm/executor/result.py``);
+* ``LLM.get_stats_async(timeout)`` hands out one ``IterationResult`` that stops after ``timeout``
+  seconds without a new iteration and resumes when a request is submitted (``mark_undone``), with
+  iteration dicts shaped like ``IterationStats`` (``iterLatencyMS``, ``gpuMemUsage``,
+  ``inflightBatchingStats``, ``specDecodingStats``); it is bound to the event loop of the first
+  submission, as the real asyncio queue is.
+
+The "model" is a deterministic function of the token sequence, so greedy output does not depend on
+speculation; acceptance follows a fixed pattern. Environment: ``FAKE_TRTLLM_LOG`` (JSONL of init /
+generate / shutdown events) and ``FAKE_TRTLLM_FAULT`` (crash_on_load, oom_on_load, hang_on_generate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DECODING_BASE_V1_0 = {
+    "max_draft_len", "max_total_draft_tokens", "speculative_model_dir", "max_concurrency", "load_format",
+    "acceptance_window", "acceptance_length_threshold",
+}
+DECODING_BASE_MAIN = {
+    "max_draft_len", "max_total_draft_tokens", "speculative_model", "speculative_model_dir",  # alias of the former
+    "max_concurrency", "draft_len_schedule", "load_format", "acceptance_rate_window_size",
+    "acceptance_rate_threshold", "use_rejection_sampling", "allow_advanced_sampling", "advanced_sampling_mode",
+    "enable_penalty", "decoding_type",
+}
+EAGLE_V1_0 = {
+    "eagle_choices", "greedy_sampling", "posterior_threshold", "use_dynamic_tree", "dynamic_tree_max_topK",
+    "num_eagle_layers", "max_non_leaves_per_layer", "eagle3_one_model", "eagle3_layers_to_capture",
+}
+KV_CACHE = {"enable_block_reuse", "max_tokens", "max_attention_window", "sink_token_length", "free_gpu_memory_fraction"}
+CUDA_GRAPH = {"batch_sizes", "max_batch_size", "enable_padding"}
+FIELDS_V1_0 = {
+    "KvCacheConfig": KV_CACHE,
+    "CudaGraphConfig": CUDA_GRAPH,
+    "MTPDecodingConfig": DECODING_BASE_V1_0 | {
+        "num_nextn_predict_layers", "use_relaxed_acceptance_for_thinking", "relaxed_topk", "relaxed_delta",
+        "use_mtp_vanilla", "mtp_eagle_one_model", "num_nextn_predict_layers_from_model_config",
+        "BEGIN_THINKING_PHASE_TOKEN", "END_THINKING_PHASE_TOKEN",
+    },
+    "DraftTargetDecodingConfig": DECODING_BASE_V1_0,
+    "NGramDecodingConfig": DECODING_BASE_V1_0 | {"max_matching_ngram_size", "is_keep_all", "is_use_oldest", "is_public_pool"},
+    "EagleDecodingConfig": DECODING_BASE_V1_0 | EAGLE_V1_0,
+}
+FIELDS_MAIN = {
+    "KvCacheConfig": KV_CACHE,
+    "CudaGraphConfig": CUDA_GRAPH,
+    "MTPDecodingConfig": DECODING_BASE_MAIN | {
+        "use_relaxed_acceptance_for_thinking", "relaxed_topk", "relaxed_delta", "use_mtp_vanilla", "mtp_eagle_one_model",
+        "use_dynamic_tree", "dynamic_tree_max_topK", "sa_config",
+        "num_nextn_predict_layers",  # deprecated: remapped to max_draft_len by a before-validator
+        "begin_thinking_phase_token", "end_thinking_phase_token",
+    },
+    "DraftTargetDecodingConfig": DECODING_BASE_MAIN,
+    "NGramDecodingConfig": DECODING_BASE_MAIN | {"max_matching_ngram_size", "is_keep_all", "is_use_oldest", "is_public_pool"},
+    "EagleDecodingConfig": DECODING_BASE_MAIN | EAGLE_V1_0 | {"eagle3_model_arch"},
+    "Eagle3DecodingConfig": DECODING_BASE_MAIN | EAGLE_V1_0 | {"eagle3_model_arch", "sa_config"},
+}
+# LLM(model, tokenizer, ..., tensor_parallel_size, **kwargs) with kwargs of TorchLlmArgs.
+LLM_ARGUMENTS = {
+    "tokenizer", "trust_remote_code", "dtype", "max_batch_size", "max_num_tokens", "max_seq_len", "kv_cache_config",
+    "cuda_graph_config", "speculative_config", "enable_iter_perf_stats", "enable_chunked_prefill",
+}
+# SamplingParams (tensorrt_llm/sampling_params.py, a dataclass: unknown names are a TypeError).
+SAMPLING_PARAMS = {"end_id", "pad_id", "max_tokens", "top_k", "top_p", "seed", "temperature", "detokenize", "ignore_eos"}
+
+
+def accepted_fields(class_name: str) -> set[str]:
+    """Names every version that has ``class_name`` accepts."""
+    versions = [fields[class_name] for fields in (FIELDS_V1_0, FIELDS_MAIN) if class_name in fields]
+    return set.intersection(*versions)
+
+
+def _log(event: dict[str, Any]) -> None:
+    path = os.environ.get("FAKE_TRTLLM_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event, sort_keys=True) + "\n")
+
+
+def _fault(name: str) -> bool:
+    return os.environ.get("FAKE_TRTLLM_FAULT") == name
+
+
+class _Config:
+    def __init__(self, **fields: Any) -> None:
+        unknown = set(fields) - accepted_fields(type(self).__name__)
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: extra inputs are not permitted: {sorted(unknown)}")
+        self.fields = fields
+
+
+class KvCacheConfig(_Config):
+    pass
+
+
+class CudaGraphConfig(_Config):
+    pass
+
+
+class _DecodingConfig(_Config):
+    needs_draft_model = False
+
+    def __init__(self, **fields: Any) -> None:
+        super().__init__(**fields)
+        if not fields.get("max_draft_len") or fields["max_draft_len"] <= 0:
+            raise ValueError(f"max_draft_len must be > 0 for {type(self).__name__}")
+        if self.needs_draft_model and not (fields.get("speculative_model_dir") or fields.get("speculative_model")):
+            raise ValueError(f"speculative_model must be specified for {type(self).__name__}")
+
+
+class MTPDecodingConfig(_DecodingConfig):
+    pass
+
+
+class DraftTargetDecodingConfig(_DecodingConfig):
+    needs_draft_model = True
+
+
+class NGramDecodingConfig(_DecodingConfig):
+    pass
+
+
+class EagleDecodingConfig(_DecodingConfig):
+    needs_draft_model = True
+
+
+class Eagle3DecodingConfig(EagleDecodingConfig):
+    pass
+
+
+class SamplingParams:
+    def __init__(self, **fields: Any) -> None:
+        unknown = set(fields) - SAMPLING_PARAMS
+        if unknown:
+            raise TypeError(f"SamplingParams.__init__() got unexpected keyword arguments {sorted(unknown)}")
+        self.max_tokens = fields.get("max_tokens", 32)
+        self.top_k = fields.get("top_k")
+        self.temperature = fields.get("temperature")
+        self.seed = fields.get("seed")
+        self.fields = fields
+
+    @property
+    def greedy(self) -> bool:
+        return self.top_k == 1 or not self.temperature
+
+
+class CompletionOutput:
+    def __init__(self) -> None:
+        self.index = 0
+        self.token_ids: list[int] = []
+        self.finish_reason: str | None = None
+
+
+class RequestOutput:
+    """One request's stream: ``async for`` yields it after every iteration that touched it."""
+
+    def __init__(self, request_id: int, prompt: str, prompt_token_ids: list[int], params: SamplingParams) -> None:
+        self.request_id = request_id
+        self.prompt = prompt
+        self.prompt_token_ids = prompt_token_ids
+        self.sampling_params = params
+        self.outputs = [CompletionOutput()]
+        self.decoding_iter = 0
+        self.finished = False
+        self._updates: asyncio.Queue = asyncio.Queue()
+        self._rng = random.Random(params.seed or 0)
+        self.drafted_steps = 0  # generation iterations so far (for the acceptance pattern)
+        self.produced: list[int] = []  # engine side: every token generated, read or not
+        self.engine_done = False
+
+    def __aiter__(self) -> RequestOutput:
+        return self
+
+    async def __anext__(self) -> RequestOutput:
+        if self.finished:
+            raise StopAsyncIteration
+        tokens, decoding_iter, finished = await self._updates.get()
+        self.outputs[0].token_ids.extend(tokens)
+        self.decoding_iter = decoding_iter
+        self.finished = finished
+        if finished:
+            self.outputs[0].finish_reason = "length"
+        return self
+
+
+class _IterationResult:
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self._done = False
+        self._timeout = 2.0
+
+    def set_timeout(self, timeout: float) -> None:
+        self._timeout = timeout
+
+    def mark_undone(self) -> None:
+        self._done = False
+
+    def put(self, stat: dict[str, Any]) -> None:
+        self._queue.put_nowait(stat)
+
+    def __aiter__(self) -> _IterationResult:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        if self._done:
+            raise StopAsyncIteration
+        try:
+            return await asyncio.wait_for(self._queue.get(), self._timeout)
+        except asyncio.TimeoutError:
+            self._done = True
+            raise StopAsyncIteration from None
+
+
+class _Empty:
+    def __aiter__(self) -> _Empty:
+        return self
+
+    async def __anext__(self) -> None:
+        raise StopAsyncIteration
+
+
+class LLM:
+    """A continuous-batching engine on the CPU: up to ``max_batch_size`` requests per iteration, a
+    context iteration producing each request's first token, then generation iterations producing
+    1 + accepted draft tokens each."""
+
+    def __init__(self, model: str, tokenizer: Any = None, tensor_parallel_size: int = 1, **kwargs: Any) -> None:
+        if _fault("crash_on_load"):
+            print("fake TensorRT-LLM: fatal error while loading the engine", file=sys.stderr, flush=True)
+            os._exit(3)
+        if _fault("oom_on_load"):
+            raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB (fake)")
+        unknown = set(kwargs) - LLM_ARGUMENTS
+        if unknown:
+            raise ValueError(f"TorchLlmArgs: extra inputs are not permitted: {sorted(unknown)}")
+        for key, cls in (("kv_cache_config", KvCacheConfig), ("cuda_graph_config", CudaGraphConfig),
+                         ("speculative_config", _DecodingConfig)):
+            if key in kwargs and not isinstance(kwargs[key], cls):
+                raise ValueError(f"{key} must be a {cls.__name__}, got {type(kwargs[key]).__name__}")
+        self.vocab_size = int(json.loads((Path(model) / "config.json").read_text())["vocab_size"])
+        self.max_batch_size = int(kwargs.get("max_batch_size", 2048))
+        self.speculative = kwargs.get("speculative_config")
+        self.depth = self.speculative.fields["max_draft_len"] if self.speculative else 0
+        self.stats_enabled = bool(kwargs.get("enable_iter_perf_stats", False))
+        self._pending: collections.deque[RequestOutput] = collections.deque()
+        self._active: list[RequestOutput] = []
+        self._engine: asyncio.Task | None = None
+        self._stats: _IterationResult | None = None
+        self._iteration = 0
+        self._next_id = 0
+        self._shut_down = False
+        _log({
+            "event": "init", "pid": os.getpid(), "model": str(model), "tensor_parallel_size": tensor_parallel_size,
+            "kwargs": {key: ({"class": type(value).__name__, "fields": value.fields} if isinstance(value, _Config) else value)
+                       for key, value in kwargs.items()},
+        })
+
+    def generate_async(
+        self, inputs: str, sampling_params: SamplingParams | None = None, streaming: bool = False
+    ) -> RequestOutput:
+        loop = asyncio.get_running_loop()
+        if self._shut_down:
+            raise RuntimeError("the LLM was shut down")
+        if _fault("hang_on_generate"):
+            time.sleep(3600)
+        params = sampling_params or SamplingParams()
+        _log({"event": "generate", "pid": os.getpid(), "streaming": streaming, "sampling_params": params.fields})
+        request = RequestOutput(self._next_id, inputs, [ord(c) % self.vocab_size for c in inputs], params)
+        self._next_id += 1
+        self._pending.append(request)
+        if self._stats is None:
+            self._stats = _IterationResult()
+        self._stats.mark_undone()
+        if self._engine is None or self._engine.done():
+            self._engine = loop.create_task(self._serve())
+        return request
+
+    def get_stats_async(self, timeout: float = 2) -> Any:
+        if self._stats is None:
+            return _Empty()
+        self._stats.set_timeout(timeout)
+        return self._stats
+
+    def shutdown(self) -> None:
+        self._shut_down = True
+        _log({"event": "shutdown", "pid": os.getpid()})
+
+    # -- the simulated engine -------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        while self._pending or self._active:
+            latency_ms = self._step()
+            await asyncio.sleep(latency_ms / 1e3)
+
+    def _step(self) -> float:
+        admitted = []
+        while self._pending and len(self._active) + len(admitted) < self.max_batch_size:
+            admitted.append(self._pending.popleft())
+        drafted = accepted = with_drafts = produced = 0
+        generating = list(self._active)
+        for request in admitted:  # context iteration: the first token
+            produced += self._emit(request, 1)
+        for request in generating:
+            draft = self._draft_length(request)
+            hits = self._accepted(request, draft)
+            drafted += draft
+            accepted += hits
+            with_drafts += draft > 0
+            request.decoding_iter += 1
+            request.drafted_steps += 1
+            produced += self._emit(request, hits + 1)
+        self._active = [r for r in generating + admitted if not r.engine_done]
+        latency_ms = 1.0 + 0.05 * produced
+        self._iteration += 1
+        if self.stats_enabled and self._stats is not None:
+            stat: dict[str, Any] = {
+                "iter": self._iteration, "iterLatencyMS": latency_ms,
+                "gpuMemUsage": 1_000_000_000 + 1_000_000 * len(self._active),
+                "inflightBatchingStats": {"numContextRequests": len(admitted), "numGenRequests": len(generating)},
+            }
+            if self.speculative is not None:
+                stat["specDecodingStats"] = {
+                    "numDraftTokens": drafted, "numAcceptedTokens": accepted, "numRequestsWithDraftTokens": with_drafts,
+                    "acceptanceLength": (accepted + with_drafts) / with_drafts if with_drafts else 0.0,
+                    "iterLatencyMS": 0.2 * drafted / max(1, len(generating)),
+                }
+            self._stats.put(stat)
+        return latency_ms
+
+    def _draft_length(self, request: RequestOutput) -> int:
+        if self.speculative is None:
+            return 0
+        if isinstance(self.speculative, NGramDecodingConfig) and request.drafted_steps % 2:
+            return 0  # no n-gram match on every other step
+        return self.depth
+
+    def _accepted(self, request: RequestOutput, draft: int) -> int:
+        return (request.request_id + request.drafted_steps) % (draft + 1) if draft else 0
+
+    def _emit(self, request: RequestOutput, count: int) -> int:
+        sequence = request.prompt_token_ids + request.produced
+        tokens = []
+        for _ in range(min(count, request.sampling_params.max_tokens - len(request.produced))):
+            if request.sampling_params.greedy:
+                token = (sequence[-1] * 31 + len(sequence) * 17 + 5) % self.vocab_size
+            else:
+                token = request._rng.randrange(self.vocab_size)
+            tokens.append(token)
+            sequence.append(token)
+        request.produced.extend(tokens)
+        done = len(request.produced) >= request.sampling_params.max_tokens
+        request.engine_done = done
+        request._updates.put_nowait((tokens, request.decoding_iter, done))
+        return len(tokens)

@@ -1,0 +1,160 @@
+"""TrtLlmEngine end to end with a fake ``tensorrt_llm`` in real worker processes: the runner streams
+the workload, counts acceptance from the iteration statistics, reuses the LLM across batch sizes,
+tears it down on a configuration change, and failures come back as typed WorkerFailures."""
+
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing
+import os
+
+import pytest
+
+from autotune.engines.base import EngineConfig
+from autotune.engines.registry import create_engine, engine_spec
+from autotune.engines.trtllm import TensorRtLlmNotInstalledError
+from autotune.engines.worker import WorkerFailure
+from autotune.errors import ConfigurationError, UnsupportedConfigError
+from autotune.workload import Request, Workload
+
+WORKLOAD = Workload("w", [Request("def parse(argv):", 12), Request("class Cache:", 9), Request("import os", 7)])
+FAST = {"timeout_s": 60, "stats_timeout_s": 0.2}
+
+
+def inits(events):
+    return [e for e in events() if e["event"] == "init"]
+
+
+@pytest.fixture
+def engine(fake_trtllm, target_dir):
+    engine = create_engine("trtllm", target=target_dir, max_batch_size=4, **FAST)
+    yield engine
+    engine.close()
+
+
+def test_without_tensorrt_llm_the_engine_fails_at_once(target_dir) -> None:
+    if importlib.util.find_spec("tensorrt_llm") is not None:
+        pytest.skip("TensorRT-LLM is installed here")
+    for make in (lambda: create_engine("trtllm", target=target_dir), lambda: engine_spec("trtllm", target=target_dir)):
+        with pytest.raises(TensorRtLlmNotInstalledError) as failure:
+            make()
+        message = str(failure.value)
+        assert "\n" not in message and "pip3 install tensorrt_llm" in message
+    assert multiprocessing.active_children() == []  # nothing was started
+
+
+def test_measures_in_a_worker_and_reuses_the_llm_across_batch_sizes(engine, fake_trtllm) -> None:
+    engine.load(EngineConfig("none"))
+    runs = [engine.measure(WORKLOAD, batch_size) for batch_size in (1, 2, 4)]
+    assert (engine.loads, engine.worker_starts) == (1, 1)
+    (init,) = inits(fake_trtllm)
+    assert init["pid"] != os.getpid()
+    assert init["kwargs"]["max_batch_size"] == 4 and init["kwargs"]["enable_iter_perf_stats"] is True
+    assert "speculative_config" not in init["kwargs"]
+    generated = [e for e in fake_trtllm() if e["event"] == "generate"]
+    assert all(e["streaming"] and e["sampling_params"]["top_k"] == 1 and e["pid"] == init["pid"] for e in generated)
+    assert [e["sampling_params"]["max_tokens"] for e in generated] == [4] + [12, 9, 7] * 3  # one warm-up, then the runs
+    for run in runs:
+        assert run.engine == "trtllm" and run.output_tokens == 28 and run.n_requests == 3
+        assert run.acceptance_length == 1.0 and run.drafted_tokens == 0 and run.acceptance_rate is None
+        assert run.target_passes > 0 and run.peak_memory_bytes > 0 and run.memory_kind == "trtllm_gpu_mem_usage"
+    assert runs[2].target_passes < runs[0].target_passes  # more sequences share each iteration
+
+
+def test_configuration_change_replaces_the_worker_and_counts_acceptance(engine, fake_trtllm, mtp_target_dir) -> None:
+    engine.load(EngineConfig("none"))
+    baseline = engine.measure(WORKLOAD, 2)
+    engine.load(EngineConfig("ngram", 3))
+    ngram = engine.measure(WORKLOAD, 2)
+    first, second = inits(fake_trtllm)
+    assert first["pid"] != second["pid"] and (engine.loads, engine.worker_starts) == (2, 2)
+    assert any(e["event"] == "shutdown" and e["pid"] == first["pid"] for e in fake_trtllm())  # torn down cleanly
+    assert second["kwargs"]["speculative_config"] == {
+        "class": "NGramDecodingConfig",
+        "fields": {"max_draft_len": 3, "max_matching_ngram_size": 3, "is_keep_all": True, "is_use_oldest": False,
+                   "is_public_pool": False},
+    }
+    assert ngram.output_tokens == baseline.output_tokens
+    assert ngram.drafted_tokens > 0 and 0 < ngram.accepted_tokens <= ngram.drafted_tokens
+    assert ngram.acceptance_rate == pytest.approx(ngram.accepted_tokens / ngram.drafted_tokens)
+    assert ngram.acceptance_length > 1.0
+    assert ngram.sequence_steps < baseline.sequence_steps  # fewer target passes per sequence
+
+
+def test_larger_batch_than_built_rebuilds_the_llm_in_the_same_worker(fake_trtllm, target_dir) -> None:
+    engine = create_engine("trtllm", target=target_dir, **FAST)  # built for the first batch size
+    try:
+        engine.load(EngineConfig("none"))
+        engine.measure(WORKLOAD, 1)
+        engine.measure(WORKLOAD, 3)
+        engine.measure(WORKLOAD, 2)
+        assert [i["kwargs"]["max_batch_size"] for i in inits(fake_trtllm)] == [1, 3]
+        assert (engine.loads, engine.worker_starts) == (2, 1)
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(("kind", "expected_class"), [("draft", "DraftTargetDecodingConfig"), ("eagle3", "Eagle3DecodingConfig")])
+def test_draft_folders_select_their_decoding_config(fake_trtllm, engine, draft_dir, eagle3_dir, kind, expected_class) -> None:
+    folder = draft_dir if kind == "draft" else eagle3_dir
+    engine.load(EngineConfig("draft", 2, str(folder)))
+    run = engine.measure(WORKLOAD, 2, temperature=0.7, seed=3)
+    (init,) = inits(fake_trtllm)
+    assert init["kwargs"]["speculative_config"]["class"] == expected_class
+    assert init["kwargs"]["speculative_config"]["fields"]["speculative_model_dir"] == str(folder)
+    sampled = [e["sampling_params"] for e in fake_trtllm() if e["event"] == "generate"][-3:]
+    assert all(p["temperature"] == 0.7 and "top_k" not in p for p in sampled)
+    assert sorted(p["seed"] for p in sampled) == [3, 4, 5]
+    assert run.temperature == 0.7 and run.draft == str(folder)
+
+
+def test_mtp_target_runs_mtp(fake_trtllm, mtp_target_dir) -> None:
+    engine = create_engine("trtllm", target=mtp_target_dir, max_batch_size=2, **FAST)
+    try:
+        engine.load(EngineConfig("mtp", 2))
+        run = engine.measure(WORKLOAD, 2)
+        assert inits(fake_trtllm)[0]["kwargs"]["speculative_config"]["class"] == "MTPDecodingConfig"
+        assert run.method == "mtp" and run.drafted_tokens > 0
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind", "reason"),
+    [
+        ("crash_on_load", "crash", "fatal error while loading the engine"),
+        ("oom_on_load", "oom", "CUDA out of memory"),
+        ("hang_on_generate", "timeout", "no answer within 5 s"),
+    ],
+)
+def test_failures_come_back_typed_and_the_next_call_starts_afresh(fake_trtllm, target_dir, monkeypatch, fault, kind,
+                                                                   reason) -> None:
+    timeout_s = 5 if kind == "timeout" else 60
+    engine = create_engine("trtllm", target=target_dir, max_batch_size=2, timeout_s=timeout_s, stats_timeout_s=0.2)
+    try:
+        engine.load(EngineConfig("none"))
+        monkeypatch.setenv("FAKE_TRTLLM_FAULT", fault)
+        with pytest.raises(WorkerFailure) as failure:
+            engine.measure(WORKLOAD, 1)
+        assert failure.value.kind == kind and reason in failure.value.reason
+        monkeypatch.delenv("FAKE_TRTLLM_FAULT")
+        assert engine.measure(WORKLOAD, 1).output_tokens == 28
+    finally:
+        engine.close()
+
+
+def test_configurations_the_models_cannot_run_are_refused_before_any_process(fake_trtllm, engine, tmp_path) -> None:
+    with pytest.raises(UnsupportedConfigError, match="MTP modules"):
+        engine.load(EngineConfig("mtp", 2))
+    with pytest.raises(UnsupportedConfigError, match="draft model folder"):
+        engine.load(EngineConfig("draft", 2))
+    with pytest.raises(ConfigurationError, match="not a folder"):
+        engine.load(EngineConfig("draft", 2, str(tmp_path / "missing")))
+    with pytest.raises(ConfigurationError, match="batch size"):
+        engine.load(EngineConfig("none")) or engine.measure(WORKLOAD, 0)
+    assert engine.worker_starts == 0 and inits(fake_trtllm) == []
+
+
+def test_target_must_be_a_model_folder(fake_trtllm, tmp_path) -> None:
+    with pytest.raises(ConfigurationError, match="no config.json"):
+        create_engine("trtllm", target=tmp_path)

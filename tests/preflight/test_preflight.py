@@ -1,0 +1,96 @@
+"""preflight() end to end on model folders written by the tests, and usable_drafts for the tuner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autotune.errors import ConfigurationError
+from autotune.preflight import Check, preflight, usable_drafts
+from hf_model_factory import llama_config, tokenizer_json, write_model
+
+GIB = 1 << 30
+
+
+@pytest.fixture
+def folders(tmp_path):
+    return {
+        "target": write_model(tmp_path / "target", llama_config(num_nextn_predict_layers=1,
+                                                                architectures=["DeepseekV3ForCausalLM"])),
+        "good": write_model(tmp_path / "good", llama_config(num_hidden_layers=1)),
+        "bad_vocab": write_model(tmp_path / "bad-vocab", llama_config(vocab_size=256), tokenizer=tokenizer_json(special=())),
+        "short": write_model(tmp_path / "short", llama_config(max_position_embeddings=512)),
+    }
+
+
+def test_report_checks_every_pair_and_splits_the_drafts(folders, gpu) -> None:
+    drafts = [folders["good"], folders["bad_vocab"], folders["short"]]
+    report = preflight(folders["target"], drafts, hardware=gpu(80 * GIB), batch_sizes=[1, 4], seq_len=1024, depths=[1, 3])
+    by_subject = {s: {c.name: c.status for c in report.for_subject(s)} for s in ["target", *map(str, drafts)]}
+    assert by_subject["target"] == {"architecture": "ok", "mtp": "ok", "max_num_tokens": "ok", "context_window": "ok",
+                                    "memory": "ok"}
+    assert by_subject[str(folders["good"])] == {"architecture": "ok", "tokenizer": "ok", "context_window": "ok", "memory": "ok"}
+    assert by_subject[str(folders["bad_vocab"])]["tokenizer"] == "error"
+    assert by_subject[str(folders["short"])]["context_window"] == "error"  # 512 < 1024 + 3 + 1
+    assert not report.ok and report.target_errors == []
+    usable, rejected = usable_drafts(report)
+    assert usable == [folders["good"]]
+    assert set(rejected) == {folders["bad_vocab"], folders["short"]}
+    assert "vocab_size (config.json) 256 vs 260" in rejected[folders["bad_vocab"]]
+    assert "context window 512 < 1028" in rejected[folders["short"]]
+    data = json.loads(json.dumps(report.to_dict()))  # --json
+    assert data["ok"] is False and data["engine"] == "trtllm" and len(data["checks"]) == len(report.checks)
+    assert {"name", "status", "subject", "message", "details"} <= set(data["checks"][0])
+
+
+def test_unreadable_draft_folder_rejects_that_draft_only(folders, tmp_path) -> None:
+    missing = tmp_path / "missing"
+    report = preflight(folders["target"], [folders["good"], missing])
+    usable, rejected = usable_drafts(report)
+    assert usable == [folders["good"]] and "is not a folder" in rejected[Path(missing)]
+    memory = [c for c in report.checks if c.name == "memory"]
+    assert [(c.status, c.subject) for c in memory] == [("warn", "target")]  # no hardware profile given
+
+
+def test_target_problems_are_errors_about_the_target(folders, gpu) -> None:
+    report = preflight(folders["good"], [], hardware=gpu(100_000), methods=["none", "mtp"])
+    errors = {c.name for c in report.target_errors}
+    assert errors == {"mtp", "memory"}  # no MTP modules though mtp was asked for; 100 kB of GPU memory
+
+
+def test_engines_without_hugging_face_support(folders) -> None:
+    report = preflight(folders["target"], [folders["good"]], engine="embedded")
+    assert [c.name for c in report.checks] == ["engine"] and not report.ok
+    assert usable_drafts(report) == ([folders["good"]], {})  # the engine error is the caller's to raise
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batch_sizes": [0]}, "batch sizes"),
+        ({"batch_sizes": []}, "batch sizes"),
+        ({"seq_len": 0}, "seq_len"),
+        ({"depths": [17]}, "depths"),
+        ({"methods": ["medusa"]}, "unknown method"),
+    ],
+)
+def test_bad_options(folders, kwargs, message) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        preflight(folders["target"], [], **kwargs)
+
+
+def test_bad_folders(folders, tmp_path) -> None:
+    with pytest.raises(ConfigurationError, match="target .* is not a folder"):
+        preflight(tmp_path / "nothing")
+    with pytest.raises(ConfigurationError, match="listed twice"):
+        preflight(folders["target"], [folders["good"], folders["good"]])
+    (folders["good"] / "config.json").write_text("{not json")
+    report = preflight(folders["target"], [folders["good"]])
+    assert "not valid JSON" in usable_drafts(report)[1][folders["good"]]
+
+
+def test_check_status_is_validated() -> None:
+    with pytest.raises(ValueError, match="status"):
+        Check("x", "fine", "message")

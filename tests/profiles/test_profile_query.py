@@ -1,0 +1,161 @@
+"""list / show / best on real databases, including every "not found" and the nearest match it names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import profile_factory as factory
+from autotune.errors import ConfigurationError
+from autotune.profiles import ProfileNotFoundError, best_profile, list_profiles, query, show_profile
+
+
+@pytest.fixture
+def populated(db_url: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, dict[str, int]]:
+    monkeypatch.setattr(query, "current_fingerprint", lambda: factory.H100[1])  # "this machine" is the H100
+    return db_url, factory.populate(db_url)
+
+
+def ids_of(profiles) -> list[int]:  # noqa: ANN001
+    return [p.id for p in profiles]
+
+
+def test_list_is_newest_first_and_filters(populated) -> None:  # noqa: ANN001
+    url, ids = populated
+    assert ids_of(list_profiles(url)) == [ids["other"], ids["cpu"], ids["h100-new"], ids["h100-old"]]
+    on_h100 = [ids["other"], ids["h100-new"], ids["h100-old"]]
+    assert ids_of(list_profiles(url, hardware=factory.H100[0])) == on_h100
+    assert ids_of(list_profiles(url, hardware=factory.H100[1])) == on_h100
+    assert ids_of(list_profiles(url, hardware=factory.H100[1][:6])) == on_h100  # unique prefix
+    assert ids_of(list_profiles(url, hardware="current")) == on_h100
+    assert ids_of(list_profiles(url, model="tiny-target", hardware="current")) == [ids["h100-new"], ids["h100-old"]]
+    assert ids_of(list_profiles(url, study="cpu")) == [ids["cpu"]]
+    assert all(p.method == "mtp" for p in list_profiles(url, method="mtp"))
+    assert list_profiles(url, method="ngram") == []
+    summary = list_profiles(url, study="h100-old")[0].summary()
+    assert summary["hardware"] == factory.H100[0] and summary["model"] == "tiny-target"
+    assert summary["method"] == "mtp" and summary["batch_size"] == 4
+    json.dumps([p.summary() for p in list_profiles(url)])
+
+
+def test_current_hardware_never_tuned_lists_nothing(populated, monkeypatch) -> None:  # noqa: ANN001
+    url, _ = populated
+    monkeypatch.setattr(query, "current_fingerprint", lambda: "ffffffffffffffff")
+    assert list_profiles(url, hardware="current") == []
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"hardware": "no-such-gpu"}, "no hardware named 'no-such-gpu'.*H100"),
+    ({"model": "no-such-model"}, "no target model 'no-such-model'.*tiny-target"),
+    ({"model": "tiny-draft"}, "no target model 'tiny-draft'"),  # a draft is no target
+    ({"study": "no-such-study"}, "no study 'no-such-study'.*newest: other"),
+    ({"method": "eagle"}, "unknown method 'eagle'"),
+])
+def test_list_refuses_unknown_names(populated, kwargs, message) -> None:  # noqa: ANN001
+    url, _ = populated
+    with pytest.raises(ConfigurationError, match=message):
+        list_profiles(url, **kwargs)
+
+
+def test_show_loads_the_study_with_every_trial(populated) -> None:  # noqa: ANN001
+    url, ids = populated
+    profile = show_profile(url, ids["h100-old"])
+    assert profile.label() == "mtp@3" and profile.batch_size == 4
+    assert profile.study.name == "h100-old" and profile.hardware.fingerprint == factory.H100[1]
+    assert len(profile.measurements) == 61 and sum(not m.complete for m in profile.measurements) == 1
+    chosen = next(m for m in profile.measurements if m.trial_number == profile.chosen_trial)
+    assert (chosen.method, chosen.depth, chosen.batch_size, chosen.tokens_per_s) == ("mtp", 3, 4, profile.tokens_per_s)
+    assert [m.fingerprint for m in profile.draft_models] == ["dddd000011112222"]
+    assert {m.draft for m in profile.measurements if m.method == "draft"} == {"dddd000011112222"}
+    assert [row["batch_size"] for row in profile.per_batch_size] == list(factory.BATCH_SIZES)
+    json.dumps(profile.to_dict())
+    assert show_profile(url, ids["h100-old"], with_measurements=False).measurements == ()
+
+
+def test_show_unknown_id_names_the_newest(populated) -> None:  # noqa: ANN001
+    url, ids = populated
+    with pytest.raises(ProfileNotFoundError, match=f"no deployment profile with id 999.*newest ids: {ids['other']}"):
+        show_profile(url, 999)
+
+
+def test_show_on_an_empty_database(sqlite_url: str) -> None:
+    with pytest.raises(ProfileNotFoundError, match="holds no profile yet"):
+        show_profile(sqlite_url, 1)
+
+
+def test_best_without_constraints_is_the_fastest_profile_here(populated) -> None:  # noqa: ANN001
+    url, ids = populated
+    best = best_profile(url, "tiny-target")  # hardware defaults to this machine
+    assert best.profile.id == ids["h100-old"] and best.operating_point is None
+    assert best.deployment() == best.profile
+    assert best_profile(url, "tiny-target", hardware=factory.CPU[0]).profile.id == ids["cpu"]
+    json.dumps(best.to_dict())
+
+
+def test_best_at_a_batch_size_is_the_fastest_trial_there(populated) -> None:  # noqa: ANN001
+    url, ids = populated
+    best = best_profile(url, "tiny-target", batch_size=16)
+    point = best.operating_point
+    # Speculation loses at batch 16: the faster (old) study's baseline wins.
+    assert (point.method, point.depth, point.batch_size) == ("none", 0, 16)
+    assert point.tokens_per_s == pytest.approx(factory.baseline_tokens_per_s(16))
+    assert best.profile.id == ids["h100-old"]
+    deployment = best.deployment()
+    assert (deployment.method, deployment.depth, deployment.batch_size) == ("none", 0, 16)
+    assert deployment.chosen_trial == point.trial_number and deployment.draft is None
+
+
+def test_best_under_a_tpot_slo(populated) -> None:  # noqa: ANN001
+    url, _ = populated
+    best = best_profile(url, "tiny-target", batch_size=2, slo_tpot_ms=7.0)
+    assert best.operating_point.tpot_ms_p50 <= 7.0
+    assert best.request == {"model": "tiny-target", "hardware": "current", "batch_size": 2, "slo_tpot_ms": 7.0}
+    anywhere = best_profile(url, "tiny-target", slo_tpot_ms=9.0)
+    assert anywhere.operating_point.tpot_ms_p50 <= 9.0
+    assert anywhere.operating_point.tokens_per_s >= best.operating_point.tokens_per_s
+
+
+def test_best_may_pick_a_draft_trial_and_carry_its_draft(db_url: str, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(query, "current_fingerprint", lambda: factory.H100[1])
+    from autotune.store import open_database
+
+    with open_database(db_url) as database, database.session() as session:
+        hw, target = factory.hardware(session, *factory.H100), factory.model(session, "t", "t" * 16)
+        draft = factory.model(session, "d", "d" * 16, role="draft")
+        factory.study(session, "draft-only", hw, target, draft, methods=("none", "draft"))
+    deployment = best_profile(db_url, "t", batch_size=1).deployment()
+    assert deployment.method == "draft" and deployment.draft.name == "d"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"model": "tiny-target", "hardware": "ffff"}, "no hardware named 'ffff'"),
+    ({"model": "nobody"}, "no target model 'nobody'.*models with profiles: tiny-target"),
+    ({"model": "tiny-target", "batch_size": 3}, "no profile for .tiny-target. was measured at batch size 3; nearest measured batch size: 2 "
+                                                r"\(measured: 1, 2, 4, 8, 16\)"),
+    ({"model": "tiny-target", "batch_size": 1, "slo_tpot_ms": 1.0},
+     r"meets TPOT p50 <= 1 ms; the fastest measured is 5.15 ms \(mtp@4 at batch size 1\)"),
+    ({"model": "tiny-target", "slo_tpot_ms": 0.5}, "the fastest measured is 5.15 ms"),
+])
+def test_best_not_found_names_the_nearest_match(populated, kwargs, message) -> None:  # noqa: ANN001
+    url, _ = populated
+    with pytest.raises(ProfileNotFoundError, match=message):
+        best_profile(url, **kwargs)
+
+
+def test_best_on_other_hardware_points_to_where_the_model_was_tuned(populated, monkeypatch) -> None:  # noqa: ANN001
+    url, _ = populated
+    monkeypatch.setattr(query, "current_fingerprint", lambda: "ffffffffffffffff")
+    with pytest.raises(ProfileNotFoundError, match=(
+        r"no deployment profile for 'tiny-target' on this machine \(fingerprint ffffffffffffffff\); nearest: the same "
+        r"model on 1x NVIDIA H100 80GB HBM3 \(aaaa111122223333, 2 profiles\), cpu: .* 1 profile\)")):
+        best_profile(url, "tiny-target")
+    with pytest.raises(ProfileNotFoundError, match="'other-target' on hardware 'cpu: Test CPU.*same model on 1x NVIDIA H100"):
+        best_profile(url, "other-target", hardware=factory.CPU[0])
+
+
+@pytest.mark.parametrize("kwargs", [{"batch_size": 0}, {"batch_size": 2.5}, {"batch_size": True}, {"slo_tpot_ms": 0},
+                                    {"slo_tpot_ms": -3.0}, {"slo_tpot_ms": "fast"}])
+def test_best_refuses_bad_requests_before_touching_the_database(kwargs) -> None:  # noqa: ANN001
+    with pytest.raises(ConfigurationError):
+        best_profile("sqlite:////nonexistent/folder/autotune.db", "m", **kwargs)

@@ -1,0 +1,122 @@
+"""JSON export and import: a lossless round trip through a fresh database, and refused bad files."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import profile_factory as factory
+from autotune.errors import ConfigurationError
+from autotune.export import export_profile
+from autotune.profiles import best_profile, import_profile, list_profiles, query, show_profile
+from autotune.store import open_database
+from autotune.store.models import HardwareRecord, ModelRecord
+
+
+@pytest.fixture
+def exported(tmp_path: Path) -> tuple[str, Path]:
+    """The h100-old profile exported from its own SQLite database: (document text, file)."""
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    ids = factory.populate(source)
+    text = export_profile(show_profile(source, ids["h100-old"]), "json")
+    path = tmp_path / "profile.json"
+    path.write_text(text)
+    return text, path
+
+
+def without_ids(text: str) -> dict:
+    document = json.loads(text)
+    document["profile"].pop("id")
+    return document
+
+
+def test_export_import_export_is_lossless(db_url: str, exported) -> None:  # noqa: ANN001
+    text, path = exported
+    imported = import_profile(db_url, path)
+    again = export_profile(show_profile(db_url, imported.id), "json")
+    assert without_ids(again) == without_ids(text)
+    document = json.loads(text)
+    assert document["format"] == "autotune-deployment-profile" and document["format_version"] == 1
+    assert len(document["profile"]["measurements"]) == 61
+    assert document["profile"]["hardware"]["fingerprint"] == factory.H100[1]
+
+
+def test_imported_trials_answer_best_queries(db_url: str, exported, monkeypatch) -> None:  # noqa: ANN001
+    _, path = exported
+    import_profile(db_url, path)
+    monkeypatch.setattr(query, "current_fingerprint", lambda: factory.H100[1])
+    best = best_profile(db_url, "tiny-target", batch_size=2)
+    assert best.operating_point.label() == "mtp@4"
+
+
+def test_import_reuses_stored_hardware_and_models_and_refuses_a_second_import(db_url: str, exported) -> None:  # noqa: ANN001
+    _, path = exported
+    ids = factory.populate(db_url)  # same fingerprints, and a study named h100-old already
+    with pytest.raises(ConfigurationError, match="study 'h100-old' already exists.*imported or tuned there before"):
+        import_profile(db_url, path)
+    document = json.loads(path.read_text())
+    document["profile"]["study"]["name"] = "h100-old-imported"
+    path.write_text(json.dumps(document))
+    imported = import_profile(db_url, path)
+    assert imported.id not in ids.values()
+    with open_database(db_url) as database, database.session() as session:
+        assert session.query(HardwareRecord).count() == 2
+        assert session.query(ModelRecord).count() == 3
+    assert [p.study.name for p in list_profiles(db_url, study="h100-old-imported")] == ["h100-old-imported"]
+
+
+def mutate(text: str, change) -> str:  # noqa: ANN001
+    document = json.loads(text)
+    change(document)
+    return json.dumps(document)
+
+
+BAD_DOCUMENTS = [
+    (lambda t: "{not json", "not valid JSON"),
+    (lambda t: "[1, 2]", "not an autotune profile export"),
+    (lambda t: mutate(t, lambda d: d.update(format="something-else")), "not an autotune profile export"),
+    (lambda t: mutate(t, lambda d: d.update(format_version=2)), "format_version 2; this autotune reads version 1"),
+    (lambda t: mutate(t, lambda d: d["profile"].pop("method")), "profile lacks the key 'method'"),
+    (lambda t: mutate(t, lambda d: d["profile"]["study"].pop("name")), "study lacks the key 'name'"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(method="eagle")), "method 'eagle' is not one of"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(depth=0)), "depth 0 does not fit method mtp"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(batch_size="eight")), "batch size must be an integer"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(created_at="yesterday")), "profile.created_at must be an ISO-8601"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(measurements={})), "measurements must be a JSON list"),
+    (lambda t: mutate(t, lambda d: d["profile"]["measurements"].append("trial")), "measurement must be a JSON object"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(chosen_trial=12345)), "chosen_trial 12345 is not among"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(draft_models=[])), "uses draft dddd000011112222, absent"),
+    (lambda t: mutate(t, lambda d: d["profile"]["measurements"].append(copy.deepcopy(d["profile"]["measurements"][0]))),
+     "two measurements share a trial number"),
+]
+
+
+@pytest.mark.parametrize("make, message", BAD_DOCUMENTS)
+def test_malformed_files_are_refused_with_the_reason(sqlite_url: str, exported, tmp_path, make, message) -> None:  # noqa: ANN001
+    text, _ = exported
+    bad = tmp_path / "bad.json"
+    bad.write_text(make(text))
+    with pytest.raises(ConfigurationError, match=message):
+        import_profile(sqlite_url, bad)
+    assert list_profiles(sqlite_url) == []  # nothing half-imported
+
+
+def test_unreadable_files(sqlite_url: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot read .*missing.json"):
+        import_profile(sqlite_url, tmp_path / "missing.json")
+    with pytest.raises(ConfigurationError, match="cannot read"):
+        import_profile(sqlite_url, tmp_path)
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ConfigurationError, match="not a UTF-8 text file"):
+        import_profile(sqlite_url, binary)
+
+
+def test_non_finite_figures_cannot_be_exported() -> None:
+    profile = replace(factory.profile_data("mtp", 2, 1, {1: ("mtp", 2)}), speedup=float("nan"))
+    with pytest.raises(ConfigurationError, match="NaN or infinite figure"):
+        export_profile(profile, "json")

@@ -1,0 +1,64 @@
+"""Memory-fit batch sizes: the estimate bounds what the engine allocates; what does not fit is infeasible."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from autotune.engines.base import EngineConfig
+from autotune.engines.embedded.engine import EmbeddedEngine
+from autotune.errors import ConfigurationError
+from autotune.search.memory import CPU_MAX_DEFAULT_BATCH, SAFETY_MARGIN, default_batch_sizes
+from autotune.search.plan import plan_study
+from autotune.workload import Request, Workload
+
+
+@pytest.fixture
+def memory(options):
+    return plan_study(options).memory
+
+
+@pytest.mark.parametrize(("method", "depth"), [("none", 0), ("mtp", 2), ("draft", 2)])
+def test_estimate_bounds_the_engines_own_count(options, models, memory, method, depth) -> None:
+    engine = EmbeddedEngine(models["target"])
+    engine.load(EngineConfig(method, depth, models["draft"] if method == "draft" else None))
+    measured = engine.measure(options.workload, 2).peak_memory_bytes  # weights + caches + buffers
+    estimate = memory.required_bytes(method, depth, 2, "draft" if method == "draft" else None)
+    assert measured <= estimate <= 1.5 * measured
+
+
+def test_default_batch_sizes_are_powers_of_two_capped_on_cpu(memory) -> None:
+    assert default_batch_sizes(memory, "cpu", n_requests=100) == (1, 2, 4, 8)
+    assert CPU_MAX_DEFAULT_BATCH == 8
+    assert default_batch_sizes(memory, "cuda", n_requests=100) == (1, 2, 4, 8, 16, 32, 64)
+    assert default_batch_sizes(memory, "cpu", n_requests=3) == (1, 2)
+
+
+def test_default_batch_sizes_stop_where_the_baseline_stops_fitting(memory) -> None:
+    fits_two = memory.required_bytes("none", 0, 2)
+    small = replace(memory, device_bytes=int(fits_two / (1 - SAFETY_MARGIN)) + 1)
+    assert default_batch_sizes(small, "cpu", n_requests=100) == (1, 2)
+    tiny = replace(memory, device_bytes=memory.target.weight_bytes)
+    with pytest.raises(ConfigurationError, match="does not fit on this device even at batch 1"):
+        default_batch_sizes(tiny, "cpu", n_requests=100)
+
+
+def test_speculative_configurations_that_do_not_fit_are_infeasible(memory) -> None:
+    just_baseline = replace(memory, device_bytes=int(memory.required_bytes("none", 0, 2) / (1 - SAFETY_MARGIN)) + 1)
+    assert just_baseline.infeasibility("none", 0, 2) is None
+    reason = just_baseline.infeasibility("draft", 2, 2, "draft")
+    assert reason is not None and "GiB" in reason and "batch 2" in reason
+
+
+def test_sequences_longer_than_the_models_handle_are_infeasible(options, models) -> None:
+    long_workload = Workload("long", [Request("x" * 80, 10)])  # 81 prompt tokens + 10 of the 96 positions
+    plan = plan_study(replace(options, workload=long_workload))
+    assert plan.memory.infeasibility("none", 0, 1) is None
+    assert "handles 96" in plan.memory.infeasibility("mtp", 8, 1)
+
+
+def test_the_plan_uses_the_profiles_memory(options, cpu_profile) -> None:
+    plan = plan_study(replace(options, batch_sizes=None, hardware=cpu_profile(ram_bytes=64 << 30)))
+    assert plan.memory.device_bytes == 64 << 30
+    assert plan.space.batch_sizes == (1, 2)  # three requests in the workload

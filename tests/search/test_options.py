@@ -1,0 +1,70 @@
+"""Options are validated before anything is probed, loaded or written."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from autotune.engines.embedded.model import ModelConfig
+from autotune.errors import ConfigurationError
+from autotune.search import Slo, TuneOptions, tune
+from autotune.search.plan import plan_study
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"methods": ("none", "medusa")}, "unknown method 'medusa'"),
+        ({"drafts": ("/no/such/draft.safetensors",)}, "draft model file /no/such/draft.safetensors does not exist"),
+        ({"target": "/no/such/target.safetensors"}, "target model file"),
+        ({"max_depth": 0}, "max depth must be an integer in 1..16"),
+        ({"max_depth": 17}, "max depth must be an integer in 1..16"),
+        ({"batch_sizes": (1, 0)}, "batch size must be an integer >= 1"),
+        ({"batch_sizes": ()}, "at least one size"),
+        ({"sampler": "cmaes"}, "unknown sampler 'cmaes'"),
+        ({"seed": -1}, "seed must be"),
+        ({"n_trials": 0}, "n_trials must be"),
+        ({"timeout_s": 0}, "timeout must be"),
+        ({"trial_timeout_s": -5}, "trial timeout must be"),
+        ({"objective": "speed"}, "unknown objective"),
+        ({"slo": Slo(tpot_ms=-1)}, "tpot_ms must be"),
+        ({"engine": "vllm"}, "unknown engine 'vllm'"),
+        ({"study_name": " "}, "study name must have"),
+        ({"grace_period_s": 1}, "grace period must be"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_is_written(options, changes, message) -> None:
+    bad = replace(options, **changes)
+    with pytest.raises(ConfigurationError, match=message):
+        tune(bad)
+    assert not Path(options.db_url.removeprefix("sqlite:///")).exists()
+
+
+def test_the_same_draft_twice_is_refused(options, models) -> None:
+    with pytest.raises(ConfigurationError, match="listed twice"):
+        TuneOptions(drafts=(models["draft"], models["draft"])).validate()
+
+
+def test_a_draft_with_another_vocabulary_is_refused(options, tmp_path, random_model_file) -> None:
+    other = random_model_file(ModelConfig(300, 16, 1, 2, 32, 96), tmp_path / "other.safetensors")
+    with pytest.raises(ConfigurationError, match="vocabulary of 300 tokens"):
+        plan_study(replace(options, drafts=(other,)))
+
+
+def test_fewer_trials_than_baselines_is_refused(options) -> None:
+    with pytest.raises(ConfigurationError, match="below the 2 baseline trials"):
+        plan_study(replace(options, n_trials=1))
+
+
+def test_default_study_name_names_hardware_target_and_workload(options) -> None:
+    plan = plan_study(replace(options, study_name=None))
+    assert plan.name == "c0ffee00-target-tiny"
+
+
+def test_grid_defaults_to_every_point(options) -> None:
+    plan = plan_study(replace(options, sampler="grid", n_trials=None))
+    assert plan.n_trials == len(plan.space.candidates()) == 2 + 3 * 2 * 2
+    assert plan.planned()[:2] == plan.space.baselines()
+    assert sorted(map(repr, plan.planned())) == sorted(map(repr, plan.space.candidates()))

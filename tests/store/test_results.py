@@ -1,0 +1,132 @@
+"""Tuning results in the database: studies, trial rows with speedups, profiles, listings."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.errors import ConfigurationError, DatabaseError
+from autotune.store import open_database, repository, results
+
+
+def measurement(method: str, depth: int, batch_size: int, tokens_per_s: float) -> dict:
+    """What Measurement.to_dict() holds (the columns, plus fields that go to extra)."""
+    return {
+        "method": method, "depth": depth, "batch_size": batch_size, "draft": None, "tokens_per_s": tokens_per_s,
+        "requests_per_s": 1.0, "ttft_ms_p50": 5.0, "ttft_ms_p90": 6.0, "ttft_ms_p99": 7.0, "tpot_ms_p50": 1.0,
+        "tpot_ms_p90": 2.0, "tpot_ms_p99": 3.0, "acceptance_rate": 0.5 if depth else None,
+        "acceptance_length": 1.5 if depth else 1.0, "acceptance_by_position": [0.5] * depth,
+        "drafted_tokens": 10 * depth, "accepted_tokens": 5 * depth, "peak_memory_bytes": 1000 + depth,
+        "wall_time_s": 20 / tokens_per_s, "target_passes": 10, "memory_kind": "cpu_weights_and_caches",
+    }
+
+
+@pytest.fixture
+def database(db_url):
+    with open_database(db_url) as database:
+        yield database
+
+
+def make_study(database, name: str = "s1") -> int:
+    with database.session() as session:
+        hardware = repository.upsert_hardware(
+            session, fingerprint="f" * 16, name="test cpu", device_type="cpu", device_count=1,
+            memory_total_bytes=1 << 30, spec={},
+        )
+        target = results.upsert_model(
+            session, fingerprint="a" * 64, name="target", role="target", source="builtin:target", num_params=10,
+            num_mtp_modules=1, vocab_size=259, config={"d_model": 8},
+        )
+        study = results.create_study(
+            session, name=name, optuna_study_name=name, hardware=hardware, target=target, engine="embedded",
+            objective="throughput", search_space={"methods": ["none"]}, slo={}, workload_name="w",
+            workload_fingerprint="0" * 64,
+        )
+        return study.id
+
+
+def record(database, study_id, number, method, depth, batch, tps=None, state="complete", reason=None):
+    with database.session() as session:
+        results.record_trial(
+            session, study_id, trial_number=number, method=method, depth=depth, batch_size=batch, state=state,
+            reason=reason, measurement=measurement(method, depth, batch, tps) if state == "complete" else None,
+            extra={"model_loads": 1},
+        )
+
+
+def rows(database, study_id):
+    with database.session() as session:
+        return {row.trial_number: row for row in results.study_rows(session, study_id)}
+
+
+def test_models_are_stored_once_per_fingerprint(database) -> None:
+    make_study(database)
+    with database.session() as session:
+        again = results.upsert_model(
+            session, fingerprint="a" * 64, name="renamed", role="draft", source="/x", num_params=1,
+            num_mtp_modules=0, vocab_size=1, config={},
+        )
+        assert again.name == "target"
+
+
+def test_speedups_are_filled_whichever_finishes_first(database) -> None:
+    study_id = make_study(database)
+    record(database, study_id, 0, "mtp", 2, 4, tps=300.0)  # before its baseline
+    record(database, study_id, 1, "none", 0, 4, tps=200.0)
+    record(database, study_id, 2, "draft", 3, 4, tps=100.0)  # after it
+    record(database, study_id, 3, "ngram", 2, 1, tps=50.0)  # no baseline at batch 1
+    record(database, study_id, 4, "draft", 8, 4, state="infeasible", reason="needs 9 GiB")
+    stored = rows(database, study_id)
+    assert [stored[n].speedup for n in range(5)] == [1.5, 1.0, 0.5, None, None]
+    assert stored[0].acceptance_by_position == [0.5, 0.5]
+    assert stored[0].extra["measurement"]["target_passes"] == 10
+    assert (stored[4].state, stored[4].reason, stored[4].tokens_per_s) == ("infeasible", "needs 9 GiB", None)
+
+
+def test_a_trial_is_stored_once(database) -> None:
+    study_id = make_study(database)
+    record(database, study_id, 0, "none", 0, 1, tps=10.0)
+    with pytest.raises(DatabaseError):
+        record(database, study_id, 0, "none", 0, 1, tps=10.0)
+
+
+def test_states_and_measurements_must_agree(database) -> None:
+    study_id = make_study(database)
+    with database.session() as session, pytest.raises(ValueError, match="needs its measurement"):
+        results.record_trial(session, study_id, trial_number=0, method="none", depth=0, batch_size=1, state="complete")
+    with database.session() as session, pytest.raises(ValueError, match="unknown trial state"):
+        results.record_trial(session, study_id, trial_number=0, method="none", depth=0, batch_size=1, state="lost")
+
+
+def test_profile_is_replaced_not_duplicated(database) -> None:
+    study_id = make_study(database)
+    record(database, study_id, 0, "none", 0, 1, tps=10.0)
+    for tokens_per_s, label in ((10.0, "none b1"), (20.0, "mtp@1 b1")):
+        with database.session() as session:
+            study = session.get(results.StudyRecord, study_id)
+            results.save_profile(
+                session, study, measurement_id=None, method="none", draft_model_id=None, depth=0, batch_size=1,
+                tokens_per_s=tokens_per_s, tpot_ms_p50=1.0, speedup=1.0, per_batch_size=[{"batch_size": 1}],
+                details={"label": label},
+            )
+    with database.session() as session:
+        assert results.study_profile(session, study_id).tokens_per_s == 20.0
+        assert session.query(results.DeploymentProfileRecord).count() == 1
+
+
+def test_listings(database) -> None:
+    first = make_study(database, "first")
+    record(database, first, 0, "none", 0, 1, tps=10.0)
+    record(database, first, 1, "mtp", 1, 1, state="failed", reason="timeout")
+    make_study(database, "second")
+    with database.session() as session:
+        results.set_study_status(session, first, "complete")
+        summaries = results.list_studies(session)
+        assert [s.name for s in summaries] == ["second", "first"]
+        done = summaries[1]
+        assert (done.status, done.trials_complete, done.trials_failed, done.trials_infeasible) == ("complete", 1, 1, 0)
+        assert done.finished_at is not None and done.to_dict()["target"] == "target"
+        assert [row.label for row in results.study_trials(session, "first")] == ["none b1", "mtp@1 b1"]
+        with pytest.raises(ConfigurationError, match="no study named 'third'.*known studies: second, first"):
+            results.study_trials(session, "third")
+        with pytest.raises(ValueError):
+            results.set_study_status(session, first, "paused")

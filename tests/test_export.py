@@ -1,0 +1,278 @@
+"""Exports: every key a serving engine reads is one its source defines, the values obey the engine's
+own validation rules, the scripts run, and files are written atomically and never clobbered."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+import profile_factory as factory
+from autotune import export
+from autotune.errors import ConfigurationError
+from autotune.profiles import OutputExistsError, ProfileNotFoundError, show_profile
+from autotune.profiles.analysis import serving_plan
+
+# Field names per class, read in NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py (1.0 release, 1.2
+# release, main at commit 0004396 of 2026); only the fields autotune may write are listed per class.
+TRTLLM_FIELDS = {
+    "TorchLlmArgs": {"max_batch_size", "max_num_tokens", "kv_cache_config", "cuda_graph_config", "speculative_config"},
+    "KvCacheConfig": {"enable_block_reuse", "free_gpu_memory_fraction", "max_tokens", "enable_partial_reuse"},
+    "CudaGraphConfig": {"batch_sizes", "max_batch_size", "enable_padding"},
+    # DecodingBaseConfig (+ the decoding_type discriminator). speculative_model_dir: 1.0's field name,
+    # a validation alias of speculative_model since 1.2.
+    "DecodingBaseConfig": {"decoding_type", "max_draft_len", "speculative_model_dir", "max_concurrency",
+                           "draft_len_schedule"},
+    "MTPDecodingConfig": {"num_nextn_predict_layers", "use_relaxed_acceptance_for_thinking", "relaxed_topk",
+                          "relaxed_delta", "use_mtp_vanilla"},
+    "NGramDecodingConfig": {"max_matching_ngram_size", "is_keep_all", "is_use_oldest", "is_public_pool"},
+    "DraftTargetDecodingConfig": set(),
+}
+# decoding_type spellings: MTP and NGram everywhere; DraftTarget in 1.0's dispatch table and NVIDIA's
+# 1.2/1.3 serving examples, Draft_Target as the 1.2+ class literal.
+TRTLLM_DECODING_TYPES = {"mtp": {"MTP"}, "ngram": {"NGram"}, "draft": {"DraftTarget", "Draft_Target"}}
+SPEC_CLASS = {"mtp": "MTPDecodingConfig", "ngram": "NGramDecodingConfig", "draft": "DraftTargetDecodingConfig"}
+# tensorrt_llm/commands/bench.py and tensorrt_llm/bench/benchmark/throughput.py
+TRTLLM_BENCH_FLAGS = {"--model", "--model_path", "--backend", "--dataset", "--extra_llm_api_options", "--max_batch_size",
+                      "--max_num_tokens", "--concurrency", "--streaming", "--report_json", "--num_requests", "--warmup"}
+# vllm/config/speculative.py SpeculativeConfig, and the serve flags of vllm/engine/arg_utils.py
+VLLM_SPEC_FIELDS = {"method", "model", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min",
+                    "draft_tensor_parallel_size"}
+VLLM_METHODS = {"ngram", "draft_model", "mtp", "deepseek_mtp", "eagle", "eagle3", "medusa"}
+VLLM_FLAGS = {"--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--gpu-memory-utilization"}
+# sglang/srt/server_args.py
+SGLANG_FLAGS = {"--model-path", "--max-running-requests", "--cuda-graph-max-bs", "--speculative-algorithm",
+                "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
+                "--speculative-draft-model-path"}
+SGLANG_ALGORITHMS = {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"}
+
+SCHEDULED = {1: ("mtp", 4), 2: ("mtp", 4), 4: ("mtp", 2), 8: ("none", 0), 16: ("none", 0)}
+PROFILES = {
+    "mtp": factory.profile_data("mtp", 4, 1, SCHEDULED),
+    "draft": factory.profile_data("draft", 2, 2, {1: ("draft", 2), 2: ("draft", 2), 8: ("none", 0)}),
+    "ngram": factory.profile_data("ngram", 3, 1, {1: ("ngram", 3), 4: ("ngram", 3)}, details={"max_ngram": 4}),
+    "none": factory.profile_data("none", 0, 8, {1: ("mtp", 2), 8: ("none", 0)}),
+}
+
+
+def trtllm(profile) -> dict:  # noqa: ANN001
+    return yaml.safe_load(export.export_profile(profile, "trtllm"))
+
+
+def check_trtllm_rules(config: dict, method: str) -> None:
+    """The checks TensorRT-LLM's validators apply, plus autotune's max_num_tokens rule."""
+    assert set(config) <= TRTLLM_FIELDS["TorchLlmArgs"]
+    assert set(config["kv_cache_config"]) <= TRTLLM_FIELDS["KvCacheConfig"]
+    assert 0 < config["kv_cache_config"]["free_gpu_memory_fraction"] <= 1
+    graphs = config["cuda_graph_config"]
+    assert set(graphs) <= TRTLLM_FIELDS["CudaGraphConfig"]
+    assert graphs["max_batch_size"] == max(graphs["batch_sizes"]) == config["max_batch_size"]
+    spec = config.get("speculative_config")
+    if method == "none":
+        assert spec is None
+        return
+    assert set(spec) <= TRTLLM_FIELDS["DecodingBaseConfig"] | TRTLLM_FIELDS[SPEC_CLASS[method]]
+    assert spec["decoding_type"] in TRTLLM_DECODING_TYPES[method]
+    assert spec["max_draft_len"] >= 1
+    assert config["max_num_tokens"] >= config["max_batch_size"] * (1 + spec["max_draft_len"])
+    assert not ("max_concurrency" in spec and "draft_len_schedule" in spec)  # mutually exclusive on main
+    schedule = spec.get("draft_len_schedule")
+    if schedule is not None:
+        assert schedule[1] == schedule[min(schedule)] == spec["max_draft_len"]
+        assert all(0 <= d <= spec["max_draft_len"] for d in schedule.values())
+        assert set(schedule) <= set(graphs["batch_sizes"])
+
+
+@pytest.mark.parametrize("method", sorted(PROFILES))
+def test_trtllm_yaml_uses_only_documented_fields_and_passes_their_rules(method: str) -> None:
+    config = trtllm(PROFILES[method])
+    check_trtllm_rules(config, method)
+
+
+def test_trtllm_mtp_writes_both_depth_names_and_the_schedule() -> None:
+    spec = trtllm(PROFILES["mtp"])["speculative_config"]
+    assert spec == {"decoding_type": "MTP", "max_draft_len": 4, "num_nextn_predict_layers": 4,
+                    "draft_len_schedule": {1: 4, 2: 4, 4: 2, 8: 0}}
+
+
+def test_trtllm_draft_target_names_the_draft_and_switches_off_with_max_concurrency() -> None:
+    config = trtllm(PROFILES["draft"])
+    assert config["speculative_config"] == {"decoding_type": "DraftTarget", "max_draft_len": 2,
+                                            "speculative_model_dir": "/models/tiny-draft", "max_concurrency": 2}
+    assert config["kv_cache_config"] == {"free_gpu_memory_fraction": 0.8, "enable_block_reuse": False}
+
+
+def test_trtllm_ngram_fields_describe_autotunes_proposer() -> None:
+    spec = trtllm(PROFILES["ngram"])["speculative_config"]
+    assert spec == {"decoding_type": "NGram", "max_draft_len": 3, "max_matching_ngram_size": 4, "is_keep_all": True,
+                    "is_use_oldest": False, "is_public_pool": False}
+
+
+def test_trtllm_header_documents_the_profile_and_builtin_models() -> None:
+    profile = replace(factory.profile_data("draft", 2, 2, {2: ("draft", 2)}, draft_source="builtin:draft"), chosen_trial=5)
+    text = export.export_profile(profile, "trtllm")
+    header = [line for line in text.splitlines() if line.startswith("#")]
+    assert any("deployment profile 7, trial 5: draft@2 with draft tiny-draft (dddd000011112222) at batch size 2" in line
+               for line in header)
+    assert any("measured: 123.4 tokens/s, TPOT p50 8.10 ms, 1.50x vs none" in line for line in header)
+    assert any("trtllm-serve MODEL --backend pytorch --extra_llm_api_options THIS_FILE" in line for line in header)
+    assert any("NOTE: tiny-draft is autotune's built-in draft (builtin:draft)" in line for line in header)
+    assert trtllm(profile)["speculative_config"]["speculative_model_dir"] == "tiny-draft"
+
+
+def command_words(script: str, program: str) -> list[str]:
+    """The words of the script's command that runs ``program`` (continuation lines joined)."""
+    joined = script.replace("\\\n", " ")
+    line = next(line for line in joined.splitlines() if program in line.split()[:2])
+    return shlex.split(line.removeprefix("exec "))
+
+
+def flags(words: list[str]) -> set[str]:
+    return {w for w in words if w.startswith("--")}
+
+
+def run_script(script: str, tmp_path: Path, program: str, env: dict[str, str] | None = None) -> tuple[list[str], str]:
+    """Run ``script`` with a fake ``program`` on PATH that records its arguments (and the config file)."""
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir(exist_ok=True)
+    fake = fake_bin / program
+    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RECORD"\n'
+                    'for a in "$@"; do [[ "$a" == *.yaml ]] && cat "$a" > "$RECORD.yaml"; done; exit 0\n')
+    fake.chmod(0o755)
+    path = tmp_path / "script.sh"
+    path.write_text(script)
+    record = tmp_path / "record"
+    run_env = {"PATH": f"{fake_bin}:{os.environ['PATH']}", "RECORD": str(record), **(env or {})}
+    subprocess.run(["bash", str(path)], check=True, env=run_env, cwd=tmp_path, capture_output=True, timeout=30)
+    config = Path(f"{record}.yaml")
+    return record.read_text().splitlines(), config.read_text() if config.exists() else ""
+
+
+@pytest.mark.parametrize("method", sorted(PROFILES))
+def test_trtllm_bench_script_remeasures_with_the_same_yaml(method: str, tmp_path: Path) -> None:
+    profile = PROFILES[method]
+    script = export.export_profile(profile, "trtllm-bench")
+    subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+    assert flags(command_words(script, "trtllm-bench")) <= TRTLLM_BENCH_FLAGS
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text('{"task_id": 0, "prompt": "def f():", "output_tokens": 16}\n')
+    args, config = run_script(script, tmp_path, "trtllm-bench", {"DATASET": str(dataset), "REPORT_JSON": "r.json"})
+    assert args[:3] == ["--model", "tiny-target", "--model_path"] and "throughput" in args
+    assert args[args.index("--concurrency") + 1] == str(profile.batch_size)
+    assert args[args.index("--dataset") + 1] == str(dataset) and args[args.index("--report_json") + 1] == "r.json"
+    assert yaml.safe_load(config) == trtllm(profile)
+
+
+def test_trtllm_bench_script_demands_a_dataset(tmp_path: Path) -> None:
+    script = export.export_profile(PROFILES["mtp"], "trtllm-bench")
+    with pytest.raises(subprocess.CalledProcessError) as failure:
+        run_script(script, tmp_path, "trtllm-bench")
+    assert b"set DATASET" in failure.value.stderr
+
+
+@pytest.mark.parametrize("method", sorted(PROFILES))
+def test_vllm_script(method: str, tmp_path: Path) -> None:
+    profile = PROFILES[method]
+    script = export.export_profile(profile, "vllm")
+    args, _ = run_script(script, tmp_path, "vllm")
+    assert args[:2] == ["serve", "/models/tiny-target"]
+    assert flags(args) <= VLLM_FLAGS
+    plan = serving_plan(profile)
+    assert args[args.index("--max-num-seqs") + 1] == str(plan.max_batch_size)
+    if method == "none":
+        assert "--speculative-config" not in args
+        return
+    spec = json.loads(args[args.index("--speculative-config") + 1])
+    assert set(spec) <= VLLM_SPEC_FIELDS and spec["method"] in VLLM_METHODS
+    assert spec["num_speculative_tokens"] == plan.max_draft_len
+    expected = {"mtp": {}, "draft": {"model": "/models/tiny-draft"}, "ngram": {"prompt_lookup_max": 4, "prompt_lookup_min": 1}}
+    assert {k: v for k, v in spec.items() if k not in ("method", "num_speculative_tokens")} == expected[method]
+
+
+@pytest.mark.parametrize("method", sorted(PROFILES))
+def test_sglang_script(method: str, tmp_path: Path) -> None:
+    profile = PROFILES[method]
+    script = export.export_profile(profile, "sglang")
+    args, _ = run_script(script, tmp_path, "python")
+    assert args[:2] == ["-m", "sglang.launch_server"]
+    assert flags(args) <= SGLANG_FLAGS
+    if method == "none":
+        assert "--speculative-algorithm" not in args
+        return
+    assert args[args.index("--speculative-algorithm") + 1] in SGLANG_ALGORITHMS
+    depth = serving_plan(profile).max_draft_len
+    assert args[args.index("--speculative-num-draft-tokens") + 1] == str(depth + 1)
+    assert ("--speculative-draft-model-path" in args) == (method == "draft")
+
+
+def test_engines_without_a_batch_switch_say_so() -> None:
+    for fmt in ("vllm", "sglang"):
+        text = export.export_profile(PROFILES["mtp"], fmt)
+        assert "speculates at every batch size" in text and "{1: 4, 2: 4, 4: 2, 8: 0, 16: 0}" in text
+        assert "speculates at every batch size" not in export.export_profile(PROFILES["none"], fmt)
+
+
+def test_json_export_is_the_whole_profile() -> None:
+    document = json.loads(export.export_profile(PROFILES["draft"], "json"))
+    assert document["profile"]["method"] == "draft" and document["profile"]["draft"]["source"] == "/models/tiny-draft"
+
+
+def test_unknown_format_is_refused_before_the_database_is_opened() -> None:
+    with pytest.raises(ConfigurationError, match="unknown export format 'toml'; choose one of trtllm, trtllm-bench"):
+        export.write_export("sqlite:////nonexistent/folder/a.db", 1, "toml")
+    with pytest.raises(ConfigurationError, match="unknown export format"):
+        export.export_profile(PROFILES["mtp"], "yaml")
+
+
+def test_default_path_is_built_from_hardware_model_and_method() -> None:
+    path = export.default_export_path(PROFILES["mtp"], "trtllm")
+    assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d4-bs1.trtllm.yaml")
+    assert export.default_export_path(PROFILES["none"], "vllm").name.endswith("__none-bs8.vllm.sh")
+    assert export.slugify("  ÄÖ // ") == "unnamed"
+
+
+@pytest.fixture
+def stored(sqlite_url: str) -> tuple[str, int]:
+    return sqlite_url, factory.populate(sqlite_url)["h100-old"]
+
+
+def test_write_export_default_path_atomic_and_no_clobber(stored, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    url, profile_id = stored
+    monkeypatch.chdir(tmp_path)
+    path = export.write_export(url, profile_id, "trtllm")
+    assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d3-bs4.trtllm.yaml")
+    expected = export.export_profile(show_profile(url, profile_id), "trtllm")
+    assert path.read_text() == expected
+    check_trtllm_rules(yaml.safe_load(expected), "mtp")
+    assert os.listdir(tmp_path / "profiles") == [path.name]  # no temporary file left behind
+
+    path.write_text("edited by hand\n")
+    with pytest.raises(OutputExistsError, match="exists; pass --force to overwrite it"):
+        export.write_export(url, profile_id, "trtllm")
+    assert path.read_text() == "edited by hand\n"
+    assert export.write_export(url, profile_id, "trtllm", force=True).read_text() == expected
+
+
+def test_write_export_to_a_chosen_file(stored, tmp_path: Path) -> None:  # noqa: ANN001
+    url, profile_id = stored
+    script = export.write_export(url, profile_id, "vllm", output=tmp_path / "new" / "serve.sh")
+    assert script.read_text().startswith("#!/usr/bin/env bash")
+    assert script.stat().st_mode & stat.S_IXUSR
+    json_path = export.write_export(url, profile_id, "json", output=tmp_path / "p.json")
+    assert not json_path.stat().st_mode & stat.S_IXUSR
+    assert json.loads(json_path.read_text())["profile"]["study"]["name"] == "h100-old"
+    with pytest.raises(ConfigurationError, match="is a folder"):
+        export.write_export(url, profile_id, "json", output=tmp_path)
+
+
+def test_write_export_of_an_unknown_profile(stored) -> None:  # noqa: ANN001
+    url, _ = stored
+    with pytest.raises(ProfileNotFoundError, match="no deployment profile with id 4242"):
+        export.write_export(url, 4242, "trtllm")
