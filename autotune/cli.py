@@ -222,6 +222,292 @@ def db_downgrade_command(db_url: str | None, revision: str, as_json: bool) -> No
     emit(api.db_downgrade(db_url, revision), as_json, render.print_schema_status)
 
 
+@command(cli, "measure", uses_db=False)
+@click.option("--method", type=click.Choice(["none", "mtp", "draft", "ngram"]), default="draft", show_default=True)
+@click.option("--depth", type=int, default=None, help="Draft tokens per step (default 4 for speculative methods, 0 for none).")
+@click.option("--batch-size", type=int, default=1, show_default=True)
+@click.option("--draft", type=click.Path(dir_okay=False), default=None, help="Draft model file (default: the built-in draft).")
+@click.option("--target", type=click.Path(dir_okay=False), default=None, help="Target model file (default: the built-in target).")
+@click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: the built-in one).")
+@click.option("--temperature", type=float, default=None, help="Override the requests' temperature (0 = greedy).")
+@click.option("--verify", is_flag=True, help="Also run the baseline and compare outputs token for token.")
+@click.option("--device", default="cpu", show_default=True, help="torch device: cpu, cuda, cuda:1 ...")
+@click.option("--seed", type=int, default=0, show_default=True)
+@json_option
+def measure_command(method, depth, batch_size, draft, target, workload, temperature, verify, device, seed, as_json) -> None:
+    """Run one configuration on the embedded engine and report it.
+
+    Real speculative decoding: output tokens/s, TTFT/TPOT percentiles, acceptance (counted),
+    peak memory. With no options: the built-in target and draft at depth 4 on the built-in workload.
+
+    \b
+    Examples:
+      autotune measure
+      autotune measure --method mtp --depth 3 --batch-size 4 --verify
+      autotune measure --method ngram --depth 4 --workload my.jsonl --json
+    """
+    from autotune.measure import measure_configuration
+
+    report = measure_configuration(method=method, depth=depth, batch_size=batch_size, draft=draft, workload=workload,
+                                   temperature=temperature, verify=verify, device=device, seed=seed, target=target)
+    emit(report, as_json, render.print_measure)
+
+
+@command(cli, "tune")
+@click.option("--study", "study_name", default=None, help="Study name (default: derived from hardware, target, workload); reuse it to resume.")
+@click.option("--target", default=None, type=click.Path(dir_okay=False), help="Target model file (default: built-in).")
+@click.option("--draft", "drafts", multiple=True, help="Draft candidate (repeatable; default: the built-in draft).")
+@click.option("--method", "methods", multiple=True, type=click.Choice(["none", "mtp", "draft", "ngram"]),
+              help="Methods to search (repeatable; default: all the target supports).")
+@click.option("--max-depth", type=int, default=8, show_default=True)
+@click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two that fit).")
+@click.option("--sampler", type=click.Choice(["tpe", "gp", "random", "grid"]), default="tpe", show_default=True)
+@click.option("--seed", type=int, default=None)
+@click.option("--trials", "n_trials", type=int, default=None, help="Study-wide number of trials.")
+@click.option("--timeout", "timeout_s", type=float, default=None, help="Stop asking for trials after this many seconds.")
+@click.option("--trial-timeout", "trial_timeout_s", type=float, default=600, show_default=True)
+@click.option("--objective", type=click.Choice(["throughput", "pareto"]), default="throughput", show_default=True)
+@click.option("--slo-tpot-ms", type=float, default=None)
+@click.option("--slo-ttft-ms", type=float, default=None)
+@click.option("--slo-percentile", type=click.Choice(["50", "90", "99"]), default="90", show_default=True)
+@click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: built-in).")
+@click.option("--engine", type=click.Choice(["embedded", "trtllm"]), default="embedded", show_default=True)
+@json_option
+def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_sizes, sampler, seed, n_trials, timeout_s,
+                 trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload, engine, as_json) -> None:
+    """Search method, depth and batch size with Optuna; store every trial and the winning profile.
+
+    Each trial runs real speculative decoding in a worker process; the baseline (no speculation)
+    is measured first at each batch size. Re-run with the same --study to resume; point several
+    workers at one PostgreSQL --db and --study to share a study.
+
+    \b
+    Examples:
+      autotune tune
+      autotune tune --trials 30 --slo-tpot-ms 8 --seed 1
+      autotune tune --study team-a --db postgresql://me@dbhost/autotune
+    """
+    from autotune.search import tune
+    from autotune.search.objective import Slo
+    from autotune.search.options import TuneOptions
+
+    try:
+        sizes = tuple(int(s) for s in batch_sizes.split(",")) if batch_sizes else None
+    except ValueError:
+        raise OneLineError(f"--batch-sizes must be comma-separated integers, got {batch_sizes!r}") from None
+    options = TuneOptions(
+        db_url=db_url, study_name=study_name, target=target, drafts=tuple(drafts) or TuneOptions.drafts,
+        methods=tuple(methods) or None, max_depth=max_depth, batch_sizes=sizes, sampler=sampler, seed=seed,
+        n_trials=n_trials, timeout_s=timeout_s, objective=objective,
+        slo=Slo(slo_tpot_ms, slo_ttft_ms, int(slo_percentile)), trial_timeout_s=trial_timeout_s,
+        workload=workload, engine=engine,
+    )
+    with render.trial_progress(enabled=not as_json) as progress:
+        result = tune(options, progress)
+    emit(result, as_json, lambda r: render.print_lines(r.analysis.summary))
+
+
+@command(cli, "studies")
+@json_option
+def studies_command(db_url, as_json) -> None:
+    """List tuning studies stored in the database.
+
+    \b
+    Example:
+      autotune studies --json
+    """
+    from autotune.search import list_studies
+
+    studies = list_studies(db_url)
+    if as_json:
+        click.echo(json.dumps([s.to_dict() for s in studies], indent=2, default=str))
+    else:
+        rows = [s.to_dict() for s in studies]
+        render.print_rows(rows, list(rows[0]) if rows else ["name"], title="Studies")
+
+
+@command(cli, "trials")
+@click.argument("study")
+@json_option
+def trials_command(db_url, study, as_json) -> None:
+    """List the finished trials of STUDY: configuration, state, figures.
+
+    \b
+    Example:
+      autotune trials my-study
+    """
+    from autotune.search import study_trials
+
+    rows = [t.to_dict() for t in study_trials(db_url, study)]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+    else:
+        columns = ["trial_number", "method", "depth", "batch_size", "state", "tokens_per_s", "speedup", "acceptance_rate", "reason"]
+        render.print_rows(rows, [c for c in columns if not rows or c in rows[0]], title=f"Trials of {study}")
+
+
+@cli.group("profiles", cls=AutotuneGroup)
+def profiles_group() -> None:
+    """Query stored deployment profiles.
+
+    \b
+    Examples:
+      autotune profiles list --hardware current
+      autotune profiles best --model autotune-byte-target --batch-size 4
+    """
+
+
+@command(profiles_group, "list")
+@click.option("--hardware", default=None, help="NAME, FINGERPRINT or 'current'.")
+@click.option("--model", default=None)
+@click.option("--method", default=None)
+@click.option("--study", default=None)
+@json_option
+def profiles_list_command(db_url, hardware, model, method, study, as_json) -> None:
+    """List deployment profiles, newest first.
+
+    \b
+    Example:
+      autotune profiles list --method mtp --json
+    """
+    from autotune.profiles import list_profiles
+
+    rows = [p.summary() for p in list_profiles(db_url, hardware=hardware, model=model, method=method, study=study)]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+    else:
+        render.print_rows(rows, ["id", "created_at", "study", "hardware", "model", "method", "depth", "batch_size",
+                                 "tokens_per_s", "speedup"], title="Deployment profiles")
+
+
+@command(profiles_group, "show")
+@click.argument("profile_id", type=int)
+@json_option
+def profiles_show_command(db_url, profile_id, as_json) -> None:
+    """Show one deployment profile with its per-batch-size table.
+
+    \b
+    Example:
+      autotune profiles show 1
+    """
+    from autotune.profiles import show_profile
+
+    profile = show_profile(db_url, profile_id)
+    if as_json:
+        click.echo(json.dumps(profile.to_dict(), indent=2, default=str))
+    else:
+        render.print_rows([profile.summary()], ["id", "study", "hardware", "model", "method", "depth", "draft",
+                                                "batch_size", "tokens_per_s", "speedup"])
+        table = [dict(r) for r in profile.per_batch_size]
+        render.print_rows(table, list(table[0]) if table else ["batch_size"], title="Best per batch size")
+
+
+@command(profiles_group, "best")
+@click.option("--model", required=True, help="Target model name or fingerprint.")
+@click.option("--hardware", default="current", show_default=True, help="NAME, FINGERPRINT or 'current'.")
+@click.option("--batch-size", type=int, default=None)
+@click.option("--slo-tpot-ms", type=float, default=None)
+@json_option
+def profiles_best_command(db_url, model, hardware, batch_size, slo_tpot_ms, as_json) -> None:
+    """The best stored profile for a model on a machine, optionally at a batch size and TPOT limit.
+
+    \b
+    Example:
+      autotune profiles best --model autotune-byte-target --batch-size 2 --slo-tpot-ms 10
+    """
+    from autotune.profiles import best_profile
+
+    best = best_profile(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
+    data = best.to_dict()
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+    else:
+        render.print_rows([best.profile.summary()], ["id", "study", "hardware", "model", "method", "depth",
+                                                     "batch_size", "tokens_per_s", "speedup"], title="Best profile")
+        if best.operating_point is not None:
+            point = best.operating_point.to_dict()
+            render.print_rows([point], [k for k in ("method", "depth", "batch_size", "tokens_per_s", "tpot_ms_p50", "speedup")
+                                        if k in point], title="At the requested operating point")
+
+
+@command(profiles_group, "import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@json_option
+def profiles_import_command(db_url, path, as_json) -> None:
+    """Import a profile exported with `autotune export ID --format json`.
+
+    \b
+    Example:
+      autotune profiles import profiles/cpu__target__draft-d4-bs8.json
+    """
+    from autotune.profiles import import_profile
+
+    profile = import_profile(db_url, path)
+    if as_json:
+        click.echo(json.dumps(profile.summary(), indent=2, default=str))
+    else:
+        click.echo(f"imported as profile {profile.id} (study {profile.study.name})")
+
+
+@command(cli, "export")
+@click.argument("profile_id", type=int)
+@click.option("--format", "fmt", type=click.Choice(["trtllm", "trtllm-bench", "vllm", "sglang", "json"]), default="trtllm",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Output file (default: under profiles/).")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def export_command(db_url, profile_id, fmt, output, force) -> None:
+    """Write a profile as a serving config: TensorRT-LLM YAML, trtllm-bench, vLLM, SGLang or JSON.
+
+    \b
+    Examples:
+      autotune export 1 --format trtllm
+      autotune export 1 --format vllm -o serve.sh --force
+    """
+    from autotune.export import write_export
+
+    click.echo(str(write_export(db_url, profile_id, fmt, output=output, force=force)))
+
+
+@command(cli, "report")
+@click.argument("study")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="report", show_default=True)
+def report_command(db_url, study, out_dir) -> None:
+    """Draw a study: an HTML page with PNG plots (throughput, speedup, acceptance, Pareto front, verdict).
+
+    \b
+    Example:
+      autotune report my-study -o report/
+    """
+    from autotune.report import write_report
+
+    click.echo(str(write_report(db_url, study, out_dir)))
+
+
+@command(cli, "preflight", uses_db=False)
+@click.option("--target", required=True, type=click.Path(exists=True, file_okay=False), help="Hugging Face model folder.")
+@click.option("--draft", "drafts", multiple=True, type=click.Path(exists=True, file_okay=False), help="Draft folder (repeatable).")
+@click.option("--engine", type=click.Choice(["trtllm"]), default="trtllm", show_default=True)
+@json_option
+def preflight_command(target, drafts, engine, as_json) -> None:
+    """Check a target/draft pairing before spending GPU time: tokenizers, architectures, MTP, engine limits.
+
+    Exits 2 when a check fails.
+
+    \b
+    Example:
+      autotune preflight --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --json
+    """
+    from autotune.preflight import preflight
+
+    report = preflight(target, list(drafts), engine=engine)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2, default=str))
+    else:
+        render.print_rows([c.to_dict() for c in report.checks], ["status", "name", "subject", "message"], title="Preflight")
+    if not report.ok:
+        raise OneLineError("preflight found errors (see above)")
+
+
 def main() -> None:
     """Console-script entry point."""
     cli.main(prog_name="autotune")

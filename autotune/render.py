@@ -81,3 +81,70 @@ def print_schema_status(status: SchemaStatus) -> None:
     else:
         state = f"behind head {status.head}: run `autotune db upgrade`"
     stdout().print(f"{status.url}: revision {status.current or '-'} ({state})")
+
+
+def print_rows(rows: list[dict], columns: list[str], title: str | None = None) -> None:
+    """A table of the given columns of ``rows`` (dicts); floats shortened."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*[format_value(v) if isinstance(v, float) else ("-" if v is None else str(v))
+                        for v in (row.get(c) for c in columns)])
+    stdout().print(table)
+
+
+def print_lines(lines: list[str]) -> None:
+    """Plain lines, e.g. a tuning summary."""
+    console = stdout()
+    for line in lines:
+        console.print(line)
+
+
+def print_measure(report) -> None:  # noqa: ANN001 - autotune.measure.MeasureReport (torch-free import avoided)
+    """One configuration's figures, and the verification against the baseline if it ran."""
+    m = report.measurement
+    rows = [{
+        "config": report.config.label(), "batch": m.batch_size, "tokens/s": m.tokens_per_s,
+        "TTFT p50 ms": m.ttft_ms_p50, "TPOT p50 ms": m.tpot_ms_p50, "TPOT p99 ms": m.tpot_ms_p99,
+        "acceptance": m.acceptance_rate, "tokens/pass": m.acceptance_length,
+        "drafted": m.drafted_tokens, "accepted": m.accepted_tokens,
+        "peak MiB": m.peak_memory_bytes / 2**20, "wall s": m.wall_time_s,
+    }]
+    if report.baseline is not None:
+        b = report.baseline
+        rows.append({"config": "none (baseline)", "batch": b.batch_size, "tokens/s": b.tokens_per_s,
+                     "TTFT p50 ms": b.ttft_ms_p50, "TPOT p50 ms": b.tpot_ms_p50, "TPOT p99 ms": b.tpot_ms_p99,
+                     "peak MiB": b.peak_memory_bytes / 2**20, "wall s": b.wall_time_s})
+    print_rows(rows, list(rows[0]), title=f"{m.workload_name}: {m.n_requests} requests, {m.output_tokens} tokens")
+    if m.acceptance_by_position:
+        stdout().print("acceptance by draft position: " + " ".join(f"{a:.2f}" for a in m.acceptance_by_position))
+    if report.baseline is not None:
+        stdout().print(f"speedup over baseline: {report.speedup:.2f}x")
+        if report.outputs_match:
+            stdout().print("verify: outputs identical to the baseline, token for token")
+        else:
+            d = report.first_divergence
+            stdout().print(f"verify: outputs DIFFER — request {d.request_index}, token {d.token_index}: "
+                           f"expected {d.expected}, got {d.got} (logit margin {d.logit_margin})")
+
+
+@contextmanager
+def trial_progress(enabled: bool = True) -> Iterator[Callable]:
+    """A progress bar on stderr for tuning: trials done of total, best so far, ETA."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield lambda _update: None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console) as bar:
+        task = bar.add_task("tuning", total=None)
+
+        def update(event) -> None:  # noqa: ANN001 - autotune.search.TuneProgress
+            best = f" · best {event.best}" if getattr(event, "best", None) else ""
+            bar.update(task, completed=event.trials_done, total=event.trials_total,
+                       description=f"{event.current or 'tuning'}{best}")
+
+        yield update
