@@ -128,7 +128,13 @@ def ensure_schema(engine: Engine) -> SchemaStatus:
     """Create the schema on first use; refuse a database that is behind or ahead of this autotune."""
     status = require_known_revision(engine)
     if status.current is None:
-        return upgrade(engine)
+        # Several workers may open a fresh shared database at once: one creates the schema.
+        from autotune.store.locks import named_lock
+
+        with named_lock(engine, "autotune-schema"):
+            if current_revision(engine) is None:
+                return upgrade(engine)
+            return ensure_schema(engine)
     if not status.is_head:
         raise DatabaseError(
             f"database {status.url} is at revision {status.current!r}, older than this autotune's "
