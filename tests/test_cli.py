@@ -149,3 +149,36 @@ def test_probe_no_store_writes_nothing(sqlite_url: str) -> None:
 
 def test_probe_cuda_without_gpu_is_one_line() -> None:
     assert_one_line_error(run("probe", "--device", "cuda", "--no-store"), "GPU")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("measure", "--method", "draft", "--depth", "0"), "depth"),
+        (("measure", "--method", "mtp", "--draft", "x.safetensors"), "only used by method draft"),
+        (("measure", "--batch-size", "0"), "batch size"),
+        (("measure", "--method", "beam"), "Invalid value"),
+        (("tune", "--max-depth", "0"), "depth"),
+        (("tune", "--draft", "/no/such/draft.safetensors"), "draft"),
+        (("tune", "--batch-sizes", "1,two"), "comma-separated"),
+        (("trials", "no-such-study"), "no-such-study"),
+        (("profiles", "show", "999"), "999"),
+        (("export", "999", "--format", "json"), "999"),
+    ],
+)
+def test_bad_input_on_tuning_commands_is_one_line(args: tuple[str, ...], fragment: str, sqlite_url: str) -> None:
+    db = () if args[0] == "measure" else ("--db", sqlite_url)
+    assert_one_line_error(run(*args, *db), fragment)
+
+
+def test_studies_and_profiles_on_an_empty_database(sqlite_url: str) -> None:
+    assert json.loads(run("studies", "--json", "--db", sqlite_url).output) == []
+    assert json.loads(run("profiles", "list", "--json", "--db", sqlite_url).output) == []
+
+
+def test_measure_verify_json() -> None:
+    result = run("measure", "--method", "ngram", "--depth", "2", "--verify", "--json",
+                 "--workload", str(__import__("pathlib").Path(__file__).parent / "data" / "tiny.jsonl"))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["outputs_match"] is True and data["measurement"]["drafted_tokens"] >= data["measurement"]["accepted_tokens"]
