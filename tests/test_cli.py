@@ -182,3 +182,7 @@ def test_measure_verify_json() -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["outputs_match"] is True and data["measurement"]["drafted_tokens"] >= data["measurement"]["accepted_tokens"]
+
+
+def test_tune_with_trtllm_missing_fails_at_once_in_one_line(sqlite_url: str) -> None:
+    assert_one_line_error(run("tune", "--engine", "trtllm", "--db", sqlite_url), "TensorRT-LLM")

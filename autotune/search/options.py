@@ -72,8 +72,14 @@ class TuneOptions:
 
     def validate(self) -> None:
         """Raise ConfigurationError for the first invalid option (nothing is read or written)."""
+        from autotune.engines.registry import check_engine
+
+        check_engine(self.engine)  # unknown engine, or trtllm without TensorRT-LLM: one line, at once
         if self.engine not in ENGINES:
-            raise ConfigurationError(f"unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}")
+            raise ConfigurationError(
+                f"engine {self.engine!r} cannot tune yet (the tuner drives only: {', '.join(ENGINES)}); "
+                "see docs/trtllm.md"
+            )
         if self.study_name is not None and not (0 < len(self.study_name.strip()) <= MAX_STUDY_NAME):
             raise ConfigurationError(f"study name must have 1..{MAX_STUDY_NAME} characters, got {self.study_name!r}")
         for method in self.methods or ():
