@@ -10,16 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autotune import safetensors_header
 from autotune.errors import ConfigurationError
 
-HEADER_LENGTH_BYTES = 8
-MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit
 # Bits per element of every safetensors dtype (sub-byte float formats pack several per byte).
 SAFETENSORS_DTYPE_BITS = {
     "F64": 64, "I64": 64, "U64": 64, "F32": 32, "I32": 32, "U32": 32, "F16": 16, "BF16": 16, "I16": 16,
@@ -122,16 +120,9 @@ def read_weights(folder: Path) -> Weights | None:
 def read_safetensors_header(file: Path) -> dict[str, Any]:
     """The JSON header of a safetensors file (tensor name -> {dtype, shape, data_offsets})."""
     try:
-        with file.open("rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(HEADER_LENGTH_BYTES))
-            if length > MAX_HEADER_BYTES:
-                raise ValueError(f"header of {length} bytes")
-            header = json.loads(handle.read(length))
-    except (OSError, struct.error, ValueError) as exc:
+        return safetensors_header.read_safetensors_header(file)
+    except (OSError, ValueError) as exc:
         raise ConfigurationError(f"{file} is not a readable safetensors file ({exc})") from exc
-    if not isinstance(header, dict):
-        raise ConfigurationError(f"{file} is not a readable safetensors file (header is not a JSON object)")
-    return header
 
 
 def _read_json(file: Path, role: str, optional: bool = False) -> dict[str, Any]:

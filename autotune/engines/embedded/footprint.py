@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,10 @@ from autotune.engines.embedded.builtin import CONFIG_KEY, DRAFT_PATH, TARGET_PAT
 from autotune.engines.embedded.decoding import GenerationRequest, required_capacity
 from autotune.engines.embedded.tokenizer import ByteTokenizer
 from autotune.errors import EngineError
+from autotune.safetensors_header import read_safetensors_header
 from autotune.workload import Workload
 
 COMPUTE_DTYPE_BYTES = 4  # the engine computes in float32 unless told otherwise
-HEADER_LENGTH_BYTES = 8
-MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit
 
 
 @dataclass(frozen=True)
@@ -86,16 +84,9 @@ def _read_header(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise EngineError(f"model file {path} does not exist; check the path")
     try:
-        with path.open("rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(HEADER_LENGTH_BYTES))
-            if length > MAX_HEADER_BYTES:
-                raise ValueError(f"header of {length} bytes")
-            header = json.loads(handle.read(length))
-    except (OSError, struct.error, ValueError) as exc:
+        return read_safetensors_header(path)
+    except (OSError, ValueError) as exc:
         raise EngineError(f"model file {path} is not a readable safetensors file ({exc})") from exc
-    if not isinstance(header, dict):
-        raise EngineError(f"model file {path} is not a readable safetensors file (header is not an object)")
-    return header
 
 
 def _generation_requests(workload: Workload) -> list[GenerationRequest]:
