@@ -22,6 +22,10 @@ replaced when the configuration changes, so each configuration starts from a cle
 TensorRT-LLM engine built for one speculative configuration must. The child's stdout and stderr go
 to a log file whose tail explains a crash; the child ignores SIGINT so that Ctrl-C reaches only the
 parent, which then stops the child.
+
+The child leads its own session (``os.setsid``), so that stopping it kills its whole process group:
+an engine that starts processes of its own (TensorRT-LLM's MPI ranks, tokenizer pools) leaves no
+orphan holding the GPU behind a timed-out or crashed trial.
 """
 
 from __future__ import annotations
@@ -128,8 +132,9 @@ class EngineWorker:
                     pass
                 process.join(STOP_GRACE_S)
             if process.is_alive():
-                process.kill()
+                _kill_group(process)
                 process.join()
+            _kill_group(process)  # what the child started and left running
             conn.close()
         if self._log_path is not None:
             self._log_path.unlink(missing_ok=True)
@@ -216,6 +221,8 @@ class EngineWorker:
 def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str) -> None:
     """Child main loop: build the engine, then answer load/measure requests until told to close."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(os, "setsid"):
+        os.setsid()  # its own process group: the parent can kill everything it starts
     _redirect_output(log_path)
     try:
         engine = _resolve(factory)(**kwargs)
@@ -245,7 +252,7 @@ def _handle(engine: Any, message: tuple) -> dict[str, Any]:
     if operation == "measure":
         data, batch_size, temperature, seed = args
         measurement = engine.measure(workload_from_data(data), batch_size, temperature, seed)
-        return {"loads": engine.loads, "measurement": measurement.to_dict()}
+        return {"loads": engine.loads, "measurement": measurement.to_dict(include_outputs=True)}
     raise ValueError(f"unknown worker operation {operation!r}")
 
 
@@ -261,6 +268,19 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "engine_error", first_line
     where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     return "crash", reason + (f" (at {Path(where.filename).name}:{where.lineno})" if where else "")
+
+
+def _kill_group(process: multiprocessing.process.BaseProcess) -> None:
+    """SIGKILL the child's process group (the child leads it, see ``_serve``), or the child alone
+    where there are no process groups; nothing when the group is already gone."""
+    if hasattr(os, "killpg") and process.pid is not None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass
+    if process.is_alive():
+        process.kill()
 
 
 def _resolve(factory: str) -> Any:

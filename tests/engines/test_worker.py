@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -26,7 +28,15 @@ WORKLOAD = Workload("tiny", [Request("def f(x):", 4), Request("import os", 3)])
 class FaultyEngine(EmbeddedEngine):
     """The embedded engine, failing on purpose when the workload is named after a fault."""
 
+    def __init__(self, pid_file: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.pid_file = pid_file
+
     def measure(self, workload, batch_size, temperature=None, seed=0):
+        if workload.name == "spawn-and-hang":  # a process of its own (as an MPI rank), then a hang
+            helper = subprocess.Popen(["sleep", "3600"])
+            Path(self.pid_file).write_text(str(helper.pid))
+            time.sleep(3600)
         if workload.name == "crash":
             print("native library aborted", file=sys.stderr, flush=True)
             os._exit(3)
@@ -103,6 +113,35 @@ def test_a_hanging_call_is_killed_at_the_timeout(worker) -> None:
         worker.measure(EngineConfig("none"), Workload("hang", WORKLOAD.requests), 1)
     assert failure.value.kind == "timeout"
     assert not process.is_alive()
+
+
+def test_stopping_a_worker_kills_the_processes_it_started(target_file, tmp_path) -> None:
+    pid_file = tmp_path / "helper.pid"
+    spec = EngineSpec(f"{FaultyEngine.__module__}:FaultyEngine", {"target": target_file, "pid_file": str(pid_file)})
+    with EngineWorker(spec, timeout_s=30) as worker:
+        worker.measure(EngineConfig("none"), WORKLOAD, 1)
+        worker.timeout_s = 3
+        with pytest.raises(WorkerFailure, match="timeout"):
+            worker.measure(EngineConfig("none"), Workload("spawn-and-hang", WORKLOAD.requests), 1)
+    helper = int(pid_file.read_text())
+    for _ in range(50):  # the helper is the child's child: its own parent is gone, init reaps it
+        if not _running(helper):
+            break
+        time.sleep(0.1)
+    assert not _running(helper)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_measurements_come_back_with_their_outputs(worker) -> None:
+    measurement = worker.measure(EngineConfig("none"), WORKLOAD, 2)
+    assert [len(tokens) for tokens in measurement.outputs] == [4, 3]
 
 
 def test_unsupported_configurations_are_reported_as_such(worker) -> None:
