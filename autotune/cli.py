@@ -7,7 +7,6 @@ code 2; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys

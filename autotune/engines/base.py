@@ -8,6 +8,7 @@ embedded PyTorch engine and a TensorRT-LLM engine are interchangeable.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -162,6 +163,91 @@ class Measurement:
         """p50, p90, p99 of the non-None values."""
         present = [v for v in values if v is not None]
         return _percentile(present, 50), _percentile(present, 90), _percentile(present, 99)
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """One request of a run: its generated token ids, and when (seconds since the run started; every
+    request arrives at 0) the first token and the last arrived (``first_token_s`` None: no token)."""
+
+    tokens: list[int]
+    first_token_s: float | None
+    finish_s: float
+
+
+@dataclass(frozen=True)
+class RunCounters:
+    """What an engine counted while decoding and the memory it measured (definitions in
+    :class:`Measurement`)."""
+
+    drafted_tokens: int
+    accepted_tokens: int
+    acceptance_alpha: float | None
+    acceptance_length: float
+    acceptance_by_position: list[float]
+    target_passes: int
+    sequence_steps: int
+    propose_time_s: float
+    verify_time_s: float
+    prefill_time_s: float
+    peak_memory_bytes: int
+    memory_kind: str
+    peak_rss_delta_bytes: int | None = None
+
+
+def measurement_of_run(
+    config: EngineConfig,
+    workload: Workload,
+    results: Sequence[RequestResult],
+    counters: RunCounters,
+    *,
+    batch_size: int,
+    temperature: float | None,
+    seed: int,
+    wall_time_s: float,
+    device: str,
+    engine: str,
+) -> Measurement:
+    """The :class:`Measurement` of one run of ``workload`` (``results`` in request order): the
+    per-request latencies and throughput computed the same way for every engine."""
+    # A request that produced no token has its first token "at" its finish.
+    ttft_ms = [(r.first_token_s if r.first_token_s is not None else r.finish_s) * 1e3 for r in results]
+    tpot_ms = [
+        (r.finish_s - r.first_token_s) * 1e3 / (len(r.tokens) - 1)
+        if r.first_token_s is not None and len(r.tokens) > 1 else None
+        for r in results
+    ]
+    output_tokens = sum(len(r.tokens) for r in results)
+    ttft = Measurement.latency_percentiles(ttft_ms)
+    tpot = Measurement.latency_percentiles(tpot_ms)
+    return Measurement(
+        method=config.method,
+        depth=config.depth,
+        batch_size=batch_size,
+        draft=config.draft_model,
+        temperature=temperature,
+        seed=seed,
+        device=device,
+        workload_name=workload.label,
+        workload_sha256=workload.sha256,
+        n_requests=len(results),
+        output_tokens=output_tokens,
+        wall_time_s=wall_time_s,
+        tokens_per_s=output_tokens / wall_time_s,
+        requests_per_s=len(results) / wall_time_s,
+        ttft_ms_p50=ttft[0],
+        ttft_ms_p90=ttft[1],
+        ttft_ms_p99=ttft[2],
+        tpot_ms_p50=tpot[0],
+        tpot_ms_p90=tpot[1],
+        tpot_ms_p99=tpot[2],
+        acceptance_rate=counters.accepted_tokens / counters.drafted_tokens if counters.drafted_tokens else None,
+        engine=engine,
+        request_ttft_ms=ttft_ms,
+        request_tpot_ms=tpot_ms,
+        outputs=[list(r.tokens) for r in results],
+        **asdict(counters),
+    )
 
 
 def validate_run_options(batch_size: int, temperature: float | None = None) -> None:

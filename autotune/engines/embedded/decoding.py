@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from autotune.engines.base import RequestResult
 from autotune.engines.embedded.acceptance import sample, token_probabilities, verify_greedy, verify_sampling
 from autotune.engines.embedded.batch import DecodeState, Proposal, Rows
 from autotune.engines.embedded.model import CausalLM
@@ -44,15 +45,6 @@ class GenerationRequest:
                 f"a request needs a non-empty prompt, max_tokens >= 1 and temperature >= 0; got "
                 f"{len(self.prompt)} prompt tokens, max_tokens {self.max_tokens}, temperature {self.temperature}"
             )
-
-
-@dataclass
-class RequestResult:
-    """Generated tokens, and when (seconds since the run started) the first and last arrived."""
-
-    tokens: list[int]
-    first_token_s: float
-    finish_s: float
 
 
 @dataclass

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from autotune.engines.base import EngineConfig, Measurement
+from autotune.engines.base import EngineConfig, Measurement, RunCounters, measurement_of_run
 from autotune.engines.embedded.decoding import DecodeResult
 from autotune.workload import Workload
 
@@ -59,49 +59,17 @@ def build_measurement(
 ) -> Measurement:
     """Summarise one run of ``workload`` (results in request order)."""
     stats = result.stats
-    ttft_ms = [r.first_token_s * 1e3 for r in result.results]
-    tpot_ms = [
-        (r.finish_s - r.first_token_s) * 1e3 / (len(r.tokens) - 1) if len(r.tokens) > 1 else None for r in result.results
-    ]
-    output_tokens = sum(len(r.tokens) for r in result.results)
-    wall = result.wall_time_s
-    ttft = Measurement.latency_percentiles(ttft_ms)
-    tpot = Measurement.latency_percentiles(tpot_ms)
-    by_position = [
-        accepted / drafted for accepted, drafted in zip(stats.accepted_by_position, stats.drafted_by_position)
-    ]
     peak_bytes, memory_kind = memory.peak(result.state_bytes)
-    return Measurement(
-        method=config.method,
-        depth=config.depth,
-        batch_size=batch_size,
-        draft=config.draft_model,
-        temperature=temperature,
-        seed=seed,
-        device=str(memory.device),
-        workload_name=workload.label,
-        workload_sha256=workload.sha256,
-        n_requests=len(result.results),
-        output_tokens=output_tokens,
-        wall_time_s=wall,
-        tokens_per_s=output_tokens / wall,
-        requests_per_s=len(result.results) / wall,
-        ttft_ms_p50=ttft[0],
-        ttft_ms_p90=ttft[1],
-        ttft_ms_p99=ttft[2],
-        tpot_ms_p50=tpot[0],
-        tpot_ms_p90=tpot[1],
-        tpot_ms_p99=tpot[2],
+    # Every draft up to and including the first rejected one is evaluated: alpha = accepted / evaluated.
+    evaluated = stats.accepted_tokens + stats.rejections
+    counters = RunCounters(
         drafted_tokens=stats.drafted_tokens,
         accepted_tokens=stats.accepted_tokens,
-        acceptance_rate=stats.accepted_tokens / stats.drafted_tokens if stats.drafted_tokens else None,
-        acceptance_alpha=(
-            stats.accepted_tokens / (stats.accepted_tokens + stats.rejections)
-            if stats.accepted_tokens + stats.rejections
-            else None
-        ),
+        acceptance_alpha=stats.accepted_tokens / evaluated if evaluated else None,
         acceptance_length=(stats.accepted_tokens + stats.sequence_steps) / stats.sequence_steps if stats.sequence_steps else 1.0,
-        acceptance_by_position=by_position,
+        acceptance_by_position=[
+            accepted / drafted for accepted, drafted in zip(stats.accepted_by_position, stats.drafted_by_position)
+        ],
         target_passes=stats.target_passes,
         sequence_steps=stats.sequence_steps,
         propose_time_s=stats.propose_time_s,
@@ -110,7 +78,8 @@ def build_measurement(
         peak_memory_bytes=peak_bytes,
         memory_kind=memory_kind,
         peak_rss_delta_bytes=memory.rss_delta,
-        request_ttft_ms=ttft_ms,
-        request_tpot_ms=tpot_ms,
-        outputs=[r.tokens for r in result.results],
+    )
+    return measurement_of_run(
+        config, workload, result.results, counters, batch_size=batch_size, temperature=temperature, seed=seed,
+        wall_time_s=result.wall_time_s, device=str(memory.device), engine="embedded",
     )

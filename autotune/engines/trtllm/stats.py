@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from autotune.engines.base import EngineConfig, Measurement
+from autotune.engines.base import EngineConfig, Measurement, RequestResult, RunCounters, measurement_of_run
 from autotune.workload import Workload
 
 STATS_TIMEOUT_S = 1.0  # get_stats_async stops after this long without a new iteration
@@ -38,12 +38,9 @@ NO_MEMORY_KIND = "unavailable"
 
 
 @dataclass(frozen=True)
-class RequestRecord:
-    """One streamed request; times in seconds since the run started (all requests arrive at 0)."""
+class RequestRecord(RequestResult):
+    """One streamed request (times in seconds since the run started) and its ``decoding_iter``."""
 
-    token_ids: list[int]
-    first_token_s: float | None
-    finish_s: float
     decoding_iter: int
 
 
@@ -103,41 +100,11 @@ def build_measurement(
     device: str = "cuda",
 ) -> Measurement:
     """The measurement of one run of ``workload`` (``records`` in request order)."""
-    ttft_ms = [(r.first_token_s if r.first_token_s is not None else r.finish_s) * 1e3 for r in records]
-    tpot_ms = [
-        (r.finish_s - r.first_token_s) * 1e3 / (len(r.token_ids) - 1)
-        if r.first_token_s is not None and len(r.token_ids) > 1 else None
-        for r in records
-    ]
-    output_tokens = sum(len(r.token_ids) for r in records)
     sequence_steps = sum(r.decoding_iter for r in records)
-    after_first = sum(max(0, len(r.token_ids) - 1) for r in records)
-    ttft = Measurement.latency_percentiles(ttft_ms)
-    tpot = Measurement.latency_percentiles(tpot_ms)
-    return Measurement(
-        method=config.method,
-        depth=config.depth,
-        batch_size=batch_size,
-        draft=config.draft_model,
-        temperature=temperature,
-        seed=seed,
-        device=device,
-        workload_name=workload.label,
-        workload_sha256=workload.sha256,
-        n_requests=len(records),
-        output_tokens=output_tokens,
-        wall_time_s=wall_time_s,
-        tokens_per_s=output_tokens / wall_time_s,
-        requests_per_s=len(records) / wall_time_s,
-        ttft_ms_p50=ttft[0],
-        ttft_ms_p90=ttft[1],
-        ttft_ms_p99=ttft[2],
-        tpot_ms_p50=tpot[0],
-        tpot_ms_p90=tpot[1],
-        tpot_ms_p99=tpot[2],
+    after_first = sum(max(0, len(r.tokens) - 1) for r in records)
+    counters = RunCounters(
         drafted_tokens=summary.drafted_tokens,
         accepted_tokens=summary.accepted_tokens,
-        acceptance_rate=summary.accepted_tokens / summary.drafted_tokens if summary.drafted_tokens else None,
         acceptance_alpha=None,
         acceptance_length=max(1.0, after_first / sequence_steps) if sequence_steps else 1.0,
         acceptance_by_position=[],
@@ -148,9 +115,8 @@ def build_measurement(
         prefill_time_s=summary.prefill_time_s,
         peak_memory_bytes=summary.peak_gpu_memory_bytes or 0,
         memory_kind=MEMORY_KIND if summary.peak_gpu_memory_bytes is not None else NO_MEMORY_KIND,
-        peak_rss_delta_bytes=None,
-        engine="trtllm",
-        request_ttft_ms=ttft_ms,
-        request_tpot_ms=tpot_ms,
-        outputs=[list(r.token_ids) for r in records],
+    )
+    return measurement_of_run(
+        config, workload, records, counters, batch_size=batch_size, temperature=temperature, seed=seed,
+        wall_time_s=wall_time_s, device=device, engine="trtllm",
     )
