@@ -74,8 +74,28 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-@dataclass
-class Measurement:
+@dataclass(kw_only=True)
+class RunCounters:
+    """What an engine counted while decoding, and the memory it measured: the part of a
+    :class:`Measurement` each engine computes its own way (definitions there)."""
+
+    drafted_tokens: int
+    accepted_tokens: int
+    acceptance_alpha: float | None
+    acceptance_length: float
+    acceptance_by_position: list[float]
+    target_passes: int
+    sequence_steps: int
+    propose_time_s: float
+    verify_time_s: float
+    prefill_time_s: float
+    peak_memory_bytes: int
+    memory_kind: str
+    peak_rss_delta_bytes: int | None = None
+
+
+@dataclass(kw_only=True)
+class Measurement(RunCounters):
     """What one run of a workload measured.
 
     Throughput: ``tokens_per_s`` = generated tokens / ``wall_time_s``; ``requests_per_s``.
@@ -119,20 +139,7 @@ class Measurement:
     tpot_ms_p50: float | None
     tpot_ms_p90: float | None
     tpot_ms_p99: float | None
-    drafted_tokens: int
-    accepted_tokens: int
-    acceptance_rate: float | None
-    acceptance_alpha: float | None
-    acceptance_length: float
-    acceptance_by_position: list[float]
-    target_passes: int
-    sequence_steps: int
-    propose_time_s: float
-    verify_time_s: float
-    prefill_time_s: float
-    peak_memory_bytes: int
-    memory_kind: str
-    peak_rss_delta_bytes: int | None = None
+    acceptance_rate: float | None  # the rest of the counters come from RunCounters
     engine: str = "embedded"
     request_ttft_ms: list[float] = field(default_factory=list)
     request_tpot_ms: list[float | None] = field(default_factory=list)
@@ -173,26 +180,6 @@ class RequestResult:
     tokens: list[int]
     first_token_s: float | None
     finish_s: float
-
-
-@dataclass(frozen=True)
-class RunCounters:
-    """What an engine counted while decoding and the memory it measured (definitions in
-    :class:`Measurement`)."""
-
-    drafted_tokens: int
-    accepted_tokens: int
-    acceptance_alpha: float | None
-    acceptance_length: float
-    acceptance_by_position: list[float]
-    target_passes: int
-    sequence_steps: int
-    propose_time_s: float
-    verify_time_s: float
-    prefill_time_s: float
-    peak_memory_bytes: int
-    memory_kind: str
-    peak_rss_delta_bytes: int | None = None
 
 
 def measurement_of_run(
