@@ -13,6 +13,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from autotune.errors import ConfigurationError
+from autotune.store.results import TrialFigures
 
 METHODS = ("none", "mtp", "draft", "ngram")
 
@@ -128,7 +129,7 @@ class StudyInfo:
 
 
 @dataclass(frozen=True)
-class MeasurementInfo:
+class MeasurementInfo(TrialFigures):
     """One trial of a study: configuration, state and figures (``draft`` is a model fingerprint)."""
 
     trial_number: int
@@ -138,24 +139,6 @@ class MeasurementInfo:
     state: str  # complete | failed | infeasible
     draft: str | None = None
     reason: str | None = None
-    tokens_per_s: float | None = None
-    requests_per_s: float | None = None
-    ttft_ms_p50: float | None = None
-    ttft_ms_p90: float | None = None
-    ttft_ms_p99: float | None = None
-    tpot_ms_p50: float | None = None
-    tpot_ms_p90: float | None = None
-    tpot_ms_p99: float | None = None
-    acceptance_rate: float | None = None
-    acceptance_length: float | None = None
-    acceptance_by_position: list[float] = field(default_factory=list)
-    drafted_tokens: int | None = None
-    accepted_tokens: int | None = None
-    peak_memory_bytes: int | None = None
-    wall_time_s: float | None = None
-    speedup: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    created_at: dt.datetime | None = None
 
     @property
     def complete(self) -> bool:

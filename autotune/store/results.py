@@ -40,17 +40,11 @@ FIGURE_COLUMNS = (
 CONFIG_FIELDS = ("method", "depth", "batch_size", "draft", "temperature", "seed", "outputs")
 
 
-@dataclass(frozen=True)
-class TrialRow:
-    """One finished trial of a study: its configuration, state and figures (None when not measured)."""
+@dataclass(frozen=True, kw_only=True)
+class TrialFigures:
+    """What a trial measured (None where it was not measured: a failed or infeasible trial), its
+    ``extra`` facts and when it was stored; shared by stored rows and exported profiles."""
 
-    trial_number: int
-    method: str
-    draft: str | None
-    depth: int
-    batch_size: int
-    state: str
-    reason: str | None
     tokens_per_s: float | None = None
     requests_per_s: float | None = None
     ttft_ms_p50: float | None = None
@@ -67,9 +61,22 @@ class TrialRow:
     peak_memory_bytes: int | None = None
     wall_time_s: float | None = None
     speedup: float | None = None
-    measurement_id: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     created_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class TrialRow(TrialFigures):
+    """One finished trial of a study: its configuration, state and figures."""
+
+    trial_number: int
+    method: str
+    draft: str | None
+    depth: int
+    batch_size: int
+    state: str
+    reason: str | None
+    measurement_id: int | None = None
 
     @property
     def config_label(self) -> str:
