@@ -143,6 +143,15 @@ def _batch_axis(ax, batch_sizes: Sequence[int]) -> None:  # noqa: ANN001 - a mat
     ax.minorticks_off()
 
 
+def _label(ax, xlabel: str, ylabel: str, title: str, legend_size: float | None = None) -> None:  # noqa: ANN001 - Axes
+    """Axis labels with units, a title, a light grid and the legend: what every single-panel plot has."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=legend_size)
+
+
 def plot_throughput(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
     """Best tokens/s at each batch size per method, the best depth written next to each point."""
     figure = _figure(7.5, 4.8)
@@ -156,11 +165,8 @@ def plot_throughput(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
                 ax.annotate(f"d{m.depth}", (m.batch_size, m.tokens_per_s), textcoords="offset points",
                             xytext=(4, 4), fontsize=7, color=data.series_color(key))
     _batch_axis(ax, sorted({m.batch_size for m in done}))
-    ax.set_xlabel("batch size (concurrent sequences)")
-    ax.set_ylabel("throughput (generated tokens/s)")
-    ax.set_title("Throughput against batch size (best depth per method, dN = depth)")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
+    _label(ax, "batch size (concurrent sequences)", "throughput (generated tokens/s)",
+           "Throughput against batch size (best depth per method, dN = depth)")
     return figure
 
 
@@ -215,11 +221,8 @@ def plot_acceptance(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
         ax.plot(positions, means, marker="o", color=data.series_color(key), label=data.series_name(key))
     ax.set_xticks(range(1, longest + 1))
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("draft position")
-    ax.set_ylabel("acceptance rate (fraction accepted)")
-    ax.set_title("Acceptance per draft position (mean over batch sizes and depths)")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
+    _label(ax, "draft position", "acceptance rate (fraction accepted)",
+           "Acceptance per draft position (mean over batch sizes and depths)")
     return figure
 
 
@@ -239,11 +242,8 @@ def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
     if chosen is not None:
         ax.scatter([chosen.tpot_ms_p50], [chosen.tokens_per_s], marker="*", s=260, color="gold", edgecolors="black",
                    zorder=5, label=f"chosen profile: {chosen.label()} at batch {chosen.batch_size}")
-    ax.set_xlabel("TPOT p50 (ms per output token, lower is better)")
-    ax.set_ylabel("throughput (generated tokens/s, higher is better)")
-    ax.set_title("Throughput against latency: trials and Pareto front")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    _label(ax, "TPOT p50 (ms per output token, lower is better)", "throughput (generated tokens/s, higher is better)",
+           "Throughput against latency: trials and Pareto front", legend_size=8)
     return figure
 
 
