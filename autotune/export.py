@@ -42,6 +42,13 @@ from typing import Any
 import yaml
 
 from autotune import __version__
+from autotune.engines.trtllm.mapping import (
+    DECODING_TYPES,
+    DEFAULT_MAX_NGRAM,
+    DEFAULT_MAX_NUM_TOKENS,
+    DRAFT_TARGET,
+    KV_CACHE_FRACTION,
+)
 from autotune.errors import ConfigurationError
 from autotune.profiles import transfer
 from autotune.profiles.analysis import ServingPlan, serving_plan
@@ -59,17 +66,11 @@ SUFFIXES = {
 }
 DEFAULT_EXPORT_DIR = Path("profiles")
 
-# TensorRT-LLM's default max_num_tokens (BaseLlmArgs): also the prefill budget, so never go lower.
-TRTLLM_DEFAULT_MAX_NUM_TOKENS = 8192
-TRTLLM_DECODING_TYPES = {"mtp": "MTP", "draft": "DraftTarget", "ngram": "NGram"}
-# KV cache share of free GPU memory. A draft model brings its own weights and KV cache, so draft-
-# target leaves more room (over-allocating the draft KV cache is the classic OOM of that setup).
-KV_CACHE_FRACTION = {"none": 0.9, "mtp": 0.9, "ngram": 0.9, "draft": 0.8}
+# TensorRT-LLM's names and defaults (max_num_tokens, the KV cache share, the n-gram window, the
+# decoding types) are the engine adapter's, so an export and a measured run configure alike.
+TRTLLM_DECODING_TYPES = {"mtp": DECODING_TYPES["mtp"], "draft": DECODING_TYPES[DRAFT_TARGET], "ngram": DECODING_TYPES["ngram"]}
 # Block reuse stays off for draft-target, as in NVIDIA's draft-target serving examples.
 KV_BLOCK_REUSE = {"none": True, "mtp": True, "ngram": True, "draft": False}
-# The embedded engine's n-gram proposer: the newest earlier match of the longest suffix of up to
-# max_ngram tokens, searched in the sequence's own history; max_ngram defaults to 3.
-DEFAULT_MAX_NGRAM = 3
 VLLM_METHODS = {"mtp": "mtp", "draft": "draft_model", "ngram": "ngram"}
 SGLANG_ALGORITHMS = {"mtp": "NEXTN", "draft": "STANDALONE", "ngram": "NGRAM"}
 
@@ -130,7 +131,7 @@ def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None) -
     graph_sizes = plan.cuda_graph_batch_sizes
     config: dict[str, Any] = {
         "max_batch_size": plan.max_batch_size,
-        "max_num_tokens": plan.max_num_tokens(TRTLLM_DEFAULT_MAX_NUM_TOKENS),
+        "max_num_tokens": plan.max_num_tokens(DEFAULT_MAX_NUM_TOKENS),
         "kv_cache_config": {
             "free_gpu_memory_fraction": KV_CACHE_FRACTION[profile.method],
             "enable_block_reuse": KV_BLOCK_REUSE[profile.method],
@@ -226,7 +227,7 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
     lines = [
         ["vllm", "serve", serving_model(profile.target)],
         ["--max-num-seqs", str(plan.max_batch_size)],
-        ["--max-num-batched-tokens", str(plan.max_num_tokens(TRTLLM_DEFAULT_MAX_NUM_TOKENS))],
+        ["--max-num-batched-tokens", str(plan.max_num_tokens(DEFAULT_MAX_NUM_TOKENS))],
     ]
     if profile.method != "none":
         spec = json.dumps(vllm_speculative_config(profile, plan), separators=(", ", ": "))
