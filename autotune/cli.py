@@ -225,16 +225,20 @@ def db_downgrade_command(db_url: str | None, revision: str, as_json: bool) -> No
 @click.option("--method", type=click.Choice(["none", "mtp", "draft", "ngram"]), default="draft", show_default=True)
 @click.option("--depth", type=int, default=None, help="Draft tokens per step (default 4 for speculative methods, 0 for none).")
 @click.option("--batch-size", type=int, default=1, show_default=True)
-@click.option("--draft", type=click.Path(dir_okay=False), default=None, help="Draft model file (default: the built-in draft).")
-@click.option("--target", type=click.Path(dir_okay=False), default=None, help="Target model file (default: the built-in target).")
+@click.option("--draft", type=click.Path(), default=None,
+              help="Draft model file (default: the built-in draft); a Hugging Face folder with --engine trtllm.")
+@click.option("--target", type=click.Path(), default=None,
+              help="Target model file (default: the built-in target); a Hugging Face folder with --engine trtllm.")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: the built-in one).")
 @click.option("--temperature", type=float, default=None, help="Override the requests' temperature (0 = greedy).")
 @click.option("--verify", is_flag=True, help="Also run the baseline and compare outputs token for token.")
-@click.option("--device", default="cpu", show_default=True, help="torch device: cpu, cuda, cuda:1 ...")
+@click.option("--device", default="cpu", show_default=True, help="torch device of the embedded engine: cpu, cuda, cuda:1 ...")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--engine", type=click.Choice(["embedded", "trtllm"]), default="embedded", show_default=True)
 @json_option
-def measure_command(method, depth, batch_size, draft, target, workload, temperature, verify, device, seed, as_json) -> None:
-    """Run one configuration on the embedded engine and report it.
+def measure_command(method, depth, batch_size, draft, target, workload, temperature, verify, device, seed, engine,
+                    as_json) -> None:
+    """Run one configuration and report it (the embedded engine by default, or TensorRT-LLM).
 
     Real speculative decoding: output tokens/s, TTFT/TPOT percentiles, acceptance (counted),
     peak memory. With no options: the built-in target and draft at depth 4 on the built-in workload.
@@ -244,18 +248,22 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
       autotune measure
       autotune measure --method mtp --depth 3 --batch-size 4 --verify
       autotune measure --method ngram --depth 4 --workload my.jsonl --json
+      autotune measure --engine trtllm --target ./DeepSeek-V3 --method mtp --depth 3 --batch-size 8
     """
     from autotune.measure import measure_configuration
 
     report = measure_configuration(method=method, depth=depth, batch_size=batch_size, draft=draft, workload=workload,
-                                   temperature=temperature, verify=verify, device=device, seed=seed, target=target)
+                                   temperature=temperature, verify=verify, device=device, seed=seed, target=target,
+                                   engine=engine)
     emit(report, as_json, render.print_measure)
 
 
 @command(cli, "tune")
 @click.option("--study", "study_name", default=None, help="Study name (default: derived from hardware, target, workload); reuse it to resume.")
-@click.option("--target", default=None, type=click.Path(dir_okay=False), help="Target model file (default: built-in).")
-@click.option("--draft", "drafts", multiple=True, help="Draft candidate (repeatable; default: the built-in draft).")
+@click.option("--target", default=None, type=click.Path(),
+              help="Target model file (default: built-in); with --engine trtllm, a Hugging Face model folder.")
+@click.option("--draft", "drafts", multiple=True,
+              help="Draft candidate (repeatable; default: the built-in draft); folders with --engine trtllm.")
 @click.option("--method", "methods", multiple=True, type=click.Choice(["none", "mtp", "draft", "ngram"]),
               help="Methods to search (repeatable; default: all the target supports).")
 @click.option("--max-depth", type=int, default=8, show_default=True)
@@ -264,7 +272,8 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @click.option("--seed", type=int, default=None)
 @click.option("--trials", "n_trials", type=int, default=None, help="Study-wide number of trials.")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Stop asking for trials after this many seconds.")
-@click.option("--trial-timeout", "trial_timeout_s", type=float, default=600, show_default=True)
+@click.option("--trial-timeout", "trial_timeout_s", type=float, default=None,
+              help="Seconds per engine call (model load or one measurement) before the worker is killed [default: 600; 1800 for trtllm]")
 @click.option("--objective", type=click.Choice(["throughput", "pareto"]), default="throughput", show_default=True)
 @click.option("--slo-tpot-ms", type=float, default=None)
 @click.option("--slo-ttft-ms", type=float, default=None)
@@ -285,6 +294,7 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
       autotune tune
       autotune tune --trials 30 --slo-tpot-ms 8 --seed 1
       autotune tune --study team-a --db postgresql://me@dbhost/autotune
+      autotune tune --engine trtllm --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --batch-sizes 1,8,32
     """
     from autotune.search import tune
     from autotune.search.objective import Slo
@@ -303,7 +313,7 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
     )
     with render.trial_progress(enabled=not as_json) as progress:
         result = tune(options, progress)
-    emit(result, as_json, lambda r: render.print_lines(r.analysis.summary))
+    emit(result, as_json, lambda r: render.print_lines(r.summary_lines()))
 
 
 @command(cli, "studies")

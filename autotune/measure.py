@@ -98,9 +98,11 @@ def measure_configuration(
     device: str = "cpu",
     seed: int = 0,
     target: str | Path | None = None,
-    engine: Engine | None = None,
+    engine: Engine | str | None = None,
 ) -> MeasureReport:
-    """Measure one configuration of the embedded engine (or of ``engine`` when given).
+    """Measure one configuration with ``engine``: an engine object, or the name of one
+    (``embedded``, the default, or ``trtllm``: ``target`` and ``draft`` are then Hugging Face model
+    folders, the target required, and the run happens in a worker process).
 
     ``depth`` None means ``DEFAULT_DEPTH`` for a speculative method and 0 for none; ``draft``
     None means the built-in draft for method draft; ``workload`` a JSONL path, a Workload, or None
@@ -112,6 +114,13 @@ def measure_configuration(
     config = EngineConfig(method, depth, None if draft is None else str(draft))
     config.validate()
     validate_run_options(batch_size, temperature)
+    if engine is None or isinstance(engine, str):
+        engine = _named_engine(engine or "embedded", target, device)
+        try:
+            return measure_configuration(method, depth, batch_size, draft, workload, temperature, verify, device, seed,
+                                         target, engine)
+        finally:
+            engine.close()
     loaded_workload = load_workload(workload)
     if verify:
         sampled = temperature > 0 if temperature is not None else any(r.temperature > 0 for r in loaded_workload.requests)
@@ -121,10 +130,6 @@ def measure_configuration(
                 "pass temperature 0"
             )
 
-    if engine is None:
-        from autotune.engines.embedded.engine import EmbeddedEngine  # torch only when measuring
-
-        engine = EmbeddedEngine(target=target, device=device)
     engine.load(config)
     measurement = engine.measure(loaded_workload, batch_size, temperature, seed)
     if not verify:
@@ -136,6 +141,19 @@ def measure_configuration(
     if divergence is not None and divergence.expected is not None and divergence.got is not None:
         divergence = _with_margin(engine, loaded_workload, baseline, divergence)
     return MeasureReport(config, measurement, baseline, divergence is None, divergence)
+
+
+def _named_engine(name: str, target: str | Path | None, device: str) -> Engine:
+    """The engine called ``name`` (registry), built for ``target``; ConfigurationError before
+    anything loads when the name is unknown, TensorRT-LLM is missing or its target is not given."""
+    from autotune.engines.registry import check_engine, create_engine  # torch only when measuring
+
+    check_engine(name)
+    if name == "trtllm":
+        if target is None:
+            raise ConfigurationError("--engine trtllm needs --target MODEL_FOLDER (a Hugging Face model folder)")
+        return create_engine(name, target=target)
+    return create_engine(name, target=target, device=device)
 
 
 def _with_margin(engine: Engine, workload: Workload, baseline: Measurement, divergence: Divergence) -> Divergence:

@@ -23,6 +23,7 @@ from pathlib import Path
 from autotune.engines.worker import EngineWorker
 from autotune.hardware import probe_hardware
 from autotune.search import TuneOptions, TuneProgress, tune
+from autotune.search.options import DEFAULT_N_TRIALS
 from autotune.search.plan import plan_study
 from autotune.search.space import Candidate
 from autotune.workload import load_workload
@@ -40,7 +41,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-depth", type=int, default=8)
     parser.add_argument("--batch-sizes", type=lambda text: tuple(int(b) for b in text.split(",")))
     parser.add_argument("--sampler", default="tpe", choices=("tpe", "gp", "random"))
-    parser.add_argument("--n-trials", type=int, default=24)
+    parser.add_argument("--n-trials", type=int, default=DEFAULT_N_TRIALS, help="the tuned study's budget (default: tune's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="re-measurements of each winner")
     return parser.parse_args()
@@ -57,7 +58,7 @@ def remeasure(options: TuneOptions, candidates: dict[str, Candidate], repeats: i
     figures: dict[str, list[float]] = {name: [] for name in candidates}
     for _ in range(repeats):
         for name, candidate in candidates.items():
-            with EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout_s) as worker:
+            with EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout) as worker:
                 config = candidate.engine_config(plan.draft_engine_args)
                 measurement = worker.measure(config, plan.workload, candidate.batch_size, seed=options.seed or 0)
             figures[name].append(measurement.tokens_per_s)

@@ -10,7 +10,7 @@
 #
 # Steps: 1. GPU and TensorRT-LLM present; 2. probe + preflight + a small measured grid through the
 # library (scripts/gpu_smoke_trtllm.py: checks LLM reuse, decoding_iter semantics, counted drafts);
-# 3. a few-trial `autotune tune --engine trtllm` when the installed CLI has --engine.
+# 3. a few-trial `autotune tune --engine trtllm` into $OUT/autotune.db.
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -41,14 +41,11 @@ done
     --batch-sizes $BATCH_SIZES --depth "$DEPTH" 2>&1 | tee "$OUT/grid.log"
 
 echo "== 3. tuning through the CLI"
-if autotune tune --help 2>/dev/null | grep -q -- "--engine"; then
-    cli_drafts=()
-    for draft in "$@"; do
-        cli_drafts+=(--draft "$draft")
-    done
-    autotune tune --engine trtllm --target "$TARGET" ${cli_drafts[@]+"${cli_drafts[@]}"} --n-trials "$N_TRIALS" \
-        --db-url "sqlite:///$PWD/$OUT/autotune.db" 2>&1 | tee "$OUT/tune.log"
-else
-    echo "this autotune's 'tune' command has no --engine option yet: step skipped"
-fi
+cli_drafts=()
+for draft in "$@"; do
+    cli_drafts+=(--draft "$draft")
+done
+autotune tune --engine trtllm --target "$TARGET" ${cli_drafts[@]+"${cli_drafts[@]}"} --trials "$N_TRIALS" \
+    --batch-sizes "${BATCH_SIZES// /,}" --max-depth "$DEPTH" --study trtllm-smoke \
+    --db "sqlite:///$PWD/$OUT/autotune.db" 2>&1 | tee "$OUT/tune.log"
 echo "== done: $OUT"

@@ -7,15 +7,21 @@ database of its own, created and dropped around it.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from autotune.hardware.profile import HardwareProfile
+
 POSTGRES_ENV = "AUTOTUNE_TEST_POSTGRES_URL"
+FAKE_TRTLLM_DIR = Path(__file__).parent / "engines" / "trtllm" / "fake_trtllm"
 
 
 @pytest.fixture(autouse=True)
@@ -62,3 +68,30 @@ def postgres_url() -> Iterator[str]:
 def db_url(request: pytest.FixtureRequest) -> str:
     """Every storage test runs on both backends."""
     return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture
+def fake_trtllm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], list[dict]]:
+    """Make the fake TensorRT-LLM importable (worker processes inherit sys.path); returns a reader
+    of its event log. The test process itself must never import it."""
+    monkeypatch.syspath_prepend(str(FAKE_TRTLLM_DIR))
+    log = tmp_path / "fake-trtllm.jsonl"
+    monkeypatch.setenv("FAKE_TRTLLM_LOG", str(log))
+    monkeypatch.delenv("FAKE_TRTLLM_FAULT", raising=False)
+
+    def events() -> list[dict]:
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    yield events
+    assert "tensorrt_llm" not in sys.modules, "the test process imported tensorrt_llm; only workers may"
+
+
+@pytest.fixture
+def gpu() -> Callable[[int], HardwareProfile]:
+    """A hardware profile of one GPU with ``memory_bytes`` of memory."""
+
+    def make(memory_bytes: int) -> HardwareProfile:
+        device = {"index": 0, "name": "Test GPU", "memory_total_bytes": memory_bytes}
+        return HardwareProfile("f" * 16, "test-gpu", "cuda", 1, {"devices": [device], "benchmarked_device": 0}, ())
+
+    return make

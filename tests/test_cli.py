@@ -186,3 +186,26 @@ def test_measure_verify_json() -> None:
 
 def test_tune_with_trtllm_missing_fails_at_once_in_one_line(sqlite_url: str) -> None:
     assert_one_line_error(run("tune", "--engine", "trtllm", "--db", sqlite_url), "TensorRT-LLM")
+
+
+def test_measure_with_trtllm_missing_fails_at_once_in_one_line(tmp_path) -> None:
+    assert_one_line_error(run("measure", "--engine", "trtllm", "--target", str(tmp_path)), "pip3 install tensorrt_llm")
+
+
+def test_measure_with_trtllm_measures_in_a_worker_and_verifies(fake_trtllm, tmp_path) -> None:
+    """The fake TensorRT-LLM decodes deterministically, so greedy MTP output equals the baseline's."""
+    import hf_model_factory as hf
+
+    target = hf.write_model(tmp_path / "target", hf.llama_config(architectures=["DeepseekV3ForCausalLM"],
+                                                                 num_nextn_predict_layers=1))
+    workload = __import__("pathlib").Path(__file__).parent / "data" / "tiny.jsonl"
+    result = run("measure", "--engine", "trtllm", "--target", str(target), "--method", "mtp", "--depth", "2",
+                 "--batch-size", "2", "--workload", str(workload), "--verify", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["measurement"]["engine"] == "trtllm" and data["measurement"]["drafted_tokens"] > 0
+    assert data["outputs_match"] is True
+
+
+def test_tune_with_trtllm_needs_a_target_folder(fake_trtllm, sqlite_url: str) -> None:
+    assert_one_line_error(run("tune", "--engine", "trtllm", "--db", sqlite_url), "needs --target MODEL_FOLDER")

@@ -16,13 +16,14 @@ if TYPE_CHECKING:
     from autotune.workload import Workload
 
 SAMPLERS = ("tpe", "gp", "random", "grid")
-ENGINES = ("embedded",)
 DEFAULT_MAX_DEPTH = 8
 # With the built-in models and workload a measured trial takes ~3-5 s on our 2-core CPU (about
 # half of it the worker restart a new configuration needs; repeats cost nothing), so 48 measured
 # trials, half of the 100-point default space, keep a plain `autotune tune` at ~3-4 min.
 DEFAULT_N_TRIALS = 48
 DEFAULT_TRIAL_TIMEOUT_S = 600.0
+# Building a TensorRT-LLM LLM loads the weights, captures CUDA graphs and autotunes kernels: minutes.
+TRTLLM_TRIAL_TIMEOUT_S = 1800.0
 DEFAULT_HEARTBEAT_INTERVAL_S = 20
 DEFAULT_MAX_RETRY = 2
 MAX_STUDY_NAME = 255
@@ -32,14 +33,16 @@ MAX_STUDY_NAME = 255
 class TuneOptions:
     """Everything ``autotune tune`` can be told.
 
-    ``target``: model file, None for the built-in target. ``drafts``: draft candidates for method
-    draft (``"builtin"`` or model files). ``methods``: None for every method the target supports
+    ``engine``: ``embedded`` (model files) or ``trtllm`` (Hugging Face model folders, a CUDA GPU and
+    TensorRT-LLM installed). ``target``: model file, None for the built-in target (a folder, and
+    required, for trtllm). ``drafts``: draft candidates for method draft (``"builtin"`` or model
+    files; folders for trtllm, where ``"builtin"`` means none). ``methods``: None for every method the target supports
     (none, the baseline, is always included). ``batch_sizes``: None for the hardware-aware default
     (see :mod:`autotune.search.memory`). ``n_trials``: the study-wide number of trials (baselines
     included; shared by every worker of a distributed study; None: ``DEFAULT_N_TRIALS``, or every
     point for the grid sampler). ``timeout_s``: stop asking for new trials after this long.
     ``trial_timeout_s``: limit for each engine call (model load, one measurement); the worker is
-    killed past it. ``hardware``: a probed profile, None to probe quickly now. ``workload``: JSONL
+    killed past it (None: 600 s, 1800 s for trtllm). ``hardware``: a probed profile, None to probe quickly now. ``workload``: JSONL
     path, None for the built-in workload. ``heartbeat_interval_s``: how often a running trial says
     it is alive; one silent for ``grace_period_s`` (default 2 x interval) is failed and retried up
     to ``max_retry`` times.
@@ -58,13 +61,27 @@ class TuneOptions:
     timeout_s: float | None = None
     objective: str = "throughput"
     slo: Slo = field(default_factory=Slo)
-    trial_timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S
+    trial_timeout_s: float | None = None
     workload: str | Path | Workload | None = None
     engine: str = "embedded"
     hardware: HardwareProfile | None = None
     heartbeat_interval_s: int = DEFAULT_HEARTBEAT_INTERVAL_S
     grace_period_s: int | None = None
     max_retry: int = DEFAULT_MAX_RETRY
+
+    @property
+    def trial_timeout(self) -> float:
+        """The per-call limit in seconds (``trial_timeout_s`` or the engine's default)."""
+        if self.trial_timeout_s is not None:
+            return self.trial_timeout_s
+        return TRTLLM_TRIAL_TIMEOUT_S if self.engine == "trtllm" else DEFAULT_TRIAL_TIMEOUT_S
+
+    @property
+    def model_drafts(self) -> tuple[str, ...]:
+        """The draft candidates that name a model (for trtllm, ``"builtin"`` names none)."""
+        if self.engine == "trtllm":
+            return tuple(draft for draft in self.drafts if draft != BUILTIN_DRAFT)
+        return self.drafts
 
     @property
     def objective_spec(self) -> Objective:
@@ -75,21 +92,12 @@ class TuneOptions:
         from autotune.engines.registry import check_engine
 
         check_engine(self.engine)  # unknown engine, or trtllm without TensorRT-LLM: one line, at once
-        if self.engine not in ENGINES:
-            raise ConfigurationError(
-                f"engine {self.engine!r} cannot tune yet (the tuner drives only: {', '.join(ENGINES)}); "
-                "see docs/trtllm.md"
-            )
         if self.study_name is not None and not (0 < len(self.study_name.strip()) <= MAX_STUDY_NAME):
             raise ConfigurationError(f"study name must have 1..{MAX_STUDY_NAME} characters, got {self.study_name!r}")
         for method in self.methods or ():
             if method not in METHODS:
                 raise ConfigurationError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
-        if self.target is not None and not Path(self.target).is_file():
-            raise ConfigurationError(f"target model file {self.target} does not exist; pass a model file or omit --target")
-        for draft in self.drafts:
-            if draft != BUILTIN_DRAFT and not Path(draft).is_file():
-                raise ConfigurationError(f"draft model file {draft} does not exist; pass a model file or 'builtin'")
+        self._validate_models()
         if len(set(self.drafts)) != len(self.drafts):
             raise ConfigurationError("a draft model is listed twice; list each draft once")
         _require_int("max depth", self.max_depth, 1, MAX_DEPTH)
@@ -114,6 +122,21 @@ class TuneOptions:
             _require_int("grace period", self.grace_period_s, self.heartbeat_interval_s + 1)
         _require_int("max retry", self.max_retry, 0)
         self.objective_spec.validate()
+
+    def _validate_models(self) -> None:
+        if self.engine == "trtllm":
+            if self.target is None or not Path(self.target).is_dir():
+                raise ConfigurationError("--engine trtllm needs --target MODEL_FOLDER (a Hugging Face model folder); "
+                                         f"got {self.target!r}")
+            for draft in self.model_drafts:
+                if not Path(draft).is_dir():
+                    raise ConfigurationError(f"draft folder {draft} does not exist; pass a Hugging Face model folder")
+            return
+        if self.target is not None and not Path(self.target).is_file():
+            raise ConfigurationError(f"target model file {self.target} does not exist; pass a model file or omit --target")
+        for draft in self.drafts:
+            if draft != BUILTIN_DRAFT and not Path(draft).is_file():
+                raise ConfigurationError(f"draft model file {draft} does not exist; pass a model file or 'builtin'")
 
 
 def _require_int(name: str, value: object, low: int, high: int | None = None) -> None:

@@ -8,49 +8,18 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from autotune.engines.base import BUILTIN_DRAFT
-from autotune.engines.embedded.builtin import BUILTIN_DRAFT_NAME, BUILTIN_TARGET_NAME, model_fingerprint
-from autotune.engines.embedded.footprint import (
-    ModelFootprint,
-    cache_positions,
-    longest_prompt_tokens,
-    model_path,
-    read_footprint,
-)
+from autotune.engines.embedded.footprint import cache_positions, longest_prompt_tokens
+from autotune.engines.registry import engine_spec
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
+from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, trtllm_models
 from autotune.search.memory import MemoryPlan, default_batch_sizes
 from autotune.search.objective import Objective
 from autotune.search.options import DEFAULT_N_TRIALS, TuneOptions
 from autotune.search.space import Candidate, SearchSpace
 from autotune.workload import Workload, load_workload
-
-ENGINE_FACTORIES = {"embedded": "autotune.engines.embedded.engine:EmbeddedEngine"}
-
-
-@dataclass(frozen=True)
-class ModelArtifact:
-    """A target or draft model: ``label`` names it in the search space (``builtin`` or the file's
-    stem), ``engine_arg`` is what the engine is given to load it."""
-
-    role: str
-    label: str
-    name: str
-    source: str
-    engine_arg: str | None
-    fingerprint: str
-    footprint: ModelFootprint
-
-    def record_fields(self) -> dict[str, Any]:
-        """The columns of its model-artifact row."""
-        return {
-            "fingerprint": self.fingerprint, "name": self.name, "role": self.role, "source": self.source,
-            "num_params": self.footprint.n_params, "num_mtp_modules": self.footprint.n_mtp,
-            "vocab_size": self.footprint.vocab_size, "config": self.footprint.config,
-        }
 
 
 @dataclass(frozen=True)
@@ -61,6 +30,7 @@ class StudyPlan:
     workload: Workload
     target: ModelArtifact
     drafts: dict[str, ModelArtifact]  # by label
+    excluded_drafts: dict[str, str]  # label -> why the preflight left it out (TensorRT-LLM)
     memory: MemoryPlan
     space: SearchSpace
     objective: Objective
@@ -70,8 +40,12 @@ class StudyPlan:
 
     @property
     def engine_spec(self) -> EngineSpec:
+        """How the tuner's worker builds the engine: TensorRT-LLM's LLM is built once for the
+        study's largest batch size, so every batch size reuses it."""
+        if self.engine == "trtllm":
+            return engine_spec("trtllm", target=self.target.engine_arg, max_batch_size=max(self.space.batch_sizes))
         device = "cuda" if self.hardware.device_type == "cuda" else "cpu"
-        return EngineSpec(ENGINE_FACTORIES[self.engine], {"target": self.target.engine_arg, "device": device})
+        return engine_spec("embedded", target=self.target.engine_arg, device=device)
 
     @property
     def draft_engine_args(self) -> dict[str, str]:
@@ -110,6 +84,8 @@ class StudyPlan:
         """The space as stored with the study: drafts by label and content fingerprint."""
         record = self.space.to_dict()
         record["drafts"] = [{"label": label, "fingerprint": self.drafts[label].fingerprint} for label in self.space.drafts]
+        if self.excluded_drafts:
+            record["excluded_drafts"] = dict(sorted(self.excluded_drafts.items()))
         return record
 
     @property
@@ -122,18 +98,31 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     """Validate ``options`` and work out the study (probing the hardware unless given)."""
     options.validate()
     workload = load_workload(options.workload)
-    target = _artifact("target", options.target)
-    drafts = _drafts(options, target)
-    hardware = options.hardware if options.hardware is not None else _probe()
+    # Cache positions per sequence, counted in bytes (our tokenizer's tokens): for a subword
+    # tokenizer, whose tokens hold one byte or more, an upper bound.
+    positions = cache_positions(workload, 0)
+    if options.engine == "trtllm":
+        hardware = _hardware(options)
+        models = trtllm_models(
+            options.target, options.model_drafts, _wants_drafts(options), hardware, options.batch_sizes or (1,), positions,
+            options.max_depth, options.methods,
+        )
+        logit_positions = 1  # TensorRT-LLM keeps only a prompt's last logits (gather_context_logits off)
+    else:
+        models = embedded_models(options.target, options.drafts, _wants_drafts(options))
+        hardware = _hardware(options)
+        logit_positions = longest_prompt_tokens(workload)
+    target = models.target
     memory = MemoryPlan(
         device_bytes=hardware.memory_total_bytes,
         target=target.footprint,
-        drafts={label: draft.footprint for label, draft in drafts.items()},
-        sequence_positions=cache_positions(workload, 0),
-        prompt_tokens=longest_prompt_tokens(workload),
+        drafts={label: draft.footprint for label, draft in models.drafts.items()},
+        sequence_positions=positions,
+        prompt_tokens=logit_positions,
     )
     batch_sizes = options.batch_sizes or default_batch_sizes(memory, hardware.device_type, len(workload.requests))
-    space = SearchSpace.build(options.methods, tuple(drafts), options.max_depth, batch_sizes, target.footprint.n_mtp > 0)
+    space = SearchSpace.build(_methods(options, models), tuple(models.drafts), options.max_depth, batch_sizes,
+                              target.footprint.n_mtp > 0)
     exhaustive = options.sampler == "grid"
     n_trials = options.n_trials or (len(space.candidates()) if exhaustive else DEFAULT_N_TRIALS)
     if n_trials < len(space.batch_sizes):
@@ -144,42 +133,37 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     name = options.study_name or f"{hardware.fingerprint[:8]}-{target.name}-{workload.label}"
     return StudyPlan(
         name=name.strip(), engine=options.engine, hardware=hardware, workload=workload, target=target,
-        drafts={label: drafts[label] for label in space.drafts}, memory=memory, space=space,
-        objective=options.objective_spec, n_trials=n_trials, exhaustive=exhaustive, seed=options.seed,
+        drafts={label: models.drafts[label] for label in space.drafts}, excluded_drafts=models.excluded_drafts,
+        memory=memory, space=space, objective=options.objective_spec, n_trials=n_trials, exhaustive=exhaustive,
+        seed=options.seed,
     )
 
 
-def _artifact(role: str, given: str | None) -> ModelArtifact:
-    builtin = given is None or (role == "draft" and given == BUILTIN_DRAFT)
-    path = model_path(given, role)
-    if builtin:
-        name = BUILTIN_TARGET_NAME if role == "target" else BUILTIN_DRAFT_NAME
-        label, source = BUILTIN_DRAFT if role == "draft" else name, f"builtin:{name}"
+def _wants_drafts(options: TuneOptions) -> bool:
+    return options.methods is None or "draft" in options.methods
+
+
+def _methods(options: TuneOptions, models: StudyModels) -> tuple[str, ...] | None:
+    """The methods to search: as asked, except that when the preflight left out every draft the
+    user gave, method draft is dropped rather than failing the study (the reasons are recorded)."""
+    if options.methods is None or models.drafts or not models.excluded_drafts:
+        return options.methods
+    kept = tuple(m for m in options.methods if m != "draft")
+    if not kept:
+        raise ConfigurationError("every draft failed the preflight: " + "; ".join(
+            f"{label}: {reason}" for label, reason in models.excluded_drafts.items()))
+    return kept
+
+
+def _hardware(options: TuneOptions) -> Any:
+    """The given hardware profile, or a quick probe; TensorRT-LLM needs a CUDA GPU in it."""
+    if options.hardware is not None:
+        hardware = options.hardware
     else:
-        name = label = Path(given).stem
-        source = str(Path(given).resolve())
-    engine_arg = (None if role == "target" else BUILTIN_DRAFT) if builtin else source
-    return ModelArtifact(role, label, name, source, engine_arg, model_fingerprint(path), read_footprint(path))
+        from autotune.hardware import probe_hardware
 
-
-def _drafts(options: TuneOptions, target: ModelArtifact) -> dict[str, ModelArtifact]:
-    if options.methods is not None and "draft" not in options.methods:
-        return {}
-    drafts: dict[str, ModelArtifact] = {}
-    for given in options.drafts:
-        draft = _artifact("draft", given)
-        if draft.label in drafts:
-            raise ConfigurationError(f"two drafts are named {draft.label!r} (file stem); rename one of them")
-        if draft.footprint.vocab_size != target.footprint.vocab_size:
-            raise ConfigurationError(
-                f"draft {draft.label} has a vocabulary of {draft.footprint.vocab_size} tokens and the target "
-                f"{target.footprint.vocab_size}; a draft must share the target's tokenizer"
-            )
-        drafts[draft.label] = draft
-    return drafts
-
-
-def _probe() -> Any:
-    from autotune.hardware import probe_hardware
-
-    return probe_hardware(quick=True)
+        hardware = probe_hardware(quick=True)
+    if options.engine == "trtllm" and hardware.device_type != "cuda":
+        raise ConfigurationError("--engine trtllm needs an NVIDIA GPU, and this machine has none; "
+                                 "tune with the embedded engine here")
+    return hardware

@@ -121,6 +121,12 @@ class TuneResult:
     def slo_met(self) -> bool | None:
         return None if self.profile is None else self.profile.slo_met
 
+    def summary_lines(self) -> list[str]:
+        """The analysis' summary, then the drafts the preflight left out and why."""
+        excluded = self.search_space.get("excluded_drafts") or {}
+        return self.analysis.summary + [f"Draft {label} left out by the preflight: {reason}"
+                                        for label, reason in excluded.items()]
+
     def to_dict(self) -> dict[str, Any]:
         analysis = self.analysis
         return {

@@ -111,7 +111,7 @@ class Tuner:
         self.database = database
         self.storage = storage
         self.progress = progress or (lambda _update: None)
-        self.worker = EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout_s)
+        self.worker = EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout)
         self.trials_run = 0
 
     def run(self) -> TuneResult:

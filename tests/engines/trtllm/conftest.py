@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import hf_model_factory
 
-FAKE_TRTLLM_DIR = Path(__file__).parent / "fake_trtllm"
-
-
-@pytest.fixture
-def fake_trtllm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], list[dict]]:
-    """Make the fake TensorRT-LLM importable (worker processes inherit sys.path); returns a reader
-    of its event log. The test process itself must never import it."""
-    monkeypatch.syspath_prepend(str(FAKE_TRTLLM_DIR))
-    log = tmp_path / "fake-trtllm.jsonl"
-    monkeypatch.setenv("FAKE_TRTLLM_LOG", str(log))
-    monkeypatch.delenv("FAKE_TRTLLM_FAULT", raising=False)
-
-    def events() -> list[dict]:
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-    yield events
-    assert "tensorrt_llm" not in sys.modules, "the test process imported tensorrt_llm; only workers may"
+FAKE_TRTLLM_DIR = Path(__file__).parent / "fake_trtllm"  # made importable by tests/conftest.py's fake_trtllm
 
 
 @pytest.fixture

@@ -1,0 +1,183 @@
+"""The models a study tunes, as the planner sees them: identity (a content fingerprint), the label
+the search space uses, what the engine is given to load them, and their memory footprint.
+
+Two kinds of model, one per engine:
+
+* the embedded engine's single safetensors files (ours, or the built-in ones), fingerprinted by
+  their whole contents (a few MB);
+* TensorRT-LLM's Hugging Face model folders, read without loading them (config.json, tokenizer
+  files, safetensors headers) and fingerprinted by those: hashing 100 GB of weights would take
+  longer than the study, and a change of weights without a change of shapes, dtype or config is a
+  retrained checkpoint the user names differently anyway.
+
+For TensorRT-LLM the pairing preflight (:mod:`autotune.preflight`) runs here: errors about the
+target stop the plan with its messages; a draft with errors is left out, with its reasons kept for
+the study record, instead of failing trials mid-study.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autotune.engines.base import BUILTIN_DRAFT
+from autotune.engines.embedded.builtin import BUILTIN_DRAFT_NAME, BUILTIN_TARGET_NAME, model_fingerprint
+from autotune.engines.embedded.footprint import ModelFootprint, model_path, read_footprint
+from autotune.errors import ConfigurationError
+from autotune.preflight import preflight, usable_drafts
+from autotune.preflight.architecture import mtp_layers
+from autotune.preflight.memory import footprint as hf_footprint
+from autotune.preflight.models import HfModel, read_model, read_safetensors_header
+
+# Files that decide what a Hugging Face checkpoint computes, hashed into its fingerprint (weights by
+# their safetensors headers: names, dtypes, shapes, offsets).
+FINGERPRINT_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "generation_config.json")
+UNBOUNDED_CONTEXT = 1 << 31  # a config without max_position_embeddings sets no length limit we know of
+
+
+@dataclass(frozen=True)
+class ModelArtifact:
+    """A target or draft model: ``label`` names it in the search space (``builtin`` or the file's
+    stem), ``engine_arg`` is what the engine is given to load it."""
+
+    role: str
+    label: str
+    name: str
+    source: str
+    engine_arg: str | None
+    fingerprint: str
+    footprint: ModelFootprint
+
+    def record_fields(self) -> dict[str, Any]:
+        """The columns of its model-artifact row."""
+        return {
+            "fingerprint": self.fingerprint, "name": self.name, "role": self.role, "source": self.source,
+            "num_params": self.footprint.n_params, "num_mtp_modules": self.footprint.n_mtp,
+            "vocab_size": self.footprint.vocab_size, "config": self.footprint.config,
+        }
+
+
+@dataclass(frozen=True)
+class StudyModels:
+    """The target, the drafts to tune (by label) and the drafts left out (label -> reason)."""
+
+    target: ModelArtifact
+    drafts: dict[str, ModelArtifact]
+    excluded_drafts: dict[str, str]
+
+
+# -- the embedded engine ------------------------------------------------------------------------------
+
+
+def embedded_models(target: str | None, drafts: Sequence[str], want_drafts: bool) -> StudyModels:
+    """The embedded engine's target file (None: built-in) and draft files (``"builtin"`` allowed);
+    drafts must share the target's vocabulary. ``want_drafts`` False: method draft is not tuned."""
+    target_artifact = embedded_artifact("target", target)
+    found: dict[str, ModelArtifact] = {}
+    for given in drafts if want_drafts else ():
+        draft = embedded_artifact("draft", given)
+        if draft.label in found:
+            raise ConfigurationError(f"two drafts are named {draft.label!r} (file stem); rename one of them")
+        if draft.footprint.vocab_size != target_artifact.footprint.vocab_size:
+            raise ConfigurationError(
+                f"draft {draft.label} has a vocabulary of {draft.footprint.vocab_size} tokens and the target "
+                f"{target_artifact.footprint.vocab_size}; a draft must share the target's tokenizer"
+            )
+        found[draft.label] = draft
+    return StudyModels(target_artifact, found, {})
+
+
+def embedded_artifact(role: str, given: str | None) -> ModelArtifact:
+    """A model file of the embedded engine (None / ``"builtin"``: the built-in target / draft)."""
+    builtin = given is None or (role == "draft" and given == BUILTIN_DRAFT)
+    path = model_path(given, role)
+    if builtin:
+        name = BUILTIN_TARGET_NAME if role == "target" else BUILTIN_DRAFT_NAME
+        label, source = BUILTIN_DRAFT if role == "draft" else name, f"builtin:{name}"
+    else:
+        name = label = Path(given).stem
+        source = str(Path(given).resolve())
+    engine_arg = (None if role == "target" else BUILTIN_DRAFT) if builtin else source
+    return ModelArtifact(role, label, name, source, engine_arg, model_fingerprint(path), read_footprint(path))
+
+
+# -- TensorRT-LLM -----------------------------------------------------------------------------------
+
+
+def trtllm_models(
+    target: str,
+    drafts: Sequence[str],
+    want_drafts: bool,
+    hardware: Any,
+    batch_sizes: Sequence[int],
+    seq_len: int,
+    max_depth: int,
+    methods: Sequence[str] | None,
+) -> StudyModels:
+    """The Hugging Face folders of a TensorRT-LLM study, after the pairing preflight (module doc).
+
+    ``batch_sizes``: the smallest batch the study may run (a draft that does not fit even there is
+    left out); ``seq_len``: tokens per sequence, an upper bound (prompt bytes + max_tokens)."""
+    folders = list(drafts) if want_drafts else []
+    report = preflight(target, folders, engine="trtllm", hardware=hardware, batch_sizes=batch_sizes,
+                       seq_len=seq_len, depths=tuple(range(1, max_depth + 1)), methods=methods)
+    if report.target_errors:
+        raise ConfigurationError("the target cannot be tuned with TensorRT-LLM: "
+                                 + "; ".join(check.message for check in report.target_errors))
+    usable, rejected = usable_drafts(report)
+    target_artifact = hf_artifact("target", read_model(target, "target"))
+    found: dict[str, ModelArtifact] = {}
+    for folder in usable:
+        draft = hf_artifact("draft", read_model(folder, "draft"))
+        if draft.label in found:
+            raise ConfigurationError(f"two drafts are named {draft.label!r} (folder name); rename one of them")
+        found[draft.label] = draft
+    excluded = {Path(folder).name: reason for folder, reason in rejected.items()}
+    return StudyModels(target_artifact, found, excluded)
+
+
+def hf_artifact(role: str, model: HfModel) -> ModelArtifact:
+    """A Hugging Face model folder as a study model (labelled by its folder name)."""
+    folder = model.path.resolve()
+    return ModelArtifact(role, folder.name, folder.name, str(folder), str(folder), folder_fingerprint(folder),
+                         hf_model_footprint(model))
+
+
+def hf_model_footprint(model: HfModel) -> ModelFootprint:
+    """The memory facts of a model folder in the tuner's terms; sizes config.json does not give
+    count as 0 (the preflight has already warned that memory fit is not checked for them).
+
+    MTP state per token: one decoder layer's KV cache per MTP module (each module is one layer)."""
+    facts = hf_footprint(model)
+    n_mtp = mtp_layers(model.config)
+    weight_bytes = facts.weight_bytes or 0
+    return ModelFootprint(
+        path=str(model.path),
+        dtype_bytes=model.dtype_bytes,
+        n_params=model.weights.n_params if model.weights is not None else weight_bytes // model.dtype_bytes,
+        weight_bytes=weight_bytes,
+        kv_bytes_per_token=facts.kv_bytes_per_token or 0,
+        mtp_bytes_per_token=n_mtp * (facts.kv_bytes_per_layer or 0),
+        n_mtp=n_mtp,
+        vocab_size=int(model.param("vocab_size") or 0),
+        max_seq_len=int(model.param("max_position_embeddings") or UNBOUNDED_CONTEXT),
+        config=model.config,
+    )
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """sha256 over a model folder's defining files and its safetensors headers (module doc)."""
+    digest = hashlib.sha256()
+    for name in FINGERPRINT_FILES:
+        file = folder / name
+        if file.is_file():
+            digest.update(f"{name}\0".encode())
+            digest.update(file.read_bytes())
+    for file in sorted(folder.glob("*.safetensors")):
+        header = json.dumps(read_safetensors_header(file), sort_keys=True)
+        digest.update(f"{file.name}\0{file.stat().st_size}\0{header}".encode())
+    return digest.hexdigest()

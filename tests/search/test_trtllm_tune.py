@@ -1,0 +1,117 @@
+"""Tuning with --engine trtllm, run for real against the fake TensorRT-LLM (tests/engines/trtllm/
+fake_trtllm) in the tuner's worker processes: the preflight decides which drafts are tuned, the LLM
+is built for the study's largest batch size, and every trial is measured by the TensorRT-LLM runner."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import hf_model_factory as hf
+from autotune.engines.trtllm.engine import RUNNER_FACTORY
+from autotune.errors import ConfigurationError
+from autotune.search import TuneOptions, list_studies, tune
+from autotune.search.plan import plan_study
+from autotune.workload import Request, Workload
+
+WORKLOAD = Workload("w", [Request("def parse(argv):", 8), Request("class Cache:", 6), Request("import os", 5)])
+GPU_BYTES = 80 << 30
+
+
+@pytest.fixture
+def folders(tmp_path: Path) -> dict[str, str]:
+    """An MTP target, a draft sharing its tokenizer and one whose special tokens differ."""
+    target = hf.write_model(tmp_path / "target", hf.llama_config(architectures=["DeepseekV3ForCausalLM"],
+                                                                 num_nextn_predict_layers=1))
+    small = hf.write_model(tmp_path / "small", hf.llama_config(num_hidden_layers=1))
+    other = hf.write_model(tmp_path / "other-tokenizer", hf.llama_config(num_hidden_layers=1),
+                           tokenizer=hf.tokenizer_json(special=("<bos>", "</s>", "<pad>", "<eot>")))
+    return {"target": str(target), "small": str(small), "other": str(other)}
+
+
+def trtllm_options(folders: dict[str, str], gpu, **overrides) -> TuneOptions:
+    fields = {
+        "engine": "trtllm", "target": folders["target"], "drafts": (folders["small"], folders["other"]),
+        "max_depth": 2, "batch_sizes": (1, 2), "hardware": gpu(GPU_BYTES), "workload": WORKLOAD, "n_trials": 6,
+    }
+    return TuneOptions(**{**fields, **overrides})
+
+
+def test_the_plan_runs_the_preflight_and_builds_one_llm_for_the_largest_batch(fake_trtllm, folders, gpu) -> None:
+    plan = plan_study(trtllm_options(folders, gpu))
+    assert list(plan.drafts) == ["small"]
+    assert list(plan.excluded_drafts) == ["other-tokenizer"]
+    assert "tokenizer differs from the target" in plan.excluded_drafts["other-tokenizer"]
+    assert plan.space.methods == ("none", "mtp", "draft", "ngram")  # mtp: the target ships a module
+    assert plan.search_space_record()["excluded_drafts"] == plan.excluded_drafts
+    spec = plan.engine_spec
+    assert spec.factory == RUNNER_FACTORY
+    assert spec.kwargs["max_batch_size"] == 2 and spec.kwargs["target"] == str(Path(folders["target"]).resolve())
+    assert plan.drafts["small"].engine_arg == str(Path(folders["small"]).resolve())
+    assert plan.target.footprint.n_mtp == 1 and plan.target.footprint.weight_bytes > 0
+
+
+def test_default_batch_sizes_come_from_the_gpu_memory(fake_trtllm, folders, gpu) -> None:
+    plan = plan_study(trtllm_options(folders, gpu, batch_sizes=None))
+    assert plan.space.batch_sizes == (1, 2)  # capped at the workload's 3 requests
+    tight = plan.memory.required_bytes("none", 0, 1) / 0.8  # room for the target at batch 1 only
+    assert plan_study(trtllm_options(folders, gpu, batch_sizes=None, hardware=gpu(int(tight) + 1))).space.batch_sizes == (1,)
+
+
+def test_a_fingerprint_follows_the_folder_contents(fake_trtllm, folders, gpu, tmp_path) -> None:
+    before = plan_study(trtllm_options(folders, gpu)).target.fingerprint
+    hf.write_model(Path(folders["target"]), hf.llama_config(architectures=["DeepseekV3ForCausalLM"],
+                                                            num_nextn_predict_layers=2))
+    assert plan_study(trtllm_options(folders, gpu)).target.fingerprint != before
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"target": None}, "needs --target MODEL_FOLDER"),
+        ({"drafts": ("missing-folder",)}, "draft folder missing-folder does not exist"),
+        ({"methods": ("draft",), "drafts": ("OTHER",)}, "every draft failed the preflight: other-tokenizer:"),
+    ],
+)
+def test_bad_trtllm_studies_fail_before_anything_runs(fake_trtllm, folders, gpu, overrides, message) -> None:
+    overrides = {k: tuple(folders["other"] if d == "OTHER" else d for d in v) if k == "drafts" else v
+                 for k, v in overrides.items()}
+    with pytest.raises(ConfigurationError, match=message):
+        plan_study(trtllm_options(folders, gpu, **overrides))
+
+
+def test_a_cpu_machine_cannot_tune_trtllm(fake_trtllm, folders, cpu_profile) -> None:
+    with pytest.raises(ConfigurationError, match="needs an NVIDIA GPU"):
+        plan_study(trtllm_options(folders, lambda _bytes: cpu_profile()))
+
+
+def test_a_study_without_drafts_tunes_mtp_and_ngram(fake_trtllm, folders, gpu) -> None:
+    plan = plan_study(trtllm_options(folders, gpu, drafts=("builtin",)))
+    assert plan.space.methods == ("none", "mtp", "ngram") and plan.excluded_drafts == {}
+
+
+def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, gpu, sqlite_url) -> None:
+    options = trtllm_options(folders, gpu, db_url=sqlite_url, study_name="gpu", methods=("none", "mtp", "draft"),
+                             max_depth=1, sampler="grid", n_trials=None, seed=0, trial_timeout_s=120)
+    result = tune(options)
+    assert result.status == "complete"
+    assert [row.state for row in result.rows] == ["complete"] * 6  # none, mtp@1, draft@1 at batch 1 and 2
+    assert {(row.method, row.batch_size) for row in result.rows} == {
+        (m, b) for m in ("none", "mtp", "draft") for b in (1, 2)
+    }
+    generated = [event for event in fake_trtllm() if event["event"] == "generate"]
+    assert generated and all(event["pid"] != os.getpid() for event in generated)  # in worker processes
+    spec_rows = [row for row in result.rows if row.method != "none"]
+    assert all(row.drafted_tokens > 0 and row.speedup is not None for row in spec_rows)  # counted by the runner
+    inits = [event for event in fake_trtllm() if event["event"] == "init"]
+    assert inits and all(event["kwargs"]["max_batch_size"] == 2 for event in inits)
+    assert list(result.search_space["excluded_drafts"]) == ["other-tokenizer"]
+    assert studies_engine(sqlite_url) == ["trtllm"]
+    assert any(line.startswith("Draft other-tokenizer left out by the preflight:") for line in result.summary_lines())
+    assert result.profile is not None
+
+
+def studies_engine(db_url: str) -> list[str]:
+    return [study.engine for study in list_studies(db_url)]
