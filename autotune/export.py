@@ -170,7 +170,7 @@ def trtllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> 
 def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan) -> list[str]:
     notes = _header(profile) + [
         "Serve:    trtllm-serve MODEL --backend pytorch --extra_llm_api_options THIS_FILE",
-        "Measure:  autotune profiles export ID --format trtllm-bench  (trtllm-bench reads the same file)",
+        f"Measure:  autotune export {profile.id} --format trtllm-bench  (trtllm-bench reads the same file)",
         f"MODEL = {serving_model(profile.target)}",
         "Keys checked against tensorrt_llm/llmapi/llm_args.py (TensorRT-LLM 1.0, 1.2, main 2026); see autotune/export.py.",
     ]

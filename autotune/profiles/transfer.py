@@ -50,7 +50,7 @@ def parse_document(text: str, source: str = "the profile file") -> DeploymentPro
     if not isinstance(document, dict) or document.get("format") != DOCUMENT_FORMAT:
         raise ConfigurationError(
             f"{source} is not an autotune profile export (expected \"format\": \"{DOCUMENT_FORMAT}\"; "
-            "write one with `autotune profiles export ID --format json`)"
+            "write one with `autotune export ID --format json`)"
         )
     version = document.get("format_version")
     if version != DOCUMENT_VERSION:
