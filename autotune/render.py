@@ -101,22 +101,31 @@ def print_lines(lines: list[str]) -> None:
         console.print(line)
 
 
+MEASURE_FIGURES = (  # (label, Measurement attribute, scale): one row each, so the table stays narrow
+    ("tokens/s", "tokens_per_s", 1), ("TTFT p50 ms", "ttft_ms_p50", 1), ("TTFT p99 ms", "ttft_ms_p99", 1),
+    ("TPOT p50 ms", "tpot_ms_p50", 1), ("TPOT p99 ms", "tpot_ms_p99", 1), ("acceptance", "acceptance_rate", 1),
+    ("tokens per target pass", "acceptance_length", 1), ("drafted tokens", "drafted_tokens", 1),
+    ("accepted tokens", "accepted_tokens", 1), ("peak memory MiB", "peak_memory_bytes", 2**-20),
+    ("wall time s", "wall_time_s", 1),
+)
+
+
+def _scaled(value: float | None, scale: float) -> float | None:
+    return None if value is None else value * scale
+
+
 def print_measure(report) -> None:  # noqa: ANN001 - autotune.measure.MeasureReport (torch-free import avoided)
-    """One configuration's figures, and the verification against the baseline if it ran."""
+    """One configuration's figures (a row per figure, a column per run), and the verification
+    against the baseline if it ran."""
     m = report.measurement
-    rows = [{
-        "config": report.config.label(), "batch": m.batch_size, "tokens/s": m.tokens_per_s,
-        "TTFT p50 ms": m.ttft_ms_p50, "TPOT p50 ms": m.tpot_ms_p50, "TPOT p99 ms": m.tpot_ms_p99,
-        "acceptance": m.acceptance_rate, "tokens/pass": m.acceptance_length,
-        "drafted": m.drafted_tokens, "accepted": m.accepted_tokens,
-        "peak MiB": m.peak_memory_bytes / 2**20, "wall s": m.wall_time_s,
-    }]
+    runs = {f"{report.config.label()} b{m.batch_size}": m}
     if report.baseline is not None:
-        b = report.baseline
-        rows.append({"config": "none (baseline)", "batch": b.batch_size, "tokens/s": b.tokens_per_s,
-                     "TTFT p50 ms": b.ttft_ms_p50, "TPOT p50 ms": b.tpot_ms_p50, "TPOT p99 ms": b.tpot_ms_p99,
-                     "peak MiB": b.peak_memory_bytes / 2**20, "wall s": b.wall_time_s})
-    print_rows(rows, list(rows[0]), title=f"{m.workload_name}: {m.n_requests} requests, {m.output_tokens} tokens")
+        runs["none (baseline)"] = report.baseline
+    rows = [
+        {"figure": label, **{name: _scaled(getattr(run, attribute), scale) for name, run in runs.items()}}
+        for label, attribute, scale in MEASURE_FIGURES
+    ]
+    print_rows(rows, ["figure", *runs], title=f"{m.workload_name}: {m.n_requests} requests, {m.output_tokens} tokens")
     if m.acceptance_by_position:
         stdout().print("acceptance by draft position: " + " ".join(f"{a:.2f}" for a in m.acceptance_by_position))
     if report.baseline is not None:

@@ -209,3 +209,14 @@ def test_measure_with_trtllm_measures_in_a_worker_and_verifies(fake_trtllm, tmp_
 
 def test_tune_with_trtllm_needs_a_target_folder(fake_trtllm, sqlite_url: str) -> None:
     assert_one_line_error(run("tune", "--engine", "trtllm", "--db", sqlite_url), "needs --target MODEL_FOLDER")
+
+
+def test_measure_table_has_a_row_per_figure_and_a_column_per_run() -> None:
+    workload = __import__("pathlib").Path(__file__).parent / "data" / "tiny.jsonl"
+    result = run("measure", "--method", "draft", "--depth", "2", "--verify", "--workload", str(workload),
+                 terminal_width=80)
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.output.splitlines() if "figure" in line)
+    assert "draft@2 b1" in header and "none (baseline)" in header
+    assert "tokens per target pass" in result.output and "…" not in result.output  # nothing cut at 80 columns
+    assert "verify: outputs identical to the baseline, token for token" in result.output
