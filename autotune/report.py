@@ -25,6 +25,7 @@ from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementI
 from autotune.profiles.errors import ProfileNotFoundError
 from autotune.profiles.files import write_atomic
 from autotune.store import open_database, profile_queries
+from autotune.store.results import pareto_front
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -234,7 +235,7 @@ def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
     for key, trials in _by_series(timed).items():
         ax.scatter([m.tpot_ms_p50 for m in trials], [m.tokens_per_s for m in trials], s=18, alpha=0.7,
                    color=data.series_color(key), label=data.series_name(key))
-    front = analysis.pareto_front(timed)
+    front = pareto_front(timed)
     if front:
         ax.plot([m.tpot_ms_p50 for m in front], [m.tokens_per_s for m in front], color="black", linewidth=1,
                 drawstyle="steps-post", label="Pareto front")

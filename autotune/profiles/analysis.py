@@ -1,5 +1,6 @@
 """Reading a study's trials: best configuration per batch size, the serving plan derived from it,
-the Pareto front, and the MTP-versus-draft verdict. Pure functions over profile dataclasses.
+and the MTP-versus-draft verdict (the Pareto front is :func:`autotune.store.results.pareto_front`).
+Pure functions over profile dataclasses.
 """
 
 from __future__ import annotations
@@ -45,19 +46,6 @@ def speedup(m: MeasurementInfo, base: dict[int, MeasurementInfo]) -> float | Non
     if reference is None or not reference.tokens_per_s or m.tokens_per_s is None:
         return None
     return m.tokens_per_s / reference.tokens_per_s
-
-
-def pareto_front(measurements: Iterable[MeasurementInfo]) -> list[MeasurementInfo]:
-    """Trials no other trial beats on both throughput (higher) and TPOT p50 (lower), by TPOT."""
-    points = sorted(
-        (m for m in complete(measurements) if m.tpot_ms_p50 is not None),
-        key=lambda m: (m.tpot_ms_p50, -m.tokens_per_s),
-    )
-    front: list[MeasurementInfo] = []
-    for m in points:  # ascending TPOT: keep each point that raises the best throughput so far
-        if not front or m.tokens_per_s > front[-1].tokens_per_s:
-            front.append(m)
-    return front
 
 
 # --- the serving plan: what a server should do at each batch size -----------------------------

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autotune.search.objective import Objective, Slo
+from autotune.store import results
 from autotune.store.results import TrialRow
 
 BASELINE = "none"
@@ -104,14 +105,7 @@ def choose_profile(rows: Iterable[TrialRow], objective: Objective) -> ProfileCho
 
 def pareto_front(rows: Iterable[TrialRow]) -> list[TrialRow]:
     """Complete trials not dominated in (max tokens/s, min TPOT p50), by descending tokens/s."""
-    candidates = [row for row in complete(rows) if row.tpot_ms_p50 is not None]
-
-    def dominates(a: TrialRow, b: TrialRow) -> bool:
-        no_worse = a.tokens_per_s >= b.tokens_per_s and a.tpot_ms_p50 <= b.tpot_ms_p50
-        return no_worse and (a.tokens_per_s > b.tokens_per_s or a.tpot_ms_p50 < b.tpot_ms_p50)
-
-    front = [row for row in candidates if not any(dominates(other, row) for other in candidates)]
-    return sorted(front, key=lambda row: -row.tokens_per_s)
+    return results.pareto_front(complete(rows))[::-1]
 
 
 def baselines(rows: Iterable[TrialRow]) -> dict[int, TrialRow]:

@@ -10,9 +10,9 @@ as soon as both are stored, whichever finishes first.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -63,6 +63,23 @@ class TrialFigures:
     speedup: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     created_at: dt.datetime | None = None
+
+
+Figures = TypeVar("Figures", bound=TrialFigures)
+
+
+def pareto_front(trials: Iterable[Figures]) -> list[Figures]:
+    """The trials no other trial beats on both throughput (higher) and TPOT p50 (lower), among those
+    that measured both, by ascending TPOT (and so ascending throughput)."""
+    points = sorted(
+        (t for t in trials if t.tokens_per_s is not None and t.tpot_ms_p50 is not None),
+        key=lambda t: (t.tpot_ms_p50, -t.tokens_per_s),
+    )
+    front: list[Figures] = []
+    for trial in points:  # ascending TPOT: keep each trial that raises the best throughput so far
+        if not front or trial.tokens_per_s > front[-1].tokens_per_s:
+            front.append(trial)
+    return front
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import pytest
 import profile_factory as factory
 from autotune.profiles import analysis
 from autotune.profiles.data import MeasurementInfo
+from autotune.store.results import pareto_front
 
 
 def trial(method: str, depth: int, batch_size: int, tokens_per_s: float, tpot: float | None = None, *,
@@ -76,7 +77,7 @@ def test_pareto_front_keeps_only_undominated_trials() -> None:
               trial("mtp", 2, 8, 500, 16.0, number=3), trial("draft", 2, 8, 400, 20.0, number=4),
               trial("none", 0, 8, 450, 18.0, number=5), trial("draft", 1, 1, 150, 6.0, number=6),
               trial("draft", 9, 1, 0, None, number=7, state="failed")]
-    assert [m.trial_number for m in analysis.pareto_front(trials)] == [2, 3]
+    assert [m.trial_number for m in pareto_front(trials)] == [2, 3]
 
 
 def test_verdict_names_the_faster_method_with_its_numbers() -> None:
