@@ -221,6 +221,12 @@ def db_downgrade_command(db_url: str | None, revision: str, as_json: bool) -> No
     emit(api.db_downgrade(db_url, revision), as_json, render.print_schema_status)
 
 
+engine_option = click.option(
+    "--engine", type=click.Choice(["embedded", "trtllm"]), default="embedded", show_default=True,
+    help="embedded: our PyTorch engine (CPU or CUDA); trtllm: TensorRT-LLM on an NVIDIA GPU (Hugging Face folders).",
+)
+
+
 @command(cli, "measure", uses_db=False)
 @click.option("--method", type=click.Choice(["none", "mtp", "draft", "ngram"]), default="draft", show_default=True)
 @click.option("--depth", type=int, default=None, help="Draft tokens per step (default 4 for speculative methods, 0 for none).")
@@ -234,7 +240,7 @@ def db_downgrade_command(db_url: str | None, revision: str, as_json: bool) -> No
 @click.option("--verify", is_flag=True, help="Also run the baseline and compare outputs token for token.")
 @click.option("--device", default="cpu", show_default=True, help="torch device of the embedded engine: cpu, cuda, cuda:1 ...")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--engine", type=click.Choice(["embedded", "trtllm"]), default="embedded", show_default=True)
+@engine_option
 @json_option
 def measure_command(method, depth, batch_size, draft, target, workload, temperature, verify, device, seed, engine,
                     as_json) -> None:
@@ -266,20 +272,23 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
               help="Draft candidate (repeatable; default: the built-in draft); folders with --engine trtllm.")
 @click.option("--method", "methods", multiple=True, type=click.Choice(["none", "mtp", "draft", "ngram"]),
               help="Methods to search (repeatable; default: all the target supports).")
-@click.option("--max-depth", type=int, default=8, show_default=True)
+@click.option("--max-depth", type=int, default=8, show_default=True, help="Deepest speculation (draft tokens per step) to try.")
 @click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two that fit).")
-@click.option("--sampler", type=click.Choice(["tpe", "gp", "random", "grid"]), default="tpe", show_default=True)
-@click.option("--seed", type=int, default=None)
+@click.option("--sampler", type=click.Choice(["tpe", "gp", "random", "grid"]), default="tpe", show_default=True,
+              help="Optuna sampler; grid tries every configuration once.")
+@click.option("--seed", type=int, default=None, help="Seed for a reproducible search.")
 @click.option("--trials", "n_trials", type=int, default=None, help="Study-wide number of trials.")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Stop asking for trials after this many seconds.")
 @click.option("--trial-timeout", "trial_timeout_s", type=float, default=None,
               help="Seconds per engine call (model load or one measurement) before the worker is killed [default: 600; 1800 for trtllm]")
-@click.option("--objective", type=click.Choice(["throughput", "pareto"]), default="throughput", show_default=True)
-@click.option("--slo-tpot-ms", type=float, default=None)
-@click.option("--slo-ttft-ms", type=float, default=None)
-@click.option("--slo-percentile", type=click.Choice(["50", "90", "99"]), default="90", show_default=True)
+@click.option("--objective", type=click.Choice(["throughput", "pareto"]), default="throughput", show_default=True,
+              help="throughput: most output tokens/s; pareto: also report the throughput/TPOT front.")
+@click.option("--slo-tpot-ms", type=float, default=None, help="Limit on time per output token (ms) at --slo-percentile.")
+@click.option("--slo-ttft-ms", type=float, default=None, help="Limit on time to first token (ms) at --slo-percentile.")
+@click.option("--slo-percentile", type=click.Choice(["50", "90", "99"]), default="90", show_default=True,
+              help="Percentile of the requests the SLOs apply to.")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: built-in).")
-@click.option("--engine", type=click.Choice(["embedded", "trtllm"]), default="embedded", show_default=True)
+@engine_option
 @json_option
 def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_sizes, sampler, seed, n_trials, timeout_s,
                  trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload, engine, as_json) -> None:
