@@ -120,8 +120,9 @@ def trtllm_models(
 ) -> StudyModels:
     """The Hugging Face folders of a TensorRT-LLM study, after the pairing preflight (module doc).
 
-    ``batch_sizes``: the smallest batch the study may run (a draft that does not fit even there is
-    left out); ``seq_len``: tokens per sequence, an upper bound (prompt bytes + max_tokens)."""
+    ``batch_sizes``: those the preflight checks (only a draft that does not fit even at the smallest
+    is left out; larger batches that do not fit are the memory plan's to skip); ``seq_len``: tokens
+    per sequence, an upper bound (prompt bytes + max_tokens)."""
     folders = list(drafts) if want_drafts else []
     report = preflight(target, folders, engine="trtllm", hardware=hardware, batch_sizes=batch_sizes,
                        seq_len=seq_len, depths=tuple(range(1, max_depth + 1)), methods=methods)
