@@ -131,10 +131,8 @@ class EngineWorker:
                 except (OSError, ValueError):
                     pass
                 process.join(STOP_GRACE_S)
-            if process.is_alive():
-                _kill_group(process)
-                process.join()
-            _kill_group(process)  # what the child started and left running
+            _kill_group(process)  # the child if it did not close in time, and whatever it started
+            process.join()
             conn.close()
         if self._log_path is not None:
             self._log_path.unlink(missing_ok=True)
