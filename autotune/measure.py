@@ -114,13 +114,6 @@ def measure_configuration(
     config = EngineConfig(method, depth, None if draft is None else str(draft))
     config.validate()
     validate_run_options(batch_size, temperature)
-    if engine is None or isinstance(engine, str):
-        engine = _named_engine(engine or "embedded", target, device)
-        try:
-            return measure_configuration(method, depth, batch_size, draft, workload, temperature, verify, device, seed,
-                                         target, engine)
-        finally:
-            engine.close()
     loaded_workload = load_workload(workload)
     if verify:
         sampled = temperature > 0 if temperature is not None else any(r.temperature > 0 for r in loaded_workload.requests)
@@ -129,17 +122,27 @@ def measure_configuration(
                 "verify compares greedy outputs token for token, but this run samples (temperature > 0); "
                 "pass temperature 0"
             )
+    if engine is not None and not isinstance(engine, str):
+        return _measure(engine, config, loaded_workload, batch_size, temperature, seed, verify)
+    named = _named_engine(engine or "embedded", target, device)
+    try:
+        return _measure(named, config, loaded_workload, batch_size, temperature, seed, verify)
+    finally:
+        named.close()  # ours to release: a TensorRT-LLM engine holds a worker process
 
+
+def _measure(engine: Engine, config: EngineConfig, workload: Workload, batch_size: int, temperature: float | None,
+             seed: int, verify: bool) -> MeasureReport:
     engine.load(config)
-    measurement = engine.measure(loaded_workload, batch_size, temperature, seed)
+    measurement = engine.measure(workload, batch_size, temperature, seed)
     if not verify:
         return MeasureReport(config, measurement)
 
     engine.load(EngineConfig("none"))
-    baseline = engine.measure(loaded_workload, batch_size, temperature, seed)
+    baseline = engine.measure(workload, batch_size, temperature, seed)
     divergence = first_divergence(baseline.outputs or [], measurement.outputs or [])
     if divergence is not None and divergence.expected is not None and divergence.got is not None:
-        divergence = _with_margin(engine, loaded_workload, baseline, divergence)
+        divergence = _with_margin(engine, workload, baseline, divergence)
     return MeasureReport(config, measurement, baseline, divergence is None, divergence)
 
 

@@ -36,16 +36,16 @@ class TuneOptions:
     ``engine``: ``embedded`` (model files) or ``trtllm`` (Hugging Face model folders, a CUDA GPU and
     TensorRT-LLM installed). ``target``: model file, None for the built-in target (a folder, and
     required, for trtllm). ``drafts``: draft candidates for method draft (``"builtin"`` or model
-    files; folders for trtllm, where ``"builtin"`` means none). ``methods``: None for every method the target supports
-    (none, the baseline, is always included). ``batch_sizes``: None for the hardware-aware default
-    (see :mod:`autotune.search.memory`). ``n_trials``: the study-wide number of trials (baselines
-    included; shared by every worker of a distributed study; None: ``DEFAULT_N_TRIALS``, or every
-    point for the grid sampler). ``timeout_s``: stop asking for new trials after this long.
-    ``trial_timeout_s``: limit for each engine call (model load, one measurement); the worker is
-    killed past it (None: 600 s, 1800 s for trtllm). ``hardware``: a probed profile, None to probe quickly now. ``workload``: JSONL
-    path, None for the built-in workload. ``heartbeat_interval_s``: how often a running trial says
-    it is alive; one silent for ``grace_period_s`` (default 2 x interval) is failed and retried up
-    to ``max_retry`` times.
+    files; folders for trtllm, where ``"builtin"`` means none). ``methods``: None for every method
+    the target supports (none, the baseline, is always included). ``batch_sizes``: None for the
+    hardware-aware default (see :mod:`autotune.search.memory`). ``n_trials``: the study-wide number
+    of trials (baselines included; shared by every worker of a distributed study; None:
+    ``DEFAULT_N_TRIALS``, or every point for the grid sampler). ``timeout_s``: stop asking for new
+    trials after this long. ``trial_timeout_s``: limit for each engine call (model load, one
+    measurement); the worker is killed past it (None: 600 s, 1800 s for trtllm). ``hardware``: a
+    probed profile, None to probe quickly now. ``workload``: JSONL path, None for the built-in
+    workload. ``heartbeat_interval_s``: how often a running trial says it is alive; one silent for
+    ``grace_period_s`` (default 2 x interval) is failed and retried up to ``max_retry`` times.
     """
 
     db_url: str | None = None
