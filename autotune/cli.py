@@ -227,6 +227,27 @@ engine_option = click.option(
 )
 
 
+def protocol_options(fn: Callable) -> Callable:
+    """--precision, --min-repetitions, --max-repetitions, --max-seconds: how hard to measure."""
+    from autotune.engines.protocol import (
+        DEFAULT_MAX_REPETITIONS, DEFAULT_MAX_SECONDS, DEFAULT_MIN_REPETITIONS, DEFAULT_PRECISION,
+    )
+
+    options = [
+        click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
+                     help="Target relative half-width of the 95 % intervals (0.05 = ±5 %)."),
+        click.option("--min-repetitions", type=int, default=DEFAULT_MIN_REPETITIONS, show_default=True,
+                     help="Rounds always measured (each round: every configuration once, the baseline included)."),
+        click.option("--max-repetitions", type=int, default=DEFAULT_MAX_REPETITIONS, show_default=True,
+                     help="Stop after this many kept rounds even if the precision is not reached."),
+        click.option("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS, show_default=True,
+                     help="Start no new round after this many seconds."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 @command(cli, "measure", uses_db=False)
 @click.option("--method", type=click.Choice(["none", "mtp", "draft", "ngram"]), default="draft", show_default=True)
 @click.option("--depth", type=int, default=None, help="Draft tokens per step (default 4 for speculative methods, 0 for none).")
@@ -237,17 +258,21 @@ engine_option = click.option(
               help="Target model file (default: the built-in target); a Hugging Face folder with --engine trtllm.")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: the built-in one).")
 @click.option("--temperature", type=float, default=None, help="Override the requests' temperature (0 = greedy).")
-@click.option("--verify", is_flag=True, help="Also run the baseline and compare outputs token for token.")
+@click.option("--verify", is_flag=True, help="Also compare the outputs with the baseline's, token for token.")
 @click.option("--device", default="cpu", show_default=True, help="torch device of the embedded engine: cpu, cuda, cuda:1 ...")
 @click.option("--seed", type=int, default=0, show_default=True)
+@protocol_options
 @engine_option
 @json_option
-def measure_command(method, depth, batch_size, draft, target, workload, temperature, verify, device, seed, engine,
-                    as_json) -> None:
+def measure_command(method, depth, batch_size, draft, target, workload, temperature, verify, device, seed, precision,
+                    min_repetitions, max_repetitions, max_seconds, engine, as_json) -> None:
     """Run one configuration and report it (the embedded engine by default, or TensorRT-LLM).
 
     Real speculative decoding: output tokens/s, TTFT/TPOT percentiles, acceptance (counted),
     peak memory. With no options: the built-in target and draft at depth 4 on the built-in workload.
+    The configuration and the baseline (no speculation, same batch size) run in alternating rounds
+    after a warm-up, until every 95 % interval is within --precision (or a cap is hit): each figure
+    is a mean with its interval, the speedup a paired ratio with its own.
 
     \b
     Examples:
@@ -256,11 +281,14 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
       autotune measure --method ngram --depth 4 --workload my.jsonl --json
       autotune measure --engine trtllm --target ./DeepSeek-V3 --method mtp --depth 3 --batch-size 8
     """
+    from autotune.engines.protocol import ProtocolOptions
     from autotune.measure import measure_configuration
 
-    report = measure_configuration(method=method, depth=depth, batch_size=batch_size, draft=draft, workload=workload,
-                                   temperature=temperature, verify=verify, device=device, seed=seed, target=target,
-                                   engine=engine)
+    protocol = ProtocolOptions(precision, min_repetitions, max_repetitions, max_seconds)
+    with render.status_spinner(enabled=not as_json) as progress:
+        report = measure_configuration(method=method, depth=depth, batch_size=batch_size, draft=draft,
+                                       workload=workload, temperature=temperature, verify=verify, device=device,
+                                       seed=seed, target=target, engine=engine, protocol=protocol, progress=progress)
     emit(report, as_json, render.print_measure)
 
 

@@ -1,0 +1,382 @@
+"""The measurement protocol every engine's figures go through: warm-up, repeated paired rounds,
+plausibility checks, a stopping rule, and racing.
+
+Given an :class:`~autotune.engines.base.Engine` (embedded, TensorRT-LLM, or any later one: only
+``load`` and ``measure`` are used), some configurations and a batch size:
+
+1. **Warm-up** (excluded from every figure): each configuration decodes one batch of the
+   workload's first requests once (GuideLLM drops its warm-up; Perf Analyzer discards the first
+   window).
+2. **Rounds.** Each round measures every active configuration once over the whole workload, the
+   baseline (no speculation at the same batch size) included, in alternating order (A B C, then
+   C B A: a linear drift of the machine cancels out of the pairs). A speedup is the geometric mean
+   of the per-round ratios with its paired interval
+   (:func:`~autotune.analysis.intervals.paired_ratio_interval`), never a ratio to a baseline from
+   another moment.
+3. **Faults.** A round is measured again, not kept, when one of its passes was disturbed (other
+   processes kept part of the machine busy, see :mod:`autotune.engines.noise`) or a ratio is above
+   what its acceptance allows (:mod:`autotune.analysis.plausibility`). After ``max_repetitions``
+   discarded rounds, disturbed rounds are kept and the result is marked noisy (a machine that is
+   never quiet still gets an answer, labelled as such); implausible rounds are never kept.
+4. **Stopping.** After ``min_repetitions`` kept rounds, stop when every active configuration's
+   tokens/s interval (and speedup interval) has a relative half-width within ``precision``
+   (AIPerf's multi-run confidence; vLLM's sweep defaults to 3 runs), or when ``max_repetitions``
+   rounds or ``max_seconds`` are reached: the result then says which cap it hit.
+5. **Racing** (optional, used by the tuner's confirmation phase): after ``min_repetitions``, a
+   configuration whose paired ratio to the current leader is below 1 at 95 % is dropped; its
+   figures so far are kept and marked ``dropped``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from autotune.analysis.intervals import Estimate, mean_interval, paired_ratio_interval
+from autotune.analysis.plausibility import implausible_speedup
+from autotune.engines import noise
+from autotune.engines.base import Engine, EngineConfig, Measurement
+from autotune.errors import ConfigurationError, EngineError
+from autotune.workload import Workload
+
+BASELINE = EngineConfig("none")
+DEFAULT_PRECISION = 0.05
+DEFAULT_MIN_REPETITIONS = 3
+DEFAULT_MAX_REPETITIONS = 10
+DEFAULT_MAX_SECONDS = 180.0
+# Figures that get an interval (each pass reports them; the speedup is added for paired configurations).
+ESTIMATED = (
+    "tokens_per_s", "requests_per_s", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99",
+    "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99", "acceptance_rate", "acceptance_length",
+)
+CAPS = ("repetitions", "time")
+
+
+@dataclass(frozen=True)
+class ProtocolOptions:
+    """How hard to measure: ``precision`` is the target relative half-width of the 95 % intervals
+    (0.05 = ±5 %); at least ``min_repetitions`` and at most ``max_repetitions`` kept rounds, and no
+    new round after ``max_seconds``; ``race`` drops configurations clearly slower than the leader."""
+
+    precision: float = DEFAULT_PRECISION
+    min_repetitions: int = DEFAULT_MIN_REPETITIONS
+    max_repetitions: int = DEFAULT_MAX_REPETITIONS
+    max_seconds: float = DEFAULT_MAX_SECONDS
+    race: bool = False
+
+    def validate(self) -> None:
+        """ConfigurationError naming the first option out of range."""
+        if not _number(self.precision) or not 0 < self.precision < 1:
+            raise ConfigurationError(f"precision must be a fraction in (0, 1), e.g. 0.05 for ±5 %, got {self.precision!r}")
+        for name in ("min_repetitions", "max_repetitions"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigurationError(f"{name.replace('_', ' ')} must be an integer >= 1, got {value!r}")
+        if self.max_repetitions < self.min_repetitions:
+            raise ConfigurationError(
+                f"max repetitions ({self.max_repetitions}) is below min repetitions ({self.min_repetitions})"
+            )
+        if not _number(self.max_seconds) or not math.isfinite(self.max_seconds) or self.max_seconds <= 0:
+            raise ConfigurationError(f"max seconds must be a number > 0, got {self.max_seconds!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"precision": self.precision, "min_repetitions": self.min_repetitions,
+                "max_repetitions": self.max_repetitions, "max_seconds": self.max_seconds, "race": self.race}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass
+class RepeatedMeasurement:
+    """One configuration's figures over the kept rounds.
+
+    ``measurement``: the first kept pass with its timing figures replaced by their means over the
+    kept passes (so code that reads a Measurement reads central values); ``estimates``: the
+    figures of ESTIMATED with intervals, plus ``speedup`` (paired, over the baseline) for a
+    speculative configuration measured with one; ``samples``: tokens/s per kept round, and
+    ``rounds`` their round numbers (aligned, so two configurations compare pass for pass);
+    ``noise``: :func:`autotune.engines.noise.summarize` of its passes.
+    """
+
+    config: EngineConfig
+    batch_size: int
+    measurement: Measurement
+    estimates: dict[str, Estimate]
+    samples: list[float]
+    rounds: list[int]
+    noise: dict[str, Any]
+    capped: str | None = None
+    dropped: bool = False
+    noisy: bool = False
+
+    @property
+    def repetitions(self) -> int:
+        return len(self.samples)
+
+    @property
+    def tokens_per_s(self) -> Estimate:
+        return self.estimates["tokens_per_s"]
+
+    @property
+    def speedup(self) -> Estimate | None:
+        return self.estimates.get("speedup")
+
+    def to_dict(self, include_outputs: bool = False) -> dict[str, Any]:
+        return {
+            "config": {"method": self.config.method, "depth": self.config.depth, "draft": self.config.draft},
+            "batch_size": self.batch_size,
+            "measurement": self.measurement.to_dict(include_outputs),
+            "estimates": {name: estimate.to_dict() for name, estimate in self.estimates.items()},
+            "repetitions": self.repetitions,
+            "samples": list(self.samples),
+            "rounds": list(self.rounds),
+            "noise": dict(self.noise),
+            "capped": self.capped,
+            "dropped": self.dropped,
+            "noisy": self.noisy,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RepeatedMeasurement:
+        return cls(
+            config=EngineConfig(**data["config"]), batch_size=data["batch_size"],
+            measurement=Measurement.from_dict(data["measurement"]),
+            estimates={name: Estimate.from_dict(value) for name, value in data["estimates"].items()},
+            samples=list(data["samples"]), rounds=list(data["rounds"]), noise=dict(data["noise"]),
+            capped=data.get("capped"), dropped=bool(data.get("dropped")), noisy=bool(data.get("noisy")),
+        )
+
+
+@dataclass
+class ProtocolResult:
+    """Every configuration of one protocol run (the baseline first, when measured)."""
+
+    batch_size: int
+    measurements: list[RepeatedMeasurement]
+    rounds_kept: int
+    rounds_discarded: int
+    elapsed_s: float
+    capped: str | None
+    faults: list[str] = field(default_factory=list)
+    options: ProtocolOptions = field(default_factory=ProtocolOptions)
+
+    def of(self, config: EngineConfig) -> RepeatedMeasurement:
+        return next(m for m in self.measurements if m.config == config)
+
+    @property
+    def baseline(self) -> RepeatedMeasurement | None:
+        return next((m for m in self.measurements if m.config == BASELINE), None)
+
+    def compare(self, a: EngineConfig, b: EngineConfig) -> Estimate:
+        """Paired tokens/s ratio a / b over the rounds both were measured in."""
+        return compare_samples(self.of(a), self.of(b))
+
+    def to_dict(self, include_outputs: bool = False) -> dict[str, Any]:
+        return {
+            "batch_size": self.batch_size,
+            "measurements": [m.to_dict(include_outputs) for m in self.measurements],
+            "rounds_kept": self.rounds_kept,
+            "rounds_discarded": self.rounds_discarded,
+            "elapsed_s": self.elapsed_s,
+            "capped": self.capped,
+            "faults": list(self.faults),
+            "options": self.options.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProtocolResult:
+        return cls(
+            batch_size=data["batch_size"],
+            measurements=[RepeatedMeasurement.from_dict(m) for m in data["measurements"]],
+            rounds_kept=data["rounds_kept"], rounds_discarded=data["rounds_discarded"], elapsed_s=data["elapsed_s"],
+            capped=data.get("capped"), faults=list(data.get("faults", [])),
+            options=ProtocolOptions(**data.get("options", {})),
+        )
+
+
+def compare_samples(a: RepeatedMeasurement, b: RepeatedMeasurement) -> Estimate:
+    """Paired ratio of a's tokens/s over b's, over the rounds both kept."""
+    b_by_round = dict(zip(b.rounds, b.samples))
+    pairs = [(value, b_by_round[r]) for r, value in zip(a.rounds, a.samples) if r in b_by_round]
+    if not pairs:
+        raise ValueError(f"{a.config.label()} and {b.config.label()} share no round")
+    return paired_ratio_interval([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+@dataclass
+class _Pass:
+    measurement: Measurement
+    load: noise.BackgroundLoad
+
+
+@dataclass
+class _Track:
+    """The kept passes of one configuration while the protocol runs."""
+
+    config: EngineConfig
+    passes: list[_Pass] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    dropped: bool = False
+
+    @property
+    def samples(self) -> list[float]:
+        return [p.measurement.tokens_per_s for p in self.passes]
+
+
+def measure_repeatedly(
+    engine: Engine,
+    configs: Sequence[EngineConfig],
+    workload: Workload,
+    batch_size: int,
+    temperature: float | None = None,
+    seed: int = 0,
+    options: ProtocolOptions | None = None,
+    baseline: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> ProtocolResult:
+    """Run the protocol (see the module doc) for ``configs`` at ``batch_size``; with ``baseline``
+    the no-speculation configuration is measured in the same rounds and every speculative
+    configuration gets a paired speedup."""
+    options = options or ProtocolOptions()
+    options.validate()
+    ordered = list(dict.fromkeys(([BASELINE] if baseline else []) + list(configs)))
+    if not ordered:
+        raise ConfigurationError("nothing to measure: give at least one configuration")
+    report = progress or (lambda _text: None)
+    started = time.monotonic()
+    tracks = [_Track(config) for config in ordered]
+    _warm_up(engine, ordered, workload, batch_size, temperature, seed)
+    faults: list[str] = []
+    discarded = 0
+    round_number = 0
+    capped: str | None = None
+    while True:
+        active = [t for t in tracks if not t.dropped]
+        order = active if round_number % 2 == 0 else active[::-1]
+        passes = {}
+        for track in order:
+            report(f"round {round_number + 1}: {track.config.label()} at batch size {batch_size}")
+            passes[track.config] = _measure_pass(engine, track.config, workload, batch_size, temperature, seed)
+        fault = _round_fault(passes, baseline, allow_disturbed=discarded >= options.max_repetitions)
+        if fault is None:
+            for track in active:
+                track.passes.append(passes[track.config])
+                track.rounds.append(round_number)
+        else:
+            discarded += 1
+            faults.append(f"round {round_number + 1}: {fault}")
+        round_number += 1
+        kept = len(tracks[0].rounds)
+        elapsed = time.monotonic() - started
+        if kept >= options.min_repetitions:
+            if options.race:
+                _race(tracks)
+            if all(_precise(t, tracks[0] if baseline else None, options.precision) for t in tracks if not t.dropped):
+                break
+        if kept >= options.max_repetitions:
+            capped = "repetitions"
+            break
+        if elapsed >= options.max_seconds and kept >= 1:
+            capped = "time"
+            break
+        if discarded >= 2 * options.max_repetitions:  # implausible again and again: give up, say why
+            raise EngineFault(f"no plausible round in {discarded} tries at batch size {batch_size}: {faults[-1]}")
+    base_track = tracks[0] if baseline else None
+    measurements = [_summarize(t, base_track, batch_size, capped if not t.dropped else None) for t in tracks]
+    return ProtocolResult(batch_size, measurements, len(tracks[0].rounds), discarded, time.monotonic() - started,
+                          capped, faults, options)
+
+
+class EngineFault(EngineError):
+    """The protocol could not get a plausible measurement (the machine kept disturbing it)."""
+
+
+def _warm_up(engine: Engine, configs: list[EngineConfig], workload: Workload, batch_size: int,
+             temperature: float | None, seed: int) -> None:
+    """One batch of the first requests per configuration, not timed (loads models, fills caches)."""
+    first = Workload(workload.name, workload.requests[:batch_size], workload.version)
+    for config in configs:
+        engine.load(config)
+        engine.measure(first, batch_size, temperature, seed)
+
+
+def _measure_pass(engine: Engine, config: EngineConfig, workload: Workload, batch_size: int,
+                  temperature: float | None, seed: int) -> _Pass:
+    engine.load(config)
+    before = noise.snapshot()
+    measurement = engine.measure(workload, batch_size, temperature, seed)
+    return _Pass(measurement, noise.between(before, noise.snapshot()))
+
+
+def _round_fault(passes: dict[EngineConfig, _Pass], baseline: bool, allow_disturbed: bool) -> str | None:
+    """Why this round cannot be kept, or None."""
+    if not allow_disturbed:
+        for config, one in passes.items():
+            if one.load.disturbed:
+                cores = one.load.other_cpu_cores
+                busy = f"other processes kept {cores:.2f} cores busy" if cores is not None else "CPU steal"
+                return f"{config.label()} pass disturbed ({busy})"
+    if baseline:
+        base = passes[BASELINE].measurement.tokens_per_s
+        for config, one in passes.items():
+            if config == BASELINE:
+                continue
+            reason = implausible_speedup(one.measurement.tokens_per_s / base, one.measurement.acceptance_length,
+                                         config.depth)
+            if reason is not None:
+                return f"{config.label()}: {reason}"
+    return None
+
+
+def _race(tracks: list[_Track]) -> None:
+    """Drop the configurations whose paired ratio to the leader is below 1 at 95 %; the baseline
+    (the first track when measured) and the leader stay."""
+    active = [t for t in tracks if not t.dropped]
+    leader = max(active, key=lambda t: mean_interval(t.samples).value)
+    for track in active:
+        if track is leader or track.config == BASELINE:
+            continue
+        ratio = paired_ratio_interval(*_aligned(track, leader))
+        if ratio.high is not None and ratio.high < 1:
+            track.dropped = True
+
+
+def _aligned(a: _Track, b: _Track) -> tuple[list[float], list[float]]:
+    b_by_round = dict(zip(b.rounds, b.samples))
+    pairs = [(value, b_by_round[r]) for r, value in zip(a.rounds, a.samples) if r in b_by_round]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def _precise(track: _Track, base: _Track | None, precision: float) -> bool:
+    width = mean_interval(track.samples).relative_half_width
+    if width is None or width > precision:
+        return False
+    if base is None or track is base:
+        return True
+    speedup = paired_ratio_interval(*_aligned(track, base)).relative_half_width
+    return speedup is not None and speedup <= precision
+
+
+def _summarize(track: _Track, base: _Track | None, batch_size: int, capped: str | None) -> RepeatedMeasurement:
+    measurements = [p.measurement for p in track.passes]
+    estimates: dict[str, Estimate] = {}
+    for name in ESTIMATED:
+        values = [getattr(m, name) for m in measurements]
+        if values and all(v is not None for v in values):
+            estimates[name] = mean_interval(values)
+    if base is not None and track is not base:
+        estimates["speedup"] = paired_ratio_interval(*_aligned(track, base))
+    central = {name: estimate.value for name, estimate in estimates.items() if name != "speedup"}
+    wall = mean_interval([m.wall_time_s for m in measurements]).value
+    measurement = replace(measurements[0], wall_time_s=wall, **central)
+    loads = [p.load for p in track.passes]
+    return RepeatedMeasurement(
+        config=track.config, batch_size=batch_size, measurement=measurement, estimates=estimates,
+        samples=track.samples, rounds=list(track.rounds), noise=noise.summarize(loads), capped=capped,
+        dropped=track.dropped, noisy=any(load.disturbed for load in loads),
+    )
