@@ -21,7 +21,8 @@ Given an :class:`~autotune.engines.base.Engine` (embedded, TensorRT-LLM, or any 
 4. **Stopping.** After ``min_repetitions`` kept rounds, stop when every active configuration's
    tokens/s interval (and speedup interval) has a relative half-width within ``precision``
    (AIPerf's multi-run confidence; vLLM's sweep defaults to 3 runs), or when ``max_repetitions``
-   rounds or ``max_seconds`` are reached: the result then says which cap it hit.
+   rounds or ``max_seconds`` (checked once ``min_repetitions`` are kept) are reached: the result
+   then says which cap it hit.
 5. **Racing** (optional, used by the tuner's confirmation phase): after ``min_repetitions``, a
    configuration whose paired ratio to the current leader is below 1 at 95 % is dropped; its
    figures so far are kept and marked ``dropped``.
@@ -281,7 +282,7 @@ def measure_repeatedly(
         if kept >= options.max_repetitions:
             capped = "repetitions"
             break
-        if elapsed >= options.max_seconds and kept >= 1:
+        if elapsed >= options.max_seconds and kept >= options.min_repetitions:
             capped = "time"
             break
         if discarded >= 2 * options.max_repetitions:  # implausible again and again: give up, say why

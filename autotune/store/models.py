@@ -154,7 +154,9 @@ class MeasurementRecord(Base):
 
     __tablename__ = "autotune_measurements"
     __table_args__ = (
-        UniqueConstraint("study_id", "trial_number", name="uq_autotune_measurements_trial"),
+        # A trial number is unique within its phase: screening rows carry Optuna's trial numbers,
+        # confirmation rows their own sequence (migration 0004).
+        UniqueConstraint("study_id", "phase", "trial_number", name="uq_autotune_measurements_trial"),
         # The lookups issue 5's `profiles best` needs: by study and configuration.
         Index("ix_autotune_measurements_config", "study_id", "method", "batch_size", "depth"),
         # `profiles best`: a study's complete trials in throughput order, batch size and TPOT
@@ -192,7 +194,13 @@ class MeasurementRecord(Base):
     accepted_tokens: Mapped[int | None] = mapped_column(BigInteger)
     peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
     wall_time_s: Mapped[float | None] = mapped_column(Float)
-    speedup: Mapped[float | None] = mapped_column(Float)  # vs. the baseline at the same batch size
+    # Paired with the baseline measured in the same rounds; None for a screening trial (one pass).
+    speedup: Mapped[float | None] = mapped_column(Float)
+    # screening (one pass per Optuna trial) | confirmation (the full protocol, see engines/protocol.py)
+    phase: Mapped[str] = mapped_column(String(16), default="screening", server_default="screening")
+    repetitions: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # rows before 0004: 1
+    # {"tokens_per_s": {"value", "low", "high", "n", "confidence"}, "speedup": {...}, ...}; None: one pass
+    intervals: Mapped[dict[str, Any] | None] = mapped_column()
     extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
@@ -226,6 +234,8 @@ class DeploymentProfileRecord(Base):
     tokens_per_s: Mapped[float | None] = mapped_column(Float)
     tpot_ms_p50: Mapped[float | None] = mapped_column(Float)
     speedup: Mapped[float | None] = mapped_column(Float)
+    repetitions: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    intervals: Mapped[dict[str, Any] | None] = mapped_column()  # as MeasurementRecord.intervals
     # [{"batch_size", "method", "depth", "tokens_per_s", "speedup"}...]
     per_batch_size: Mapped[list[Any]] = mapped_column(default=list)
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)

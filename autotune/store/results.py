@@ -2,9 +2,9 @@
 artifacts they used, and the deployment profile each study recommends.
 
 Plain values in, plain dataclasses out (:class:`TrialRow`, :class:`StudySummary`): no engine,
-Optuna or torch types. Speedups are kept consistent here: a trial's speedup is its tokens/s over
-the study's baseline (method none, the earliest complete one) at the same batch size, filled in
-as soon as both are stored, whichever finishes first.
+Optuna or torch types. A trial's speedup is stored as measured: paired with the baseline in the
+same rounds (confirmation rows), never computed here against a baseline from another moment, so a
+screening trial (one pass) has none.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from autotune.analysis.intervals import Estimate
 from autotune.errors import ConfigurationError
 from autotune.store.models import (
     DeploymentProfileRecord,
@@ -28,6 +29,7 @@ from autotune.store.models import (
 )
 
 TRIAL_STATES = ("complete", "failed", "infeasible")
+PHASES = ("screening", "confirmation")
 STUDY_STATUSES = ("running", "complete", "interrupted")
 BASELINE_METHOD = "none"
 # Measurement fields that have columns of their own; the other fields go to extra["measurement"].
@@ -61,8 +63,24 @@ class TrialFigures:
     peak_memory_bytes: int | None = None
     wall_time_s: float | None = None
     speedup: float | None = None
+    phase: str = "screening"
+    repetitions: int = 1
+    intervals: dict[str, Any] = field(default_factory=dict)  # figure name -> Estimate.to_dict()
     extra: dict[str, Any] = field(default_factory=dict)
     created_at: dt.datetime | None = None
+
+    def estimate(self, name: str) -> Estimate | None:
+        """The figure ``name`` with its interval; a figure stored without one reads as a single
+        run (n = 1); None when it was not measured."""
+        if name in self.intervals:
+            return Estimate.from_dict(self.intervals[name])
+        value = getattr(self, name, None)
+        return None if value is None else Estimate.single(value)
+
+    @property
+    def confirmed(self) -> bool:
+        """Measured with the full protocol (repeated, paired), not a screening pass."""
+        return self.phase == "confirmation"
 
 
 Figures = TypeVar("Figures", bound=TrialFigures)
@@ -221,10 +239,18 @@ def record_trial(
     reason: str | None = None,
     measurement: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    phase: str = "screening",
+    repetitions: int = 1,
+    intervals: Mapping[str, Any] | None = None,
+    speedup: float | None = None,
 ) -> MeasurementRecord:
-    """Store one finished trial; ``measurement`` is a Measurement.to_dict() for a complete one."""
+    """Store one finished trial; ``measurement`` is a Measurement.to_dict() (central values, for a
+    repeated one) for a complete one; ``intervals`` the figures' Estimate dicts and ``speedup`` the
+    paired speedup, where measured."""
     if state not in TRIAL_STATES:
         raise ValueError(f"unknown trial state {state!r}")
+    if phase not in PHASES:
+        raise ValueError(f"unknown phase {phase!r}")
     if (state == "complete") != (measurement is not None):
         raise ValueError("a complete trial needs its measurement, and only a complete one has one")
     figures = {name: measurement[name] for name in FIGURE_COLUMNS} if measurement else {}
@@ -236,41 +262,19 @@ def record_trial(
         }
     record = MeasurementRecord(
         study_id=study_id, trial_number=trial_number, method=method, draft_model_id=draft_model_id, depth=depth,
-        batch_size=batch_size, state=state, reason=reason, extra=details, **figures,
+        batch_size=batch_size, state=state, reason=reason, extra=details, phase=phase, repetitions=repetitions,
+        intervals=dict(intervals) if intervals else None, speedup=speedup, **figures,
     )
     session.add(record)
     session.flush()
-    if state == "complete":
-        _fill_speedups(session, study_id, batch_size)
     return record
 
 
-def _fill_speedups(session: Session, study_id: int, batch_size: int) -> None:
-    """Set the speedup of every complete row at ``batch_size`` once its baseline is stored."""
-    same_batch = (
-        (MeasurementRecord.study_id == study_id)
-        & (MeasurementRecord.batch_size == batch_size)
-        & (MeasurementRecord.state == "complete")
-    )
-    baseline = session.scalar(
-        select(MeasurementRecord.tokens_per_s)
-        .where(same_batch & (MeasurementRecord.method == BASELINE_METHOD))
-        .order_by(MeasurementRecord.id)
-        .limit(1)
-    )
-    if not baseline:
-        return
-    session.execute(
-        update(MeasurementRecord)
-        .where(same_batch & MeasurementRecord.speedup.is_(None))
-        .values(speedup=MeasurementRecord.tokens_per_s / baseline)
-    )
-
-
 def study_rows(session: Session, study_id: int) -> list[TrialRow]:
-    """Every stored trial of a study, in trial order."""
+    """Every stored trial of a study: the screening trials in trial order, then the confirmation rows."""
     records = session.scalars(
-        select(MeasurementRecord).where(MeasurementRecord.study_id == study_id).order_by(MeasurementRecord.trial_number)
+        select(MeasurementRecord).where(MeasurementRecord.study_id == study_id)
+        .order_by(MeasurementRecord.phase.desc(), MeasurementRecord.trial_number)
     )
     return [_row(record) for record in records]
 
@@ -282,7 +286,8 @@ def _row(record: MeasurementRecord) -> TrialRow:
         trial_number=record.trial_number, method=record.method, draft=draft, depth=record.depth,
         batch_size=record.batch_size, state=record.state, reason=record.reason,
         **{name: getattr(record, name) for name in FIGURE_COLUMNS},
-        speedup=record.speedup, measurement_id=record.id, extra=extra, created_at=record.created_at,
+        speedup=record.speedup, phase=record.phase, repetitions=record.repetitions, intervals=dict(record.intervals or {}),
+        measurement_id=record.id, extra=extra, created_at=record.created_at,
     )
 
 
@@ -303,6 +308,8 @@ def save_profile(
     speedup: float | None,
     per_batch_size: list[dict[str, Any]],
     details: Mapping[str, Any],
+    repetitions: int = 1,
+    intervals: Mapping[str, Any] | None = None,
 ) -> DeploymentProfileRecord:
     """Store the study's recommendation, replacing the previous one (one profile per study)."""
     record = study_profile(session, study.id)
@@ -320,6 +327,8 @@ def save_profile(
     record.tokens_per_s = tokens_per_s
     record.tpot_ms_p50 = tpot_ms_p50
     record.speedup = speedup
+    record.repetitions = repetitions
+    record.intervals = dict(intervals) if intervals else None
     record.per_batch_size = per_batch_size
     record.details = dict(details)
     record.created_at = utcnow()
