@@ -25,7 +25,7 @@ from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementI
 from autotune.profiles.errors import ProfileNotFoundError
 from autotune.profiles.files import write_atomic
 from autotune.store import open_database, profile_queries
-from autotune.store.results import pareto_front
+from autotune.analysis.decision import pareto_front
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -19,6 +19,11 @@ def include_name(name, type_, _parent_names):  # noqa: ANN001 - alembic hook sig
 def run_migrations_online() -> None:
     engine = config.attributes.get("engine") or create_engine(config.get_main_option("sqlalchemy.url"))
     with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # Batch mode rebuilds a table (copy, drop, rename); with foreign keys on, the drop would
+            # fire ON DELETE actions (profiles losing their trial). Off for the migration, checked after.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
         context.configure(
             connection=connection,
             target_metadata=target_metadata,
@@ -31,6 +36,11 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         connection.commit()
+        if sqlite:
+            broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")  # the pooled connection keeps its pragmas
+            if broken:
+                raise RuntimeError(f"migration left rows with dangling foreign keys: {broken[:5]}")
 
 
 if context.is_offline_mode():

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.engines.base import EngineConfig, Measurement
+from autotune.engines.protocol import ProtocolOptions, ProtocolResult, measure_repeatedly
 from autotune.errors import AutotuneError, EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload
 
@@ -116,6 +117,24 @@ class EngineWorker:
         reply = self._call("measure", workload_to_data(workload), batch_size, temperature, seed)
         self._loaded(reply)
         return Measurement.from_dict(reply["measurement"])
+
+    def measure_repeatedly(
+        self, configs: list[EngineConfig], workload: Workload, batch_size: int, temperature: float | None = None,
+        seed: int = 0, options: ProtocolOptions | None = None,
+    ) -> ProtocolResult:
+        """Run the measurement protocol (:func:`autotune.engines.protocol.measure_repeatedly`, the
+        baseline included) for ``configs`` at ``batch_size`` in a fresh child: every configuration
+        is loaded there, so they alternate round by round in one process."""
+        self.stop()
+        self._start()
+        options = options or ProtocolOptions()
+        try:
+            reply = self._call("protocol", [asdict(c) for c in configs], workload_to_data(workload), batch_size,
+                               temperature, seed, options.to_dict())
+            self._loaded(reply)
+        finally:
+            self.stop()  # the next call starts from a clean process too
+        return ProtocolResult.from_dict(reply["result"])
 
     def stop(self, force: bool = False) -> None:
         """Stop the child (asked to close, killed if it does not within a few seconds, or at once
@@ -251,6 +270,11 @@ def _handle(engine: Any, message: tuple) -> dict[str, Any]:
         data, batch_size, temperature, seed = args
         measurement = engine.measure(workload_from_data(data), batch_size, temperature, seed)
         return {"loads": engine.loads, "measurement": measurement.to_dict(include_outputs=True)}
+    if operation == "protocol":
+        configs, data, batch_size, temperature, seed, options = args
+        result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs], workload_from_data(data), batch_size,
+                                    temperature, seed, ProtocolOptions(**options))
+        return {"loads": engine.loads, "result": result.to_dict()}
     raise ValueError(f"unknown worker operation {operation!r}")
 
 

@@ -1,5 +1,5 @@
 """Reading a study's trials: best configuration per batch size, the serving plan derived from it,
-and the MTP-versus-draft verdict (the Pareto front is :func:`autotune.store.results.pareto_front`).
+and the MTP-versus-draft verdict (the Pareto front is :func:`autotune.analysis.decision.pareto_front`).
 Pure functions over profile dataclasses.
 """
 
@@ -10,42 +10,37 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from autotune.analysis import decision
 from autotune.profiles.data import DeploymentProfile, MeasurementInfo
 
 SeriesKey = tuple[str, str | None]  # (method, draft fingerprint): one line in a plot
-
-
-def complete(measurements: Iterable[MeasurementInfo]) -> list[MeasurementInfo]:
-    """Trials that ran to the end and measured a throughput."""
-    return [m for m in measurements if m.complete]
 
 
 def series_key(m: MeasurementInfo) -> SeriesKey:
     return (m.method, m.draft)
 
 
+def complete(measurements: Iterable[MeasurementInfo]) -> list[MeasurementInfo]:
+    """The rows that decide: the latest confirmation run's, or the screening trials without one
+    (:func:`autotune.analysis.decision.deciding_rows`)."""
+    return decision.deciding_rows(measurements)
+
+
 def baselines(measurements: Iterable[MeasurementInfo]) -> dict[int, MeasurementInfo]:
-    """The fastest method-none trial at each batch size (the denominator of every speedup)."""
-    return best_by_batch_size(m for m in measurements if m.method == "none")
+    """The baseline row at each batch size (the denominator of every speedup, paired with it)."""
+    return decision.baselines(measurements)
 
 
 def best_by_batch_size(measurements: Iterable[MeasurementInfo]) -> dict[int, MeasurementInfo]:
-    """The complete trial with the highest tokens/s at each batch size, by ascending batch size."""
-    best: dict[int, MeasurementInfo] = {}
-    for m in complete(measurements):
-        if m.batch_size not in best or m.tokens_per_s > best[m.batch_size].tokens_per_s:
-            best[m.batch_size] = m
-    return dict(sorted(best.items()))
+    """The deciding row with the most tokens/s at each batch size, by ascending batch size."""
+    return decision.best_by_batch_size(complete(measurements))
 
 
-def speedup(m: MeasurementInfo, base: dict[int, MeasurementInfo]) -> float | None:
-    """The stored speedup, else tokens/s over the baseline's at the same batch size."""
-    if m.speedup is not None:
-        return m.speedup
-    reference = base.get(m.batch_size)
-    if reference is None or not reference.tokens_per_s or m.tokens_per_s is None:
-        return None
-    return m.tokens_per_s / reference.tokens_per_s
+def speedup(m: MeasurementInfo, base: dict[int, MeasurementInfo] | None = None) -> float | None:
+    """The stored, paired speedup (the baseline's is 1); None where none was measured: a speedup is
+    never a ratio to a baseline from another moment."""
+    estimate = decision.speedup_estimate(m)
+    return estimate.value if estimate is not None else None
 
 
 # --- the serving plan: what a server should do at each batch size -----------------------------
@@ -64,7 +59,6 @@ def speculation_depths(profile: DeploymentProfile) -> dict[int, int]:
         return {}
     own = [m for m in complete(profile.measurements) if series_key(m) == (profile.method, _fingerprint(profile))]
     own_best = best_by_batch_size(own)
-    base = baselines(profile.measurements)
     depths: dict[int, int] = {}
     rows = {int(r["batch_size"]): r for r in profile.per_batch_size if "batch_size" in r}
     for batch_size in sorted(rows) if rows else sorted(own_best):
@@ -75,7 +69,8 @@ def speculation_depths(profile: DeploymentProfile) -> dict[int, int]:
             depths[batch_size] = 0
         elif batch_size in own_best:
             m = own_best[batch_size]
-            wins = batch_size not in base or m.tokens_per_s > base[batch_size].tokens_per_s
+            gain = decision.speedup_estimate(m)
+            wins = gain is not None and gain.low is not None and gain.low > 1  # clears 1.0x at 95 %
             depths[batch_size] = m.depth if wins else 0
     depths[profile.batch_size] = profile.depth
     return dict(sorted(depths.items()))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autotune.engines.base import BUILTIN_DRAFT, MAX_DEPTH, METHODS
+from autotune.engines.protocol import DEFAULT_MIN_REPETITIONS, DEFAULT_PRECISION, ProtocolOptions
 from autotune.errors import ConfigurationError
 from autotune.search.objective import Objective, Slo
 
@@ -22,6 +23,10 @@ DEFAULT_MAX_DEPTH = 8
 # trials, half of the 100-point default space, keep a plain `autotune tune` at ~3-4 min.
 DEFAULT_N_TRIALS = 48
 DEFAULT_TRIAL_TIMEOUT_S = 600.0
+# The confirmation phase: at most 8 rounds, and no new round after 45 s per batch size once 3 are
+# kept, so a default study's confirmation stays within ~4 min on our CPU (4 batch sizes).
+DEFAULT_CONFIRM_REPETITIONS = 8
+DEFAULT_CONFIRM_SECONDS = 45.0
 # Building a TensorRT-LLM LLM loads the weights, captures CUDA graphs and autotunes kernels: minutes.
 TRTLLM_TRIAL_TIMEOUT_S = 1800.0
 DEFAULT_HEARTBEAT_INTERVAL_S = 20
@@ -46,6 +51,10 @@ class TuneOptions:
     probed profile, None to probe quickly now. ``workload``: JSONL path, None for the built-in
     workload. ``heartbeat_interval_s``: how often a running trial says it is alive; one silent for
     ``grace_period_s`` (default 2 x interval) is failed and retried up to ``max_retry`` times.
+    ``confirm``: end with the confirmation phase (:mod:`autotune.search.confirm`), whose protocol
+    aims at ``precision`` (relative half-width of the 95 % intervals) with at most
+    ``max_repetitions`` rounds and, once 3 are kept, no new round after ``confirm_seconds`` per
+    batch size.
     """
 
     db_url: str | None = None
@@ -68,6 +77,15 @@ class TuneOptions:
     heartbeat_interval_s: int = DEFAULT_HEARTBEAT_INTERVAL_S
     grace_period_s: int | None = None
     max_retry: int = DEFAULT_MAX_RETRY
+    confirm: bool = True
+    precision: float = DEFAULT_PRECISION
+    max_repetitions: int = DEFAULT_CONFIRM_REPETITIONS
+    confirm_seconds: float = DEFAULT_CONFIRM_SECONDS
+
+    @property
+    def protocol(self) -> ProtocolOptions:
+        """How the confirmation phase measures each batch size's finalists."""
+        return ProtocolOptions(self.precision, DEFAULT_MIN_REPETITIONS, self.max_repetitions, self.confirm_seconds)
 
     @property
     def trial_timeout(self) -> float:
@@ -121,6 +139,7 @@ class TuneOptions:
         if self.grace_period_s is not None:
             _require_int("grace period", self.grace_period_s, self.heartbeat_interval_s + 1)
         _require_int("max retry", self.max_retry, 0)
+        self.protocol.validate()
         self.objective_spec.validate()
 
     def _validate_models(self) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from autotune.search.result import (
+from autotune.analysis.decision import (
     BatchSizeBest,
     MethodVerdict,
     ProfileChoice,
     choose_profile,
+    deciding_rows,
     method_verdicts,
     pareto_front,
     per_batch_size,
@@ -43,7 +44,7 @@ class TrialCounts:
 
     @classmethod
     def of(cls, rows: list[TrialRow], repeated: int = 0) -> TrialCounts:
-        states = [row.state for row in rows]
+        states = [row.state for row in rows if row.phase == "screening"]
         return cls(states.count("complete"), states.count("failed"), states.count("infeasible"), repeated)
 
     @property
@@ -53,7 +54,7 @@ class TrialCounts:
 
 @dataclass(frozen=True)
 class StudyAnalysis:
-    """The study's answer computed from its stored trials (see :mod:`autotune.search.result`)."""
+    """The study's answer computed from its stored trials (see :mod:`autotune.analysis.decision`)."""
 
     profile: ProfileChoice | None
     per_batch_size: list[BatchSizeBest]
@@ -67,14 +68,14 @@ class StudyAnalysis:
     def of(
         cls, rows: list[TrialRow], objective: Objective, batch_sizes: list[int], method_names: list[str], repeated: int = 0
     ) -> StudyAnalysis:
-        profile = choose_profile(rows, objective)
+        profile = choose_profile(rows, objective.slo)
         table = per_batch_size(rows, batch_sizes, objective.slo)
         verdict = method_verdicts(rows, method_names)
         return cls(
             profile=profile,
             per_batch_size=table,
             verdict=verdict,
-            pareto_front=pareto_front(rows) if objective.kind == "pareto" else [],
+            pareto_front=pareto_front(deciding_rows(rows))[::-1] if objective.kind == "pareto" else [],
             summary=summary_lines(profile, table, verdict, objective.slo),
             counts=TrialCounts.of(rows, repeated),
             model_loads=sum(int(row.extra.get("model_loads", 0)) for row in rows),
@@ -86,7 +87,7 @@ class StudyAnalysis:
             return None
         row = self.profile.row
         speedup = f", {row.speedup:.2f}x" if row.speedup else ""
-        return f"{row.label} ({row.tokens_per_s:.1f} tokens/s{speedup})"
+        return f"{row.label} ({row.tokens_per_s:.1f} tokens/s{speedup}{'' if row.confirmed else ', one run'})"
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,10 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 from sqlalchemy import select
 
+from autotune.analysis import decision
+from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
-from autotune.search import budget
+from autotune.search import budget, confirm
 from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan, plan_study
 from autotune.search.report import StudyAnalysis, TuneProgress, TuneResult
@@ -139,6 +141,8 @@ class Tuner:
             self._abandon(trial, interrupted=isinstance(exc, KeyboardInterrupt))
             raise
         status = self._settle(spent)
+        if self.options.confirm and budget.all_finished(self.study.get_trials(deepcopy=False)):
+            self._confirm(status)
         return self._result(status, time.monotonic() - started)
 
     # -- one trial --------------------------------------------------------------------------------
@@ -261,6 +265,67 @@ class Tuner:
             results.set_study_status(session, self.study_id, status)
         return status
 
+    # -- confirmation ---------------------------------------------------------------------------------
+
+    def _confirm(self, status: str) -> None:
+        """Re-measure the finalists with the full protocol (:mod:`autotune.search.confirm`) unless
+        the screening trials as they stand were confirmed already, or another worker is at it."""
+        with self.database.session() as session:
+            rows = results.study_rows(session, self.study_id)
+        screened = len(decision.screening_rows(rows))
+        runs = [row.extra.get("confirmation") or {} for row in rows if row.phase == "confirmation"]
+        if not screened or any(run.get("screened") == screened for run in runs):
+            return
+        with named_lock(self.database.engine, self.plan.name), self.database.session() as session:
+            if session.get(StudyRecord, self.study_id).status == "confirming":
+                return
+            results.set_study_status(session, self.study_id, "confirming")
+        try:
+            self._store_confirmation(rows, screened, runs)
+        finally:
+            with self.database.session() as session:
+                results.set_study_status(session, self.study_id, status)
+        self._store_profile()
+
+    def _store_confirmation(self, rows: list[results.TrialRow], screened: int, runs: list[dict]) -> None:
+        chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo)
+        done = budget.finished_count(self.study.get_trials(deepcopy=False))
+
+        def report(text: str) -> None:
+            self.progress(TuneProgress(done, self.plan.n_trials, text, None, None, None))
+
+        def engine_config(candidate: Candidate) -> EngineConfig:
+            return candidate.engine_config(self.plan.draft_engine_args)
+
+        batches = confirm.confirm(self.worker, chosen, engine_config, self.plan.workload, self.options.seed or 0,
+                                  self.options.protocol, report)
+        run = {"run": max((r.get("run", 0) for r in runs), default=0) + 1, "screened": screened}
+        number = max((row.trial_number for row in rows if row.phase == "confirmation"), default=-1) + 1
+        with self.database.session() as session:
+            for batch in batches:
+                extra = {"confirmation": {**run, "batch_size": batch.batch_size}}
+                if batch.result is None:
+                    results.record_trial(session, self.study_id, trial_number=number, method="none", depth=0,
+                                         batch_size=batch.batch_size, state="failed", reason=batch.failure,
+                                         extra=extra, phase="confirmation")
+                    number += 1
+                    continue
+                by_config = {engine_config(c): c for c in batch.candidates}
+                extra.update(faults=batch.result.faults, rounds_discarded=batch.result.rounds_discarded)
+                if batch.implausible:
+                    extra["implausible"] = batch.implausible
+                for measured in batch.result.measurements:
+                    candidate = by_config.get(measured.config, Candidate("none", 0, batch.batch_size))
+                    fields = confirm.row_fields(measured)
+                    results.record_trial(
+                        session, self.study_id, trial_number=number, method=candidate.method, depth=candidate.depth,
+                        batch_size=batch.batch_size, state="complete", draft=candidate.draft,
+                        draft_model_id=self.draft_ids.get(candidate.draft), phase="confirmation",
+                        measurement=fields["measurement"], repetitions=fields["repetitions"],
+                        intervals=fields["intervals"], speedup=fields["speedup"], extra={**extra, **fields["extra"]},
+                    )
+                    number += 1
+
     def _analysis(self) -> tuple[StudyAnalysis, list[results.TrialRow]]:
         with self.database.session() as session:
             rows = results.study_rows(session, self.study_id)
@@ -287,9 +352,12 @@ class Tuner:
                     draft_model_id=self.draft_ids.get(row.draft), depth=row.depth, batch_size=row.batch_size,
                     tokens_per_s=row.tokens_per_s, tpot_ms_p50=row.tpot_ms_p50, speedup=row.speedup,
                     per_batch_size=[entry.to_dict() for entry in analysis.per_batch_size],
+                    repetitions=row.repetitions, intervals=row.intervals,
                     details={
                         "label": row.label, "draft": row.draft, "slo": self.plan.objective.slo.to_dict(),
                         "slo_met": choice.slo_met, "slo_violation": choice.violation, "trial": row.to_dict(),
+                        "confirmed": row.confirmed, "phase": row.phase,
+                        "tied_with": [decision.config_label(r) for r in choice.decision.tied] if choice.decision else [],
                         "verdict": [entry.to_dict() for entry in analysis.verdict],
                         "pareto_front": [entry.label for entry in analysis.pareto_front],
                         "summary": analysis.summary, "counts": asdict(analysis.counts),

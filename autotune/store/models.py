@@ -200,7 +200,7 @@ class MeasurementRecord(Base):
     phase: Mapped[str] = mapped_column(String(16), default="screening", server_default="screening")
     repetitions: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # rows before 0004: 1
     # {"tokens_per_s": {"value", "low", "high", "n", "confidence"}, "speedup": {...}, ...}; None: one pass
-    intervals: Mapped[dict[str, Any] | None] = mapped_column()
+    intervals: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
@@ -235,7 +235,7 @@ class DeploymentProfileRecord(Base):
     tpot_ms_p50: Mapped[float | None] = mapped_column(Float)
     speedup: Mapped[float | None] = mapped_column(Float)
     repetitions: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
-    intervals: Mapped[dict[str, Any] | None] = mapped_column()  # as MeasurementRecord.intervals
+    intervals: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # as MeasurementRecord's
     # [{"batch_size", "method", "depth", "tokens_per_s", "speedup"}...]
     per_batch_size: Mapped[list[Any]] = mapped_column(default=list)
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)

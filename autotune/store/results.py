@@ -10,9 +10,9 @@ screening trial (one pass) has none.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -30,7 +30,7 @@ from autotune.store.models import (
 
 TRIAL_STATES = ("complete", "failed", "infeasible")
 PHASES = ("screening", "confirmation")
-STUDY_STATUSES = ("running", "complete", "interrupted")
+STUDY_STATUSES = ("running", "confirming", "complete", "interrupted")
 BASELINE_METHOD = "none"
 # Measurement fields that have columns of their own; the other fields go to extra["measurement"].
 FIGURE_COLUMNS = (
@@ -81,23 +81,6 @@ class TrialFigures:
     def confirmed(self) -> bool:
         """Measured with the full protocol (repeated, paired), not a screening pass."""
         return self.phase == "confirmation"
-
-
-Figures = TypeVar("Figures", bound=TrialFigures)
-
-
-def pareto_front(trials: Iterable[Figures]) -> list[Figures]:
-    """The trials no other trial beats on both throughput (higher) and TPOT p50 (lower), among those
-    that measured both, by ascending TPOT (and so ascending throughput)."""
-    points = sorted(
-        (t for t in trials if t.tokens_per_s is not None and t.tpot_ms_p50 is not None),
-        key=lambda t: (t.tpot_ms_p50, -t.tokens_per_s),
-    )
-    front: list[Figures] = []
-    for trial in points:  # ascending TPOT: keep each trial that raises the best throughput so far
-        if not front or trial.tokens_per_s > front[-1].tokens_per_s:
-            front.append(trial)
-    return front
 
 
 @dataclass(frozen=True)
@@ -215,7 +198,7 @@ def create_study(
 
 
 def set_study_status(session: Session, study_id: int, status: str) -> None:
-    """Mark a study running, complete (finished_at set) or interrupted."""
+    """Mark a study running, confirming (its finalists), complete (finished_at set) or interrupted."""
     if status not in STUDY_STATUSES:
         raise ValueError(f"unknown study status {status!r}")
     finished = utcnow() if status == "complete" else None

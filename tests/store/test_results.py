@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy.exc import IntegrityError
 
+from autotune.analysis.intervals import Estimate
 from autotune.errors import ConfigurationError, DatabaseError
 from autotune.store import open_database, repository, results
 
@@ -44,12 +46,13 @@ def make_study(database, name: str = "s1") -> int:
         return study.id
 
 
-def record(database, study_id, number, method, depth, batch, tps=None, state="complete", reason=None):
+def record(database, study_id, number, method, depth, batch, tps=None, state="complete", reason=None, **kwargs):
+    """Store one trial; ``kwargs`` go to record_trial (phase, repetitions, intervals, speedup)."""
     with database.session() as session:
         results.record_trial(
             session, study_id, trial_number=number, method=method, depth=depth, batch_size=batch, state=state,
             reason=reason, measurement=measurement(method, depth, batch, tps) if state == "complete" else None,
-            extra={"model_loads": 1},
+            extra={"model_loads": 1}, **kwargs,
         )
 
 
@@ -68,25 +71,71 @@ def test_models_are_stored_once_per_fingerprint(database) -> None:
         assert again.name == "target"
 
 
-def test_speedups_are_filled_whichever_finishes_first(database) -> None:
+def test_speedups_are_stored_as_measured_never_filled_from_a_baseline(database) -> None:
     study_id = make_study(database)
-    record(database, study_id, 0, "mtp", 2, 4, tps=300.0)  # before its baseline
-    record(database, study_id, 1, "none", 0, 4, tps=200.0)
-    record(database, study_id, 2, "draft", 3, 4, tps=100.0)  # after it
-    record(database, study_id, 3, "ngram", 2, 1, tps=50.0)  # no baseline at batch 1
+    record(database, study_id, 0, "mtp", 2, 4, tps=300.0)  # screening: one pass, no speedup
+    record(database, study_id, 1, "none", 0, 4, tps=200.0)  # a baseline at the same batch size
+    record(database, study_id, 2, "draft", 3, 4, tps=100.0)  # stored after it: still nothing filled in
+    record(database, study_id, 3, "ngram", 2, 1, tps=50.0, speedup=1.2)  # a paired speedup, kept as given
     record(database, study_id, 4, "draft", 8, 4, state="infeasible", reason="needs 9 GiB")
     stored = rows(database, study_id)
-    assert [stored[n].speedup for n in range(5)] == [1.5, 1.0, 0.5, None, None]
+    assert [stored[n].speedup for n in range(5)] == [None, None, None, 1.2, None]
+    assert stored[0].estimate("speedup") is None and stored[3].estimate("speedup").value == 1.2
     assert stored[0].acceptance_by_position == [0.5, 0.5]
     assert stored[0].extra["measurement"]["target_passes"] == 10
     assert (stored[4].state, stored[4].reason, stored[4].tokens_per_s) == ("infeasible", "needs 9 GiB", None)
+    assert stored[4].estimate("tokens_per_s") is None  # not measured: no estimate at all
+
+
+def test_confirmation_rows_carry_repetitions_and_intervals(database) -> None:
+    study_id = make_study(database)
+    tokens = {"value": 290.0, "low": 280.0, "high": 300.0, "n": 5, "confidence": 0.95}
+    speedup = {"value": 1.45, "low": 1.4, "high": 1.5, "n": 5, "confidence": 0.95}
+    record(database, study_id, 0, "mtp", 2, 4, tps=300.0)
+    record(
+        database, study_id, 0, "mtp", 2, 4, tps=290.0, phase="confirmation", repetitions=5, speedup=1.45,
+        intervals={"tokens_per_s": tokens, "speedup": speedup},
+    )
+    with database.session() as session:
+        screening, confirmation = results.study_rows(session, study_id)  # screening first, then confirmation
+    assert (screening.phase, screening.repetitions, screening.intervals, screening.confirmed) == (
+        "screening", 1, {}, False,
+    )
+    assert screening.estimate("tokens_per_s") == Estimate.single(300.0)
+    assert (confirmation.phase, confirmation.repetitions, confirmation.confirmed) == ("confirmation", 5, True)
+    assert confirmation.intervals == {"tokens_per_s": tokens, "speedup": speedup}
+    assert confirmation.estimate("tokens_per_s") == Estimate(290.0, 280.0, 300.0, 5)
+    assert confirmation.estimate("speedup") == Estimate(1.45, 1.4, 1.5, 5)
+    # A figure without an interval of its own reads as one run, even on a confirmation row.
+    assert confirmation.estimate("tpot_ms_p50") == Estimate.single(1.0)
 
 
 def test_a_trial_is_stored_once(database) -> None:
     study_id = make_study(database)
     record(database, study_id, 0, "none", 0, 1, tps=10.0)
-    with pytest.raises(DatabaseError):
+    with pytest.raises(DatabaseError) as raised:
         record(database, study_id, 0, "none", 0, 1, tps=10.0)
+    assert isinstance(raised.value.__cause__, IntegrityError)
+
+
+def test_a_trial_number_is_unique_within_its_phase(database) -> None:
+    study_id = make_study(database)
+    record(database, study_id, 3, "mtp", 2, 1, tps=10.0)  # screening
+    record(database, study_id, 3, "mtp", 2, 1, tps=11.0, phase="confirmation", repetitions=3)  # same number: fine
+    for phase in ("screening", "confirmation"):
+        with pytest.raises(DatabaseError) as raised:
+            record(database, study_id, 3, "mtp", 2, 1, tps=12.0, phase=phase)
+        assert isinstance(raised.value.__cause__, IntegrityError), phase
+    other = make_study(database, "s2")
+    record(database, other, 3, "mtp", 2, 1, tps=10.0, phase="confirmation")  # another study: fine
+    assert [(r.phase, r.tokens_per_s) for r in rows_list(database, study_id)] == [
+        ("screening", 10.0), ("confirmation", 11.0),
+    ]
+
+
+def rows_list(database, study_id):
+    with database.session() as session:
+        return results.study_rows(session, study_id)
 
 
 def test_states_and_measurements_must_agree(database) -> None:
@@ -95,6 +144,27 @@ def test_states_and_measurements_must_agree(database) -> None:
         results.record_trial(session, study_id, trial_number=0, method="none", depth=0, batch_size=1, state="complete")
     with database.session() as session, pytest.raises(ValueError, match="unknown trial state"):
         results.record_trial(session, study_id, trial_number=0, method="none", depth=0, batch_size=1, state="lost")
+    with database.session() as session, pytest.raises(ValueError, match="unknown phase 'bogus'"):
+        results.record_trial(
+            session, study_id, trial_number=0, method="none", depth=0, batch_size=1, state="failed", reason="x",
+            phase="bogus",
+        )
+    assert rows_list(database, study_id) == []  # nothing stored by the refused calls
+
+
+def test_profile_keeps_repetitions_and_intervals(database) -> None:
+    study_id = make_study(database)
+    interval = {"value": 20.0, "low": 19.0, "high": 21.0, "n": 4, "confidence": 0.95}
+    for repetitions, intervals in ((4, {"tokens_per_s": interval}), (1, None)):  # the second replaces the first
+        with database.session() as session:
+            results.save_profile(
+                session, session.get(results.StudyRecord, study_id), measurement_id=None, method="none",
+                draft_model_id=None, depth=0, batch_size=1, tokens_per_s=20.0, tpot_ms_p50=1.0, speedup=None,
+                per_batch_size=[], details={}, repetitions=repetitions, intervals=intervals,
+            )
+        with database.session() as session:
+            profile = results.study_profile(session, study_id)
+            assert (profile.repetitions, profile.intervals) == (repetitions, intervals)
 
 
 def test_profile_is_replaced_not_duplicated(database) -> None:

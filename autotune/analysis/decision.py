@@ -1,0 +1,490 @@
+"""The one home of what a study's figures decide: baselines, ties, the configuration to deploy, the
+best configuration at each batch size, the per-method verdict and the Pareto front.
+
+Used by the tuner (the profile it stores), the profile queries and exports (the serving schedule)
+and the report. Pure functions over rows of :class:`~autotune.store.results.TrialFigures` (stored
+trials, or an exported profile's measurements): nothing here measures or writes.
+
+**Which rows decide.** When a study has a confirmation run (the finalists re-measured with the full
+protocol, see :mod:`autotune.engines.protocol`), its latest run decides; the screening trials (one
+pass each) only chose the finalists. Without one, the screening trials stand, and every figure is
+reported as one unconfirmed run (n = 1, no interval, no speedup).
+
+**Ties.** Two confirmed configurations at one batch size were measured in the same rounds, so
+their tokens/s ratio has a paired 95 % interval (:func:`compare`). One beats another only when that
+interval excludes 1. The leader is the configuration with the most tokens/s; every configuration
+the paired comparison cannot separate from it is tied with it, and among the tied the recommendation
+follows operational simplicity (:data:`SIMPLICITY`): no speculation, then n-gram, then MTP, then a
+draft model (each step adds a failure surface: the seed article's MTP-versus-draft argument), then
+smaller depth, then less memory. The baseline is always measured in the confirmation rounds, so
+where speculation's speedup interval does not clear 1.0x the baseline is tied with the leader and
+the batch size gets depth 0.
+
+**Baselines.** The baseline at a batch size is the method-none row of the deciding rows there; a
+speedup is only ever the stored, paired one. Confirmed baselines that fail the neighbour check
+(:func:`~autotune.analysis.plausibility.implausible_baselines`) mark their batch size unreliable:
+its speedups are not reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+from autotune.analysis.intervals import Estimate, paired_ratio_interval
+
+BASELINE = "none"
+# Lower is simpler to operate; see the module doc.
+SIMPLICITY = {"none": 0, "ngram": 1, "mtp": 2, "draft": 3}
+WHY_SIMPLER = {
+    "none": "no speculation to deploy",
+    "ngram": "no draft model or MTP heads to deploy",
+    "mtp": "no second model to deploy",
+}
+
+Row = TypeVar("Row")  # a TrialFigures with method, depth, batch_size, draft, state, trial_number
+
+
+# -- rows ------------------------------------------------------------------------------------------
+
+
+def complete(rows: Iterable[Row]) -> list[Row]:
+    """Rows that ran to the end and measured a throughput."""
+    return [row for row in rows if row.state == "complete" and row.tokens_per_s is not None]
+
+
+def config_label(row: Any) -> str:
+    """``none``, ``mtp@2``, ``draft@3`` (``draft:<label>@3`` for a stored row with another draft)."""
+    label = getattr(row, "config_label", None)
+    if isinstance(label, str):
+        return label
+    return row.method if row.method == BASELINE else f"{row.method}@{row.depth}"
+
+
+def confirmation_run(row: Any) -> int | None:
+    """The confirmation run a row belongs to, None for a screening row."""
+    if getattr(row, "phase", "screening") != "confirmation":
+        return None
+    return int((row.extra.get("confirmation") or {}).get("run", 1))
+
+
+def deciding_rows(rows: Iterable[Row]) -> list[Row]:
+    """The complete rows of the latest confirmation run, or the complete screening rows without one."""
+    done = complete(rows)
+    runs = [run for row in done if (run := confirmation_run(row)) is not None]
+    if not runs:
+        return [row for row in done if confirmation_run(row) is None]
+    latest = max(runs)
+    return [row for row in done if confirmation_run(row) == latest]
+
+
+def screening_rows(rows: Iterable[Row]) -> list[Row]:
+    """The complete screening rows (one pass per Optuna trial)."""
+    return [row for row in complete(rows) if confirmation_run(row) is None]
+
+
+def reliable(row: Any) -> bool:
+    """False for rows whose batch size failed the baseline neighbour check."""
+    return not row.extra.get("implausible")
+
+
+def compare(a: Any, b: Any) -> Estimate | None:
+    """Paired tokens/s ratio a / b over the confirmation rounds both were measured in; None when
+    they were not measured together (different runs or batch sizes, or screening rows)."""
+    if a is b:
+        return Estimate(1.0, 1.0, 1.0, len(a.extra.get("samples") or [1]))
+    run_a, run_b = confirmation_run(a), confirmation_run(b)
+    if run_a is None or run_a != run_b or a.batch_size != b.batch_size:
+        return None
+    b_by_round = dict(zip(b.extra.get("rounds") or [], b.extra.get("samples") or []))
+    pairs = [(value, b_by_round[r]) for r, value in zip(a.extra.get("rounds") or [], a.extra.get("samples") or [])
+             if r in b_by_round]
+    if len(pairs) < 2:
+        return None
+    return paired_ratio_interval([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def simplicity(row: Any) -> tuple:
+    """Sort key of operational simplicity (see :data:`SIMPLICITY`): method, depth, memory."""
+    return (SIMPLICITY.get(row.method, len(SIMPLICITY)), row.depth, row.peak_memory_bytes or 0, -row.tokens_per_s)
+
+
+def speedup_estimate(row: Any) -> Estimate | None:
+    """The row's paired speedup with its interval (the baseline: exactly 1), None when unmeasured."""
+    if row.method == BASELINE:
+        return Estimate(1.0, 1.0, 1.0, getattr(row, "repetitions", 1))
+    return row.estimate("speedup") if row.speedup is not None else None
+
+
+def baselines(rows: Iterable[Row]) -> dict[int, Row]:
+    """The baseline row at each batch size among the deciding rows (the fastest, should a study
+    hold several), by ascending batch size."""
+    found: dict[int, Row] = {}
+    for row in deciding_rows(rows):
+        if row.method == BASELINE and (row.batch_size not in found or row.tokens_per_s > found[row.batch_size].tokens_per_s):
+            found[row.batch_size] = row
+    return dict(sorted(found.items()))
+
+
+def best_by_batch_size(rows: Iterable[Row]) -> dict[int, Row]:
+    """The row with the most tokens/s at each batch size, by ascending batch size."""
+    best: dict[int, Row] = {}
+    for row in complete(rows):
+        if row.batch_size not in best or row.tokens_per_s > best[row.batch_size].tokens_per_s:
+            best[row.batch_size] = row
+    return dict(sorted(best.items()))
+
+
+# -- one batch size --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchDecision:
+    """What one batch size's figures decide.
+
+    ``leader``: most tokens/s; ``tied``: the configurations the paired comparison cannot separate
+    from it (leader included), simplest first; ``recommended``: the simplest of the tied;
+    ``ratio_to_leader``: the recommended one's paired tokens/s ratio to the leader.
+    """
+
+    batch_size: int
+    leader: Any
+    tied: list[Any]
+    recommended: Any
+    baseline: Any | None
+    ratio_to_leader: Estimate | None
+    confirmed: bool
+
+    @property
+    def depth(self) -> int:
+        """Draft tokens per step to serve at this batch size (0: speculation off)."""
+        return 0 if self.recommended.method == BASELINE else self.recommended.depth
+
+    def tie_sentence(self) -> str | None:
+        """"draft@7 and mtp@3 are within noise of each other (±4 %): recommending mtp@3 — no second
+        model to deploy", or None when nothing is tied with the leader."""
+        if len(self.tied) < 2:
+            return None
+        others = [config_label(row) for row in self.tied if row is not self.recommended]
+        names = _join([config_label(self.recommended), *others]) if self.recommended is not self.leader else \
+            _join([config_label(self.leader), *[name for name in others if name != config_label(self.leader)]])
+        width = self.ratio_to_leader.relative_half_width if self.ratio_to_leader is not None else None
+        noise = f" (±{width:.0%})" if width else ""
+        return (f"at batch size {self.batch_size}, {names} are within noise of each other{noise}: recommending "
+                f"{config_label(self.recommended)} — {_why(self.recommended, self.tied)}")
+
+
+def _join(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _why(chosen: Any, tied: list[Any]) -> str:
+    """Why ``chosen`` is the simplest of ``tied`` (the first step of the order that decides)."""
+    others = [row for row in tied if row is not chosen]
+    if any(SIMPLICITY.get(row.method, 9) > SIMPLICITY.get(chosen.method, 9) for row in others) and chosen.method in WHY_SIMPLER:
+        return WHY_SIMPLER[chosen.method]
+    if any(row.depth > chosen.depth for row in others):
+        return "a smaller depth"
+    return "less memory"
+
+
+def decide_batch(rows: Sequence[Any], batch_size: int, slo: Any = None) -> BatchDecision | None:
+    """The decision at ``batch_size`` among the deciding ``rows`` (already filtered by
+    :func:`deciding_rows`), under ``slo`` (an object with ``violation(row)``; None: no limits).
+    None when nothing complete was measured there."""
+    here = [row for row in rows if row.batch_size == batch_size]
+    if not here:
+        return None
+    violation = (lambda row: slo.violation(row)) if slo is not None else (lambda row: 0.0)
+    least = min(violation(row) for row in here)
+    pool = [row for row in here if violation(row) == least]  # meeting the SLOs, or the closest misses
+    leader = max(pool, key=lambda row: (row.tokens_per_s, -row.trial_number))
+    tied = sorted((row for row in pool if _tied(row, leader)), key=simplicity)
+    recommended = tied[0]
+    baseline = next((row for row in here if row.method == BASELINE), None)
+    return BatchDecision(batch_size, leader, tied, recommended, baseline, compare(recommended, leader),
+                         confirmation_run(leader) is not None)
+
+
+def _tied(row: Any, leader: Any) -> bool:
+    if row is leader:
+        return True
+    ratio = compare(row, leader)
+    return ratio is not None and not ratio.excludes(1.0)
+
+
+# -- the study -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProfileChoice:
+    """The recommended configuration, and whether it meets the SLOs (if not, the closest miss)."""
+
+    row: Any
+    slo_met: bool
+    violation: float  # total relative excess over the SLO limits (0 when met)
+    decision: BatchDecision | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        tied = [config_label(row) for row in self.decision.tied] if self.decision else []
+        return {**self.row.to_dict(), "slo_met": self.slo_met, "slo_violation": self.violation, "tied_with": tied,
+                "confirmed": self.decision.confirmed if self.decision else False}
+
+
+def choose_profile(rows: Iterable[Any], slo: Any) -> ProfileChoice | None:
+    """The configuration to deploy: the batch size whose leader has the most tokens/s (among those
+    meeting the SLOs, else the closest miss), and there the recommendation of the tie rule."""
+    deciding = [row for row in deciding_rows(rows) if reliable(row)]
+    if not deciding:
+        return None
+    decisions = [d for b in sorted({row.batch_size for row in deciding}) if (d := decide_batch(deciding, b, slo))]
+    best = min(decisions, key=lambda d: (slo.violation(d.leader), -d.leader.tokens_per_s))
+    row = best.recommended
+    violation = slo.violation(row)
+    return ProfileChoice(row, violation == 0, violation, best)
+
+
+@dataclass(frozen=True)
+class BatchSizeBest:
+    """The recommendation at one batch size (None fields: nothing complete there yet).
+
+    ``depth`` is what a server should use there (0: no speculation); ``speedup_low``/``_high`` the
+    paired 95 % interval; ``tied``: the configurations within noise of the leader; ``confirmed``:
+    the figures come from the confirmation phase; ``note``: why figures are withheld, if they are.
+    """
+
+    batch_size: int
+    baseline_tokens_per_s: float | None
+    label: str | None
+    method: str | None
+    draft: str | None
+    depth: int | None
+    tokens_per_s: float | None
+    speedup: float | None
+    acceptance_rate: float | None
+    acceptance_length: float | None
+    slo_met: bool
+    trials: int
+    tokens_per_s_low: float | None = None
+    tokens_per_s_high: float | None = None
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    repetitions: int = 1
+    leader: str | None = None
+    tied: list[str] = field(default_factory=list)
+    confirmed: bool = False
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def per_batch_size(rows: Sequence[Any], batch_sizes: Iterable[int], slo: Any) -> list[BatchSizeBest]:
+    """The recommendation at each batch size (under ``slo``), with its paired speedup."""
+    deciding = deciding_rows(rows)
+    table = []
+    for batch_size in batch_sizes:
+        decision = decide_batch(deciding, batch_size, slo)
+        trials = sum(1 for row in rows if row.batch_size == batch_size and confirmation_run(row) is None)
+        if decision is None:
+            table.append(BatchSizeBest(batch_size, None, None, None, None, None, None, None, None, None, False, trials))
+            continue
+        row = decision.recommended
+        withheld = not reliable(row)
+        tokens = row.estimate("tokens_per_s")
+        speedup = None if withheld else speedup_estimate(row)
+        base = decision.baseline
+        table.append(BatchSizeBest(
+            batch_size=batch_size, baseline_tokens_per_s=base.tokens_per_s if base is not None else None,
+            label=config_label(row), method=row.method, draft=row.draft, depth=decision.depth,
+            tokens_per_s=row.tokens_per_s, speedup=speedup.value if speedup else None,
+            acceptance_rate=row.acceptance_rate, acceptance_length=row.acceptance_length,
+            slo_met=slo.is_met(row), trials=trials, tokens_per_s_low=tokens.low, tokens_per_s_high=tokens.high,
+            speedup_low=speedup.low if speedup else None, speedup_high=speedup.high if speedup else None,
+            repetitions=getattr(row, "repetitions", 1), leader=config_label(decision.leader),
+            tied=[config_label(r) for r in decision.tied], confirmed=decision.confirmed,
+            note=row.extra.get("implausible") if withheld else None,
+        ))
+    return table
+
+
+@dataclass(frozen=True)
+class MethodVerdict:
+    """How one method (one draft model, for method draft) fared: its best confirmed speedup (the
+    screening tokens/s when it never reached the confirmation), acceptance and memory."""
+
+    name: str  # none | mtp | draft | draft:<label> | ngram
+    method: str
+    draft: str | None
+    trials: int
+    best_label: str | None
+    best_batch_size: int | None
+    best_depth: int | None
+    tokens_per_s: float | None
+    speedup: float | None
+    acceptance_rate: float | None
+    acceptance_length: float | None
+    memory_overhead_bytes: int | None  # peak memory over the baseline's at the same batch size
+    by_batch_size: list[dict[str, Any]] = field(default_factory=list)
+    wins_at: list[int] = field(default_factory=list)
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    confirmed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def method_name(row: Any) -> str:
+    if row.method == "draft" and row.draft not in (None, "builtin"):
+        return f"draft:{row.draft}"
+    return row.method
+
+
+def method_verdicts(rows: Sequence[Any], method_names: Iterable[str]) -> list[MethodVerdict]:
+    """One verdict per method name (``draft:<label>`` for drafts other than the built-in): from the
+    confirmed rows where the method reached the confirmation, else from its screening trials."""
+    confirmed = [row for row in deciding_rows(rows) if confirmation_run(row) is not None and reliable(row)]
+    screened = screening_rows(rows)
+    base = baselines(rows)
+    recommended_at = {b.batch_size: b.method if b.method == BASELINE else method_name_of(b)
+                      for b in per_batch_size(rows, sorted(base), _NoSlo()) if b.method}
+    verdicts = []
+    for name in method_names:
+        mine = [row for row in confirmed if method_name(row) == name] or [row for row in screened if method_name(row) == name]
+        by_batch = []
+        for batch_size, best in best_by_batch_size(mine).items():
+            speedup = speedup_estimate(best)
+            by_batch.append({
+                "batch_size": batch_size, "depth": best.depth, "tokens_per_s": best.tokens_per_s,
+                "speedup": speedup.value if speedup else None, "speedup_low": speedup.low if speedup else None,
+                "speedup_high": speedup.high if speedup else None, "acceptance_rate": best.acceptance_rate,
+                "acceptance_length": best.acceptance_length, "repetitions": getattr(best, "repetitions", 1),
+            })
+        with_speedup = [row for row in mine if speedup_estimate(row) is not None]
+        top = (max(with_speedup, key=lambda row: (speedup_estimate(row).value, row.tokens_per_s)) if with_speedup
+               else max(mine, key=lambda row: row.tokens_per_s, default=None))
+        speedup = speedup_estimate(top) if top is not None else None
+        baseline = base.get(top.batch_size) if top is not None else None
+        overhead = None
+        if top is not None and baseline is not None and None not in (top.peak_memory_bytes, baseline.peak_memory_bytes):
+            overhead = top.peak_memory_bytes - baseline.peak_memory_bytes
+        verdicts.append(MethodVerdict(
+            name=name, method=name.split(":")[0], draft=mine[0].draft if mine else None,
+            trials=sum(1 for row in rows if method_name(row) == name and confirmation_run(row) is None),
+            best_label=_row_label(top) if top else None, best_batch_size=top.batch_size if top else None,
+            best_depth=top.depth if top else None, tokens_per_s=top.tokens_per_s if top else None,
+            speedup=speedup.value if speedup else None, acceptance_rate=top.acceptance_rate if top else None,
+            acceptance_length=top.acceptance_length if top else None, memory_overhead_bytes=overhead,
+            by_batch_size=by_batch, wins_at=sorted(b for b, winner in recommended_at.items() if winner == name),
+            speedup_low=speedup.low if speedup else None, speedup_high=speedup.high if speedup else None,
+            confirmed=top is not None and confirmation_run(top) is not None,
+        ))
+    return verdicts
+
+
+def method_name_of(best: BatchSizeBest) -> str:
+    if best.method == "draft" and best.draft not in (None, "builtin"):
+        return f"draft:{best.draft}"
+    return best.method
+
+
+def _row_label(row: Any) -> str:
+    label = getattr(row, "label", None)
+    return label if isinstance(label, str) else f"{config_label(row)} b{row.batch_size}"
+
+
+class _NoSlo:
+    """No latency limits (the verdict compares methods, not deployments)."""
+
+    @staticmethod
+    def violation(_row: Any) -> float:
+        return 0.0
+
+    @staticmethod
+    def is_met(_row: Any) -> bool:
+        return True
+
+
+NO_SLO = _NoSlo()
+
+
+Figures = TypeVar("Figures")
+
+
+def pareto_front(trials: Iterable[Figures]) -> list[Figures]:
+    """The trials no other trial beats on both throughput (higher) and TPOT p50 (lower), among those
+    that measured both, by ascending TPOT (and so ascending throughput)."""
+    points = sorted(
+        (t for t in trials if t.tokens_per_s is not None and t.tpot_ms_p50 is not None),
+        key=lambda t: (t.tpot_ms_p50, -t.tokens_per_s),
+    )
+    front: list[Figures] = []
+    for trial in points:  # ascending TPOT: keep each trial that raises the best throughput so far
+        if not front or trial.tokens_per_s > front[-1].tokens_per_s:
+            front.append(trial)
+    return front
+
+
+# -- the summary -----------------------------------------------------------------------------------
+
+
+def summary_lines(profile: ProfileChoice | None, table: list[BatchSizeBest], verdicts: list[MethodVerdict],
+                  slo: Any) -> list[str]:
+    """A few sentences answering 'which method, at which depth and batch size' for this machine,
+    every figure with its interval (or marked as one unconfirmed run)."""
+    if profile is None:
+        return ["No trial has completed yet."]
+    limits = ", ".join(f"{name} <= {limit:g}" for name, limit in slo.limits.items())
+    row = profile.row
+    figure = _figure(row)
+    label = _row_label(row)
+    if not limits:
+        lines = [f"Recommended: {label} ({figure})."]
+    elif profile.slo_met:
+        lines = [f"Recommended, meeting {limits}: {label} ({figure})."]
+    else:
+        measured = ", ".join(f"{name} = {getattr(row, name):.1f}" for name in slo.limits if getattr(row, name) is not None)
+        lines = [f"No configuration meets {limits}; the closest is {label} ({measured}; {figure})."]
+    if profile.decision is not None:
+        sentence = profile.decision.tie_sentence()
+        if sentence:
+            lines.append(sentence[0].upper() + sentence[1:] + ".")
+        if not profile.decision.confirmed:
+            lines.append("These are screening figures (one run each, no interval): the confirmation phase did not run.")
+    for verdict in verdicts:
+        if verdict.method == BASELINE or verdict.best_label is None:
+            continue
+        acceptance = f", acceptance {verdict.acceptance_rate:.0%}" if verdict.acceptance_rate is not None else ""
+        memory = (f", {verdict.memory_overhead_bytes / 2**20:+.1f} MiB"
+                  if verdict.memory_overhead_bytes is not None else "")
+        if verdict.speedup is not None:
+            lines.append(f"{verdict.name}: best {_speedup_text(verdict.speedup, verdict.speedup_low, verdict.speedup_high)} "
+                         f"({verdict.best_label}{acceptance}{memory}).")
+        else:
+            lines.append(f"{verdict.name}: not among the finalists; best screened {verdict.best_label} at "
+                         f"{verdict.tokens_per_s:.1f} tokens/s (one run){acceptance}.")
+    schedule = [b for b in table if b.label is not None]
+    if schedule:
+        lines.append("Schedule by batch size: " + "; ".join(
+            f"b{b.batch_size} {b.label}" + (f" {_speedup_text(b.speedup, b.speedup_low, b.speedup_high)}"
+                                            if b.speedup is not None and b.method != BASELINE else "")
+            + (f" ({b.note})" if b.note else "")
+            for b in schedule
+        ) + ".")
+    return lines
+
+
+def _speedup_text(value: float, low: float | None, high: float | None) -> str:
+    return f"{value:.2f}x" + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else " (one run)")
+
+
+def _figure(row: Any) -> str:
+    tokens = row.estimate("tokens_per_s")
+    width = tokens.relative_half_width
+    text = f"{row.tokens_per_s:.1f} tokens/s" + (f" ±{width:.1%}, n={tokens.n}" if width is not None else ", one run")
+    speedup = speedup_estimate(row)
+    if speedup is not None and row.method != BASELINE:
+        text += f", {_speedup_text(speedup.value, speedup.low, speedup.high)} over none"
+    return text

@@ -1,0 +1,129 @@
+"""The confirmation phase: the study's finalists re-measured with the full protocol.
+
+Screening (the Optuna trials) measures each configuration once, which is enough to rank a large
+space but not to decide between neighbours: single passes on our machines vary by 10-23 %. So the
+study ends by confirming, at each batch size:
+
+* **Finalists**: every screened configuration whose optimistic bound, its screening tokens/s times
+  ``1 + SCREENING_NOISE``, reaches the best screened tokens/s there (the baseline included), at most
+  ``MAX_FINALISTS``: the best of each method first (so MTP versus draft is always settled by
+  confirmed figures when both are near the top), then by screening tokens/s.
+* **Protocol**: the finalists and the baseline, in a fresh worker process per batch size, in
+  interleaved rounds with racing (:mod:`autotune.engines.protocol`): a finalist is dropped as soon
+  as its paired interval to the leader falls below 1.
+* **Neighbour check**: a confirmed baseline implausibly slower than a smaller batch size's
+  (:func:`~autotune.analysis.plausibility.implausible_baselines`) has its batch size confirmed
+  again; if it fails again, that batch size's rows are marked and its speedups are not reported.
+
+Confirmed rows are stored with ``phase = "confirmation"`` and ``extra["confirmation"] = {"run",
+"screened"}``; the latest run decides (:mod:`autotune.analysis.decision`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from autotune.analysis import decision
+from autotune.analysis.plausibility import implausible_baselines
+from autotune.engines.base import EngineConfig
+from autotune.engines.protocol import ProtocolOptions, ProtocolResult, RepeatedMeasurement
+from autotune.engines.worker import EngineWorker, WorkerFailure
+from autotune.search.space import Candidate
+from autotune.store.results import TrialRow
+
+# Relative noise of one screening pass on our machines (docs/benchmarks.md: 10-23 % between runs).
+SCREENING_NOISE = 0.25
+MAX_FINALISTS = 4
+
+
+def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any) -> dict[int, list[Candidate]]:
+    """The speculative configurations to confirm at each batch size (see the module doc)."""
+    screened = decision.screening_rows(rows)
+    chosen: dict[int, list[Candidate]] = {}
+    for batch_size in batch_sizes:
+        here = [row for row in screened if row.batch_size == batch_size]
+        if not here:
+            continue
+        least = min(slo.violation(row) for row in here)
+        pool = [row for row in here if slo.violation(row) == least]
+        incumbent = max(row.tokens_per_s for row in pool)
+        near = sorted((row for row in pool if row.method != decision.BASELINE
+                       and row.tokens_per_s * (1 + SCREENING_NOISE) >= incumbent),
+                      key=lambda row: -row.tokens_per_s)
+        best_of_method = list({decision.method_name(row): row for row in reversed(near)}.values())
+        picked: list[Candidate] = []
+        for row in sorted(best_of_method, key=lambda row: -row.tokens_per_s) + near:
+            candidate = Candidate(row.method, row.depth, row.batch_size, row.draft)
+            if candidate not in picked and len(picked) < MAX_FINALISTS:
+                picked.append(candidate)
+        chosen[batch_size] = picked
+    return chosen
+
+
+@dataclass(frozen=True)
+class ConfirmedBatch:
+    """One batch size's protocol result, or why it could not be measured."""
+
+    batch_size: int
+    candidates: list[Candidate]
+    result: ProtocolResult | None
+    failure: str | None = None
+    implausible: str | None = None
+
+
+def confirm(
+    worker: EngineWorker,
+    finalists_by_batch: dict[int, list[Candidate]],
+    engine_config: Callable[[Candidate], EngineConfig],
+    workload: Any,
+    seed: int,
+    options: ProtocolOptions,
+    progress: Callable[[str], None] = lambda _text: None,
+) -> list[ConfirmedBatch]:
+    """Measure every batch size's finalists with the protocol (racing on), then re-measure once the
+    batch sizes whose baseline fails the neighbour check."""
+    options = ProtocolOptions(options.precision, options.min_repetitions, options.max_repetitions,
+                              options.max_seconds, race=True)
+
+    def run(batch_size: int) -> ConfirmedBatch:
+        candidates = finalists_by_batch[batch_size]
+        progress(f"confirming {len(candidates)} finalist(s) and the baseline at batch size {batch_size}")
+        try:
+            result = worker.measure_repeatedly([engine_config(c) for c in candidates], workload, batch_size,
+                                               seed=seed, options=options)
+        except WorkerFailure as failure:
+            return ConfirmedBatch(batch_size, candidates, None, failure.reason)
+        return ConfirmedBatch(batch_size, candidates, result)
+
+    batches = {b: run(b) for b in sorted(finalists_by_batch)}
+    for batch_size in _suspects(batches):
+        batches[batch_size] = run(batch_size)
+    suspects = implausible_baselines(_baseline_figures(batches))
+    return [ConfirmedBatch(b.batch_size, b.candidates, b.result, b.failure, suspects.get(b.batch_size))
+            for b in batches.values()]
+
+
+def _baseline_figures(batches: dict[int, ConfirmedBatch]) -> dict[int, float]:
+    return {b: batch.result.baseline.measurement.tokens_per_s for b, batch in batches.items()
+            if batch.result is not None and batch.result.baseline is not None}
+
+
+def _suspects(batches: dict[int, ConfirmedBatch]) -> list[int]:
+    return sorted(implausible_baselines(_baseline_figures(batches)))
+
+
+def row_fields(measured: RepeatedMeasurement) -> dict[str, Any]:
+    """What :func:`autotune.store.results.record_trial` stores for one confirmed configuration."""
+    speedup = measured.speedup
+    return {
+        "measurement": measured.measurement.to_dict(),
+        "repetitions": measured.repetitions,
+        "intervals": {name: estimate.to_dict() for name, estimate in measured.estimates.items()},
+        "speedup": speedup.value if speedup is not None else (1.0 if measured.config.method == "none" else None),
+        "extra": {
+            "samples": measured.samples, "rounds": measured.rounds, "noise": measured.noise,
+            "capped": measured.capped, "dropped": measured.dropped, "noisy": measured.noisy,
+        },
+    }
