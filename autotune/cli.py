@@ -16,6 +16,14 @@ from typing import Any
 import click
 
 from autotune import __version__, api, render
+from autotune.engines.protocol import (
+    DEFAULT_CONFIRM_REPETITIONS,
+    DEFAULT_CONFIRM_SECONDS,
+    DEFAULT_MAX_REPETITIONS,
+    DEFAULT_MAX_SECONDS,
+    DEFAULT_MIN_REPETITIONS,
+    DEFAULT_PRECISION,
+)
 from autotune.errors import AutotuneError
 
 DEBUG_KEY = "autotune.debug"
@@ -229,10 +237,6 @@ engine_option = click.option(
 
 def protocol_options(fn: Callable) -> Callable:
     """--precision, --min-repetitions, --max-repetitions, --max-seconds: how hard to measure."""
-    from autotune.engines.protocol import (
-        DEFAULT_MAX_REPETITIONS, DEFAULT_MAX_SECONDS, DEFAULT_MIN_REPETITIONS, DEFAULT_PRECISION,
-    )
-
     options = [
         click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
                      help="Target relative half-width of the 95 % intervals (0.05 = ±5 %)."),
@@ -316,15 +320,30 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @click.option("--slo-percentile", type=click.Choice(["50", "90", "99"]), default="90", show_default=True,
               help="Percentile of the requests the SLOs apply to.")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: built-in).")
+@click.option("--no-confirm", "no_confirm", is_flag=True,
+              help="Skip the confirmation phase: figures stay single screening runs, without intervals.")
+@click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
+              help="Confirmation: target relative half-width of the 95 % intervals (0.05 = ±5 %).")
+@click.option("--max-repetitions", type=int, default=DEFAULT_CONFIRM_REPETITIONS, show_default=True,
+              help="Confirmation: at most this many rounds per batch size.")
+@click.option("--confirm-seconds", type=float, default=DEFAULT_CONFIRM_SECONDS, show_default=True,
+              help="Confirmation: no new round after this many seconds per batch size (3 rounds always run).")
 @engine_option
 @json_option
 def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_sizes, sampler, seed, n_trials, timeout_s,
-                 trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload, engine, as_json) -> None:
-    """Search method, depth and batch size with Optuna; store every trial and the winning profile.
+                 trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload, no_confirm, precision,
+                 max_repetitions, confirm_seconds, engine, as_json) -> None:
+    """Search method, depth and batch size with Optuna; confirm the finalists; store every trial and
+    the recommended profile.
 
-    Each trial runs real speculative decoding in a worker process; the baseline (no speculation)
-    is measured first at each batch size. Re-run with the same --study to resume; point several
-    workers at one PostgreSQL --db and --study to share a study.
+    Screening: each trial runs real speculative decoding once in a worker process; the baseline (no
+    speculation) is measured first at each batch size. Confirmation: at each batch size, the
+    finalists (every configuration whose screening figure, plus its noise, reaches the best) and the
+    baseline are re-measured in alternating rounds until their 95 % intervals are within --precision;
+    configurations the paired comparison cannot separate are tied, and the simplest of the tied is
+    recommended (none, then n-gram, then MTP, then a draft model; then smaller depth, less memory).
+    Re-run with the same --study to resume; point several workers at one PostgreSQL --db and --study
+    to share a study.
 
     \b
     Examples:
@@ -346,7 +365,8 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
         methods=tuple(methods) or None, max_depth=max_depth, batch_sizes=sizes, sampler=sampler, seed=seed,
         n_trials=n_trials, timeout_s=timeout_s, objective=objective,
         slo=Slo(slo_tpot_ms, slo_ttft_ms, int(slo_percentile)), trial_timeout_s=trial_timeout_s,
-        workload=workload, engine=engine,
+        workload=workload, engine=engine, confirm=not no_confirm, precision=precision, max_repetitions=max_repetitions,
+        confirm_seconds=confirm_seconds,
     )
     with render.trial_progress(enabled=not as_json) as progress:
         result = tune(options, progress)

@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autotune.engines.base import BUILTIN_DRAFT, MAX_DEPTH, METHODS
-from autotune.engines.protocol import DEFAULT_MIN_REPETITIONS, DEFAULT_PRECISION, ProtocolOptions
+from autotune.engines.protocol import (
+    DEFAULT_CONFIRM_REPETITIONS,
+    DEFAULT_CONFIRM_SECONDS,
+    DEFAULT_MIN_REPETITIONS,
+    DEFAULT_PRECISION,
+    ProtocolOptions,
+)
 from autotune.errors import ConfigurationError
 from autotune.search.objective import Objective, Slo
 
@@ -23,10 +29,6 @@ DEFAULT_MAX_DEPTH = 8
 # trials, half of the 100-point default space, keep a plain `autotune tune` at ~3-4 min.
 DEFAULT_N_TRIALS = 48
 DEFAULT_TRIAL_TIMEOUT_S = 600.0
-# The confirmation phase: at most 8 rounds, and no new round after 45 s per batch size once 3 are
-# kept, so a default study's confirmation stays within ~4 min on our CPU (4 batch sizes).
-DEFAULT_CONFIRM_REPETITIONS = 8
-DEFAULT_CONFIRM_SECONDS = 45.0
 # Building a TensorRT-LLM LLM loads the weights, captures CUDA graphs and autotunes kernels: minutes.
 TRTLLM_TRIAL_TIMEOUT_S = 1800.0
 DEFAULT_HEARTBEAT_INTERVAL_S = 20
