@@ -189,8 +189,13 @@ class _Run:
     progress: Callable[[str], None] | None
 
     def on(self, engine: Engine) -> MeasureReport:
-        result = measure_repeatedly(engine, [self.config], self.workload, self.batch_size, self.temperature, self.seed,
-                                    self.protocol, baseline=True, progress=self.progress)
+        in_worker = getattr(engine, "measure_repeatedly", None)  # engines that run in a worker process
+        if in_worker is not None:
+            result = in_worker([EngineConfig("none"), self.config], self.workload, self.batch_size, self.temperature,
+                               self.seed, self.protocol)
+        else:
+            result = measure_repeatedly(engine, [self.config], self.workload, self.batch_size, self.temperature,
+                                        self.seed, self.protocol, baseline=True, progress=self.progress)
         report = MeasureReport(self.config, result)
         if not self.verify or report.baseline is None:
             return MeasureReport(self.config, result, True if self.verify else None)

@@ -1,31 +1,44 @@
-"""measure_configuration: defaults, validation before loading, verification against the baseline."""
+"""measure_configuration: defaults, validation before loading, the protocol's rounds with the
+baseline, verification against the baseline, and the real embedded engine end to end."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from autotune.analysis.intervals import Estimate
+from autotune.engines import noise
 from autotune.engines.base import EngineConfig, Measurement
+from autotune.engines.protocol import BASELINE, ProtocolOptions
 from autotune.errors import ConfigurationError
 from autotune.measure import DEFAULT_DEPTH, DEFAULT_METHOD, Divergence, first_divergence, measure_configuration
-from autotune.workload import Request, Workload, builtin_workload
+from autotune.workload import Request, Workload, builtin_workload, load_workload
+
+TINY = Path(__file__).parent / "data" / "tiny.jsonl"
+SMALL = load_workload(TINY).head(1).with_max_tokens(8)  # one short request: a pass takes a fraction of a second
+QUICK = ProtocolOptions(min_repetitions=3, max_repetitions=3)
 
 
 def fake_measurement(config: EngineConfig, batch_size: int, outputs: list[list[int]], tokens_per_s: float) -> Measurement:
+    speculative = config.method != "none"
     return Measurement(
         method=config.method, depth=config.depth, batch_size=batch_size, draft=config.draft_model, temperature=None,
         seed=0, device="cpu", workload_name="w", workload_sha256="0", n_requests=len(outputs),
         output_tokens=sum(map(len, outputs)), wall_time_s=1.0, tokens_per_s=tokens_per_s, requests_per_s=1.0,
         ttft_ms_p50=1.0, ttft_ms_p90=1.0, ttft_ms_p99=1.0, tpot_ms_p50=1.0, tpot_ms_p90=1.0, tpot_ms_p99=1.0,
-        drafted_tokens=0, accepted_tokens=0, acceptance_rate=None, acceptance_alpha=None, acceptance_length=1.0, acceptance_by_position=[],
+        drafted_tokens=0, accepted_tokens=0, acceptance_rate=None, acceptance_alpha=None,
+        # 15 vs 10 tokens/s needs more than one token per target pass to be plausible
+        acceptance_length=2.0 if speculative else 1.0, acceptance_by_position=[],
         target_passes=1, sequence_steps=1, propose_time_s=0.0, verify_time_s=0.0, prefill_time_s=0.0,
         peak_memory_bytes=1, memory_kind="cpu_weights_and_caches", outputs=outputs,
     )
 
 
 class FakeEngine:
-    """Returns canned outputs per method; records what it was asked."""
+    """Returns canned outputs per method (10 tokens/s for none, 15 otherwise); records what it was asked."""
 
     name = "fake"
 
@@ -41,7 +54,8 @@ class FakeEngine:
     def measure(self, workload, batch_size, temperature=None, seed=0):
         self.calls.append((self.config, batch_size, workload))
         speed = 10.0 if self.config.method == "none" else 15.0
-        return fake_measurement(self.config, batch_size, self.outputs[self.config.method], speed)
+        outputs = self.outputs[self.config.method][: len(workload.requests)]
+        return fake_measurement(self.config, batch_size, outputs, speed)
 
     def target_logit_margin(self, request, generated, expected, got):
         self.margin_args = (request, generated, expected, got)
@@ -50,29 +64,67 @@ class FakeEngine:
     def close(self) -> None:
         pass
 
+    def timed_calls(self, workload: Workload) -> list[tuple[EngineConfig, int, Workload]]:
+        """The calls over the whole workload (the warm-up decodes only its first batch)."""
+        return [call for call in self.calls if call[2] == workload]
 
-def test_defaults_measure_the_builtin_draft_on_the_builtin_workload():
-    engine = FakeEngine({DEFAULT_METHOD: [[1]]})
+
+@pytest.fixture
+def quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No background load, whatever else runs on this machine: fake-engine runs are deterministic."""
+    quiet = noise.BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.0, cpu_count=2)
+    monkeypatch.setattr(noise, "between", lambda _before, _after: quiet)
+
+
+def test_defaults_measure_the_builtin_draft_on_the_builtin_workload(quiet_machine):
+    engine = FakeEngine({DEFAULT_METHOD: [[1]] * 8, "none": [[1]] * 8})
     report = measure_configuration(engine=engine)
-    config, batch_size, workload = engine.calls[0]
-    assert config == EngineConfig(DEFAULT_METHOD, DEFAULT_DEPTH) and config.draft_model == "builtin"
-    assert batch_size == 1 and workload == builtin_workload()
-    assert report.baseline is None and report.outputs_match is None and report.speedup is None
+    timed = engine.timed_calls(builtin_workload())
+    configs = {config for config, _, _ in timed}
+    assert configs == {EngineConfig(DEFAULT_METHOD, DEFAULT_DEPTH), BASELINE}
+    assert report.config == EngineConfig(DEFAULT_METHOD, DEFAULT_DEPTH) and report.config.draft_model == "builtin"
+    assert all(batch_size == 1 for _, batch_size, _ in engine.calls)
+    # The protocol's defaults: at least 3 rounds, each with the configuration and the baseline.
+    assert report.repeated.repetitions == 3 and len(timed) == 6
+    assert report.protocol.options == ProtocolOptions()
+    assert report.baseline is not None and report.baseline.method == "none"  # the baseline is always measured
+    assert report.outputs_match is None
+    assert isinstance(report.speedup, Estimate) and report.speedup.value == pytest.approx(1.5)
 
 
-def test_verify_runs_the_baseline_on_the_same_prompts_and_batch_size():
+def test_the_warm_up_is_not_a_measured_pass(quiet_machine):
+    workload = Workload("w", [Request("a", 3), Request("b", 3), Request("c", 3)])
+    engine = FakeEngine({"mtp": [[1, 2], [3], [4]], "none": [[1, 2], [3], [4]]})
+    measure_configuration("mtp", 2, batch_size=2, workload=workload, engine=engine, protocol=QUICK)
+    warm_up = [call for call in engine.calls if call[2] != workload]
+    assert [config for config, _, _ in warm_up] == [BASELINE, EngineConfig("mtp", 2)]
+    assert all(w.requests == workload.requests[:2] for _, _, w in warm_up)
+    assert engine.calls[:2] == warm_up and len(engine.calls) == 2 + 2 * 3
+
+
+def test_verify_runs_the_baseline_on_the_same_prompts_and_batch_size(quiet_machine):
     engine = FakeEngine({"mtp": [[1, 2], [3]], "none": [[1, 2], [3]]})
     report = measure_configuration("mtp", 2, batch_size=4, verify=True, engine=engine)
-    (spec, spec_batch, spec_workload), (base, base_batch, base_workload) = engine.calls
-    assert base == EngineConfig("none") and base_batch == spec_batch == 4 and base_workload == spec_workload
+    workload = builtin_workload()
+    timed = engine.timed_calls(workload)
+    # Interleaved: none, mtp in round 1, then mtp, none ...
+    assert [config.method for config, _, _ in timed] == ["none", "mtp", "mtp", "none", "none", "mtp"]
+    assert all(batch_size == 4 for _, batch_size, _ in engine.calls)
     assert report.outputs_match is True and report.first_divergence is None
-    assert report.speedup == pytest.approx(1.5)
+    assert report.speedup.value == pytest.approx(1.5)
+    assert report.speedup.low == pytest.approx(1.5) and report.speedup.high == pytest.approx(1.5)  # no noise
     data = json.loads(json.dumps(report.to_dict()))
     assert data["config"] == {"method": "mtp", "depth": 2, "draft": None}
-    assert data["baseline"]["method"] == "none" and data["speedup"] == pytest.approx(1.5)
+    assert data["batch_size"] == 4 and data["repetitions"] == 3
+    assert data["baseline"]["measurement"]["method"] == "none" and data["baseline"]["repetitions"] == 3
+    assert data["speedup"]["value"] == pytest.approx(1.5) and data["speedup"]["n"] == 3
+    assert data["estimates"]["tokens_per_s"]["value"] == pytest.approx(15.0)
+    assert data["baseline"]["estimates"]["tokens_per_s"]["value"] == pytest.approx(10.0)
+    assert data["protocol"] == ProtocolOptions().to_dict()
+    assert data["capped"] is None and data["rounds_discarded"] == 0 and data["noisy"] is False
 
 
-def test_verify_reports_the_first_divergence_with_its_logit_margin():
+def test_verify_reports_the_first_divergence_with_its_logit_margin(quiet_machine):
     workload = Workload("w", [Request("a", 3), Request("b", 3)])
     engine = FakeEngine({"ngram": [[1, 2, 3], [4, 9, 6]], "none": [[1, 2, 3], [4, 5, 6]]})
     report = measure_configuration("ngram", 2, workload=workload, verify=True, engine=engine)
@@ -80,6 +132,31 @@ def test_verify_reports_the_first_divergence_with_its_logit_margin():
     assert report.first_divergence == Divergence(1, 1, 5, 9, 0.25)
     assert engine.margin_args == (Request("b", 3), [4], 5, 9)
     assert report.to_dict()["first_divergence"]["logit_margin"] == 0.25
+
+
+def test_method_none_is_its_own_baseline(quiet_machine):
+    engine = FakeEngine({"none": [[1]] * 8})
+    report = measure_configuration("none", engine=engine, protocol=QUICK, verify=True)
+    assert {config for config, _, _ in engine.calls} == {BASELINE}
+    assert len(engine.timed_calls(builtin_workload())) == 3  # measured once per round, not twice
+    assert report.baseline is None and report.speedup is None and report.outputs_match is True
+    data = report.to_dict()
+    assert data["baseline"] is None and data["speedup"] is None and data["repetitions"] == 3
+
+
+def test_protocol_options_are_passed_on(quiet_machine):
+    engine = FakeEngine({"draft": [[1]] * 8, "none": [[1]] * 8})
+    options = ProtocolOptions(precision=0.1, min_repetitions=4, max_repetitions=6, max_seconds=30.0)
+    report = measure_configuration(engine=engine, protocol=options)
+    assert report.protocol.options == options and report.repeated.repetitions == 4
+    assert report.to_dict()["protocol"] == options.to_dict()
+
+
+def test_progress_is_reported(quiet_machine):
+    lines: list[str] = []
+    engine = FakeEngine({"draft": [[1]] * 8, "none": [[1]] * 8})
+    measure_configuration(engine=engine, protocol=QUICK, progress=lines.append)
+    assert lines[0] == "round 1: none at batch size 1" and len(lines) == 6
 
 
 def test_first_divergence():
@@ -100,6 +177,10 @@ def test_first_divergence():
         {"batch_size": 0},
         {"temperature": -0.5},
         {"verify": True, "temperature": 0.7},
+        {"protocol": ProtocolOptions(precision=2)},
+        {"protocol": ProtocolOptions(min_repetitions=0)},
+        {"protocol": ProtocolOptions(min_repetitions=4, max_repetitions=3)},
+        {"protocol": ProtocolOptions(max_seconds=0)},
     ],
 )
 def test_invalid_options_fail_before_anything_is_loaded(tmp_path, options):
@@ -108,12 +189,84 @@ def test_invalid_options_fail_before_anything_is_loaded(tmp_path, options):
         measure_configuration(target=tmp_path / "missing.safetensors", **options)
 
 
-def test_verify_refuses_a_workload_that_samples(tmp_path):
+def test_verify_refuses_a_workload_that_samples(tmp_path, quiet_machine):
     path = tmp_path / "w.jsonl"
     path.write_text('{"prompt": "a", "temperature": 0.8}\n')
     with pytest.raises(ConfigurationError, match="greedy"):
         measure_configuration(workload=path, verify=True, target=tmp_path / "missing.safetensors")
     # An explicit temperature 0 overrides the requests' own: verification is possible again.
     engine = FakeEngine({"draft": [[1]], "none": [[1]]})
-    assert measure_configuration(workload=path, verify=True, temperature=0, engine=engine).outputs_match
+    assert measure_configuration(workload=path, verify=True, temperature=0, engine=engine, protocol=QUICK).outputs_match
 
+
+
+# --- the real embedded engine ----------------------------------------------------------------------
+
+
+# The machine is declared quiet here (noise has its own tests, and test_cli's measure runs see the real
+# load): whatever else runs, these take exactly 3 rounds. Timings stay real, so intervals are only
+# checked for being there and holding their value (a t interval of 3 noisy runs may reach below 0).
+# torch runs on one thread: with one intra-op thread per core, a single busy process elsewhere on a
+# 2-core machine slows decoding ~40x (threads wait for a descheduled peer), and these tests would
+# take minutes instead of seconds.
+
+
+@pytest.fixture
+def one_torch_thread():
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_the_embedded_engine_measures_with_intervals_and_a_paired_speedup(quiet_machine, one_torch_thread):
+    report = measure_configuration(method="draft", depth=4, batch_size=1, protocol=QUICK, workload=SMALL)
+    assert report.repeated.repetitions >= 3 and report.protocol.rounds_kept == 3
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["repetitions"] >= 3 and len(data["samples"]) == data["repetitions"]
+    tokens = data["estimates"]["tokens_per_s"]
+    assert tokens["n"] == data["repetitions"] and tokens["low"] <= tokens["value"] <= tokens["high"]
+    assert tokens["value"] > 0 and data["measurement"]["tokens_per_s"] == pytest.approx(tokens["value"])
+    speedup = data["speedup"]
+    assert speedup["n"] == data["repetitions"] and 0 < speedup["low"] <= speedup["value"] <= speedup["high"]
+    assert data["baseline"]["repetitions"] == data["repetitions"]
+    assert data["baseline"]["measurement"]["method"] == "none"
+    assert data["measurement"]["n_requests"] == 1 and data["measurement"]["output_tokens"] == 8
+    assert data["measurement"]["drafted_tokens"] >= data["measurement"]["accepted_tokens"] > 0
+    assert data["noise"]["passes"] == data["repetitions"]
+    assert data["capped"] in (None, "repetitions")
+
+
+def test_cli_measure_json_has_intervals(quiet_machine, one_torch_thread):
+    from autotune.cli import cli
+
+    result = CliRunner().invoke(cli, ["measure", "--method", "draft", "--depth", "4", "--batch-size", "1", "--json",
+                                      "--min-repetitions", "3", "--max-repetitions", "3", "--workload", str(TINY)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["repetitions"] >= 3 and data["protocol"]["min_repetitions"] == 3
+    tokens = data["estimates"]["tokens_per_s"]
+    assert tokens["low"] is not None and tokens["low"] <= tokens["value"] <= tokens["high"]
+    assert data["speedup"]["low"] is not None and data["speedup"]["low"] <= data["speedup"]["value"] <= data["speedup"]["high"]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--precision", "2"), "precision"),
+        (("--min-repetitions", "0"), "min repetitions"),
+        (("--min-repetitions", "5", "--max-repetitions", "4"), "max repetitions (4) is below min repetitions (5)"),
+        (("--max-seconds", "0"), "max seconds"),
+    ],
+)
+def test_cli_measure_bad_protocol_options_are_one_line(args, fragment):
+    from autotune.cli import cli
+
+    result = CliRunner().invoke(cli, ["measure", "--workload", str(TINY), *args], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and fragment in lines[0], result.stderr
+    assert "Traceback" not in result.output

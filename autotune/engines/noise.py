@@ -80,7 +80,8 @@ def snapshot() -> Snapshot:
 
 
 def _session_cpu_s() -> float | None:
-    """CPU seconds (user + system) of every process in our session, or None without /proc."""
+    """CPU seconds (user + system, with reaped children's) of every process in our session, or None
+    without /proc."""
     try:
         session = os.getsid(0)
         hz = os.sysconf("SC_CLK_TCK")
@@ -95,7 +96,9 @@ def _session_cpu_s() -> float | None:
             continue  # the process ended meanwhile
         after_name = stat[stat.rfind(")") + 2:].split()  # fields from 3 (state) on
         if int(after_name[3]) == session:  # field 6: session id
-            seconds += (int(after_name[11]) + int(after_name[12])) / hz  # fields 14, 15: utime, stime
+            # fields 14-17: utime, stime, and cutime, cstime (reaped children: a helper process that
+            # ended during the pass moves its time there instead of vanishing from "ours")
+            seconds += sum(int(v) for v in after_name[11:15]) / hz
     return seconds
 
 

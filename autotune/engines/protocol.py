@@ -258,6 +258,7 @@ def measure_repeatedly(
     _warm_up(engine, ordered, workload, batch_size, temperature, seed)
     faults: list[str] = []
     discarded = 0
+    kept = 0
     round_number = 0
     capped: str | None = None
     while True:
@@ -269,6 +270,7 @@ def measure_repeatedly(
             passes[track.config] = _measure_pass(engine, track.config, workload, batch_size, temperature, seed)
         fault = _round_fault(passes, baseline, allow_disturbed=discarded >= options.max_repetitions)
         if fault is None:
+            kept += 1
             for track in active:
                 track.passes.append(passes[track.config])
                 track.rounds.append(round_number)
@@ -276,7 +278,6 @@ def measure_repeatedly(
             discarded += 1
             faults.append(f"round {round_number + 1}: {fault}")
         round_number += 1
-        kept = len(tracks[0].rounds)
         elapsed = time.monotonic() - started
         if kept >= options.min_repetitions:
             if options.race:
@@ -293,8 +294,7 @@ def measure_repeatedly(
             raise EngineFault(f"no plausible round in {discarded} tries at batch size {batch_size}: {faults[-1]}")
     base_track = tracks[0] if baseline else None
     measurements = [_summarize(t, base_track, batch_size, capped if not t.dropped else None) for t in tracks]
-    return ProtocolResult(batch_size, measurements, len(tracks[0].rounds), discarded, time.monotonic() - started,
-                          capped, faults, options)
+    return ProtocolResult(batch_size, measurements, kept, discarded, time.monotonic() - started, capped, faults, options)
 
 
 class EngineFault(EngineError):

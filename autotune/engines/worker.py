@@ -274,7 +274,7 @@ def _handle(engine: Any, message: tuple) -> dict[str, Any]:
         configs, data, batch_size, temperature, seed, options = args
         result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs], workload_from_data(data), batch_size,
                                     temperature, seed, ProtocolOptions(**options))
-        return {"loads": engine.loads, "result": result.to_dict()}
+        return {"loads": engine.loads, "result": result.to_dict(include_outputs=True)}
     raise ValueError(f"unknown worker operation {operation!r}")
 
 

@@ -330,9 +330,9 @@ def list_studies(session: Session) -> list[StudySummary]:
     """Every study, newest first, with its trial counts and current best configuration."""
     counts: dict[int, dict[str, int]] = {}
     for study_id, state, count in session.execute(
-        select(MeasurementRecord.study_id, MeasurementRecord.state, func.count()).group_by(
-            MeasurementRecord.study_id, MeasurementRecord.state
-        )
+        select(MeasurementRecord.study_id, MeasurementRecord.state, func.count())
+        .where(MeasurementRecord.phase == "screening")  # trials; confirmation rows re-measure finalists
+        .group_by(MeasurementRecord.study_id, MeasurementRecord.state)
     ):
         counts.setdefault(study_id, {})[state] = count
     summaries = []

@@ -64,9 +64,10 @@ def cpu_profile():
 
 @pytest.fixture
 def options(models, workload, sqlite_url) -> TuneOptions:
-    """A small study: all four methods, depth <= 2, batch sizes 1 and 2, 6 trials."""
+    """A small study: all four methods, depth <= 2, batch sizes 1 and 2, 6 trials, a short
+    confirmation (3 rounds per batch size)."""
     return TuneOptions(
         db_url=sqlite_url, study_name="tiny", target=models["target"], drafts=(models["draft"],), max_depth=2,
         batch_sizes=(1, 2), n_trials=6, seed=3, workload=workload, hardware=make_cpu_profile(), trial_timeout_s=120,
-        heartbeat_interval_s=1, grace_period_s=2,
+        heartbeat_interval_s=1, grace_period_s=2, max_repetitions=3, confirm_seconds=1.0,
     )

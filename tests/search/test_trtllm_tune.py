@@ -35,6 +35,7 @@ def trtllm_options(folders: dict[str, str], gpu, **overrides) -> TuneOptions:
     fields = {
         "engine": "trtllm", "target": folders["target"], "drafts": (folders["small"], folders["other"]),
         "max_depth": 2, "batch_sizes": (1, 2), "hardware": gpu(GPU_BYTES), "workload": WORKLOAD, "n_trials": 6,
+        "max_repetitions": 3, "confirm_seconds": 1.0,
     }
     return TuneOptions(**{**fields, **overrides})
 
@@ -97,14 +98,17 @@ def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, 
                              max_depth=1, sampler="grid", n_trials=None, seed=0, trial_timeout_s=120)
     result = tune(options)
     assert result.status == "complete"
-    assert [row.state for row in result.rows] == ["complete"] * 6  # none, mtp@1, draft@1 at batch 1 and 2
-    assert {(row.method, row.batch_size) for row in result.rows} == {
+    screened = [row for row in result.rows if row.phase == "screening"]
+    assert [row.state for row in screened] == ["complete"] * 6  # none, mtp@1, draft@1 at batch 1 and 2
+    assert {(row.method, row.batch_size) for row in screened} == {
         (m, b) for m in ("none", "mtp", "draft") for b in (1, 2)
     }
     generated = [event for event in fake_trtllm() if event["event"] == "generate"]
     assert generated and all(event["pid"] != os.getpid() for event in generated)  # in worker processes
     spec_rows = [row for row in result.rows if row.method != "none"]
-    assert all(row.drafted_tokens > 0 and row.speedup is not None for row in spec_rows)  # counted by the runner
+    assert all(row.drafted_tokens > 0 for row in spec_rows)  # counted by the runner
+    confirmed = [row for row in spec_rows if row.phase == "confirmation"]
+    assert confirmed and all(row.speedup is not None and row.repetitions >= 3 for row in confirmed)
     inits = [event for event in fake_trtllm() if event["event"] == "init"]
     assert inits and all(event["kwargs"]["max_batch_size"] == 2 for event in inits)
     assert list(result.search_space["excluded_drafts"]) == ["other-tokenizer"]

@@ -23,6 +23,11 @@ from autotune.store.models import HardwareRecord, MeasurementRecord, ProbeRecord
 OPTUNA_STATE = {"complete": TrialState.COMPLETE, "infeasible": TrialState.PRUNED, "failed": TrialState.FAIL}
 
 
+
+def screening(rows: list) -> list:
+    """The screening rows (one per measured Optuna trial) of a study's stored rows."""
+    return [row for row in rows if row.phase == "screening"]
+
 def optuna_trials(options) -> list[optuna.trial.FrozenTrial]:
     return optuna.load_study(study_name=options.study_name, storage=options.db_url).trials
 
@@ -32,7 +37,8 @@ def test_a_study_runs_stores_every_trial_and_continues(options) -> None:
     result = tune(replace(options, n_trials=4), progress=updates.append)
 
     assert (result.status, result.trials_this_run, result.analysis.counts.total) == ("complete", 4, 4)
-    rows = study_trials(options.db_url, "tiny")
+    stored = study_trials(options.db_url, "tiny")
+    rows = screening(stored)
     assert len(rows) == 4
     assert [row.label for row in rows[:2]] == ["none b1", "none b2"]  # baselines first
     trials = optuna_trials(options)
@@ -41,8 +47,11 @@ def test_a_study_runs_stores_every_trial_and_continues(options) -> None:
         assert trial.state == OPTUNA_STATE[row.state]
         assert trial.user_attrs["config"] == row.label
     assert len(trials) == 4 + result.analysis.counts.repeated
-    complete = [row for row in rows if row.state == "complete"]
-    assert complete and all(row.speedup is not None for row in complete)
+    assert all(row.speedup is None for row in rows)  # one pass: no paired speedup to report
+    confirmed = [row for row in stored if row.phase == "confirmation"]
+    assert confirmed and all(row.speedup is not None and row.repetitions >= 3 for row in confirmed)
+    assert {row.batch_size for row in confirmed if row.method == "none"} == {1, 2}  # a baseline in every round set
+    assert result.profile.row.confirmed and result.profile.row.estimate("tokens_per_s").has_interval
     assert result.analysis.model_loads >= 1 and result.worker_starts >= 1
     assert [u.trials_done for u in updates if u.finished] == [1, 2, 3, 4]
     assert updates[0].current == "none b1" and updates[0].finished is None
@@ -118,8 +127,8 @@ def test_repeats_are_answered_without_measuring_and_a_spent_space_stops(options)
     # Two points only: the baseline and ngram@1. Once both are measured the sampler can only
     # repeat them; the repeats are answered from the first results, then the study stops.
     result = tune(replace(options, methods=("ngram",), max_depth=1, batch_sizes=(1,), n_trials=4, sampler="random"))
-    assert [row.label for row in result.rows] == ["none b1", "ngram@1 b1"]
-    assert result.status == "complete" and result.worker_starts == 2
+    assert [row.label for row in screening(result.rows)] == ["none b1", "ngram@1 b1"]
+    assert result.status == "complete" and result.worker_starts == 3  # two trials, one confirmation
     counts = result.to_dict()["counts"]
     assert (counts["total"], counts["repeated"]) == (2, MAX_REPEATS)
     trials = optuna_trials(options)
@@ -132,7 +141,7 @@ def test_repeats_are_answered_without_measuring_and_a_spent_space_stops(options)
 
 def test_a_space_of_the_baseline_alone_stops_after_the_baselines(options) -> None:
     result = tune(replace(options, methods=("none",), n_trials=10))
-    assert [row.label for row in result.rows] == ["none b1", "none b2"]
+    assert [row.label for row in screening(result.rows)] == ["none b1", "none b2"]
     assert result.status == "complete"
 
 
@@ -180,7 +189,7 @@ def test_ctrl_c_fails_the_running_trial_and_the_next_run_retries_it(options) -> 
     assert interrupted.state == TrialState.FAIL
     retry = next(trial for trial in trials if trial.system_attrs.get("failed_trial") == interrupted.number)
     assert retry.state == TrialState.WAITING and retry.params == interrupted.params
-    assert len(study_trials(options.db_url, "tiny")) == 2
+    assert len(screening(study_trials(options.db_url, "tiny"))) == 2
     assert list_studies(options.db_url)[0].status == "interrupted"
 
     result = tune(replace(options, n_trials=4))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
+from autotune.engines.protocol import ProtocolOptions, ProtocolResult
 from autotune.engines.trtllm import require_tensorrt_llm
 from autotune.engines.trtllm.checks import check_config
 from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
@@ -92,6 +93,19 @@ class TrtLlmEngine:
             raise EngineError("no configuration loaded; call load(config) before measure()")
         validate_run_options(batch_size, temperature)
         return self._worker.measure(self.config, workload, batch_size, temperature, seed)
+
+    def measure_repeatedly(
+        self, configs: list[EngineConfig], workload: Workload, batch_size: int, temperature: float | None = None,
+        seed: int = 0, options: ProtocolOptions | None = None,
+    ) -> ProtocolResult:
+        """The measurement protocol run inside one worker process (the baseline included), so the
+        rounds alternate configurations there instead of restarting a worker at every switch. Each
+        switch still builds that configuration's LLM (one LLM at a time fits on the GPU), so a round
+        costs one build per configuration: keep ``max_repetitions`` small for large models."""
+        for config in configs:
+            check_config(config, self.target)
+        validate_run_options(batch_size, temperature)
+        return self._worker.measure_repeatedly(list(configs), workload, batch_size, temperature, seed, options)
 
     def close(self) -> None:
         """Stop the worker process (and with it the LLM)."""
