@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from autotune.analysis.intervals import Estimate, paired_ratio_interval
+from autotune.analysis.intervals import Estimate, paired_by_round, paired_ratio_interval
 
 BASELINE = "none"
 # Lower is simpler to operate; see the module doc.
@@ -97,12 +97,11 @@ def compare(a: Any, b: Any) -> Estimate | None:
     run_a, run_b = confirmation_run(a), confirmation_run(b)
     if run_a is None or run_a != run_b or a.batch_size != b.batch_size:
         return None
-    b_by_round = dict(zip(b.extra.get("rounds") or [], b.extra.get("samples") or []))
-    pairs = [(value, b_by_round[r]) for r, value in zip(a.extra.get("rounds") or [], a.extra.get("samples") or [])
-             if r in b_by_round]
-    if len(pairs) < 2:
+    numerators, denominators = paired_by_round(a.extra.get("rounds") or [], a.extra.get("samples") or [],
+                                               b.extra.get("rounds") or [], b.extra.get("samples") or [])
+    if len(numerators) < 2:
         return None
-    return paired_ratio_interval([p[0] for p in pairs], [p[1] for p in pairs])
+    return paired_ratio_interval(numerators, denominators)
 
 
 def simplicity(row: Any) -> tuple:

@@ -127,3 +127,12 @@ def paired_ratio_interval(
         logs.n,
         confidence,
     )
+
+
+def paired_by_round(
+    rounds_a: Sequence[int], samples_a: Sequence[float], rounds_b: Sequence[int], samples_b: Sequence[float]
+) -> tuple[list[float], list[float]]:
+    """The samples of two configurations from the rounds both kept, aligned round by round."""
+    b_by_round = dict(zip(rounds_b, samples_b))
+    pairs = [(value, b_by_round[r]) for r, value in zip(rounds_a, samples_a) if r in b_by_round]
+    return [p[0] for p in pairs], [p[1] for p in pairs]

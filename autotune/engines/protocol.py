@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from autotune.analysis.intervals import Estimate, mean_interval, paired_ratio_interval
+from autotune.analysis.intervals import Estimate, mean_interval, paired_by_round, paired_ratio_interval
 from autotune.analysis.plausibility import implausible_speedup
 from autotune.engines import noise
 from autotune.engines.base import Engine, EngineConfig, Measurement
@@ -206,11 +206,10 @@ class ProtocolResult:
 
 def compare_samples(a: RepeatedMeasurement, b: RepeatedMeasurement) -> Estimate:
     """Paired ratio of a's tokens/s over b's, over the rounds both kept."""
-    b_by_round = dict(zip(b.rounds, b.samples))
-    pairs = [(value, b_by_round[r]) for r, value in zip(a.rounds, a.samples) if r in b_by_round]
-    if not pairs:
+    numerators, denominators = paired_by_round(a.rounds, a.samples, b.rounds, b.samples)
+    if not numerators:
         raise ValueError(f"{a.config.label()} and {b.config.label()} share no round")
-    return paired_ratio_interval([p[0] for p in pairs], [p[1] for p in pairs])
+    return paired_ratio_interval(numerators, denominators)
 
 
 @dataclass
@@ -352,9 +351,7 @@ def _race(tracks: list[_Track]) -> None:
 
 
 def _aligned(a: _Track, b: _Track) -> tuple[list[float], list[float]]:
-    b_by_round = dict(zip(b.rounds, b.samples))
-    pairs = [(value, b_by_round[r]) for r, value in zip(a.rounds, a.samples) if r in b_by_round]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
+    return paired_by_round(a.rounds, a.samples, b.rounds, b.samples)
 
 
 def _precise(track: _Track, base: _Track | None, precision: float) -> bool:

@@ -177,9 +177,6 @@ def test_a_child_process_in_our_session_is_ours():
 
 
 @linux_only
-@pytest.mark.xfail(reason="noise._session_cpu_s sums live processes only: a session process that exits between the "
-                          "snapshots takes its whole CPU time out of 'own', which then shows up as other load",
-                   strict=False)
 def test_a_child_of_our_session_that_ends_during_the_pass_is_not_other_load():
     process = _burn(1.4, new_session=False)
     before = snapshot()

@@ -355,9 +355,6 @@ def test_racing_keeps_configurations_that_are_not_clearly_slower(machine):
     assert not any(m.dropped for m in result.measurements)
 
 
-@pytest.mark.xfail(reason="measure_repeatedly counts kept rounds on tracks[0]: without a baseline, once racing drops "
-                          "the first configuration its count stops, so max_repetitions never ends the run (only "
-                          "max_seconds does) and rounds_kept is wrong", strict=False)
 def test_racing_without_a_baseline_still_stops_at_max_repetitions(machine, monkeypatch):
     clock = [0.0]
     monkeypatch.setattr(protocol.time, "monotonic", lambda: clock[0])
