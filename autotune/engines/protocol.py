@@ -48,10 +48,10 @@ DEFAULT_PRECISION = 0.05
 DEFAULT_MIN_REPETITIONS = 3
 DEFAULT_MAX_REPETITIONS = 10
 DEFAULT_MAX_SECONDS = 180.0
-# The tuner's confirmation phase, per batch size: at most 8 rounds, and no new round after 45 s once
-# 3 are kept, so a default study's confirmation stays within ~4 min on our CPU (4 batch sizes).
+# The tuner's confirmation phase, per batch size: at most 8 rounds, and no new round after 35 s once
+# 3 are kept, so a default study's confirmation stays within ~3 min on our CPU (4 batch sizes).
 DEFAULT_CONFIRM_REPETITIONS = 8
-DEFAULT_CONFIRM_SECONDS = 45.0
+DEFAULT_CONFIRM_SECONDS = 35.0
 # Figures that get an interval (each pass reports them; the speedup is added for paired configurations).
 ESTIMATED = (
     "tokens_per_s", "requests_per_s", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99",
