@@ -165,11 +165,10 @@ class BatchDecision:
         model to deploy", or None when nothing is tied with the leader."""
         if len(self.tied) < 2:
             return None
-        others = [config_label(row) for row in self.tied if row is not self.recommended]
-        names = _join([config_label(self.recommended), *others]) if self.recommended is not self.leader else \
-            _join([config_label(self.leader), *[name for name in others if name != config_label(self.leader)]])
-        width = self.ratio_to_leader.relative_half_width if self.ratio_to_leader is not None else None
-        noise = f" (±{width:.0%})" if width else ""
+        names = _join([config_label(self.leader)] + [config_label(r) for r in self.tied if r is not self.leader])
+        widths = [c.relative_half_width for r in self.tied if r is not self.leader
+                  if (c := compare(r, self.leader)) is not None and c.relative_half_width is not None]
+        noise = f" (±{max(widths):.0%})" if widths else ""
         return (f"at batch size {self.batch_size}, {names} are within noise of each other{noise}: recommending "
                 f"{config_label(self.recommended)} — {_why(self.recommended, self.tied)}")
 

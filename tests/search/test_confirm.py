@@ -1,0 +1,112 @@
+"""The confirmation phase's finalists (:func:`autotune.search.confirm.finalists`), from screening rows."""
+
+from __future__ import annotations
+
+import random
+
+from autotune.search.confirm import MAX_FINALISTS, SCREENING_NOISE, finalists
+from autotune.search.objective import Slo
+from autotune.search.space import Candidate
+from autotune.store.results import TrialRow
+
+
+def row(method: str, depth: int, batch_size: int, tokens: float | None, *, number: int = 0, draft: str | None = None,
+        tpot: float | None = None, state: str = "complete", phase: str = "screening") -> TrialRow:
+    if method == "draft" and draft is None:
+        draft = "builtin"
+    return TrialRow(trial_number=number, method=method, draft=draft, depth=depth, batch_size=batch_size, state=state,
+                    reason=None, tokens_per_s=tokens, tpot_ms_p50=tpot, tpot_ms_p90=tpot, phase=phase,
+                    extra={"confirmation": {"run": 1}} if phase == "confirmation" else {})
+
+
+def numbered(rows: list[TrialRow]) -> list[TrialRow]:
+    """The same rows with distinct trial numbers, in a seeded shuffled order (order must not matter)."""
+    shuffled = [TrialRow(**{**row.__dict__, "trial_number": i}) for i, row in enumerate(rows)]
+    random.Random(0).shuffle(shuffled)
+    return shuffled
+
+
+def labels(chosen: list[Candidate]) -> list[str]:
+    return [c.config_label for c in chosen]
+
+
+def test_the_optimistic_bound():
+    assert SCREENING_NOISE == 0.25
+    rows = numbered([
+        row("none", 0, 4, 900.0), row("mtp", 2, 4, 1200.0),
+        row("draft", 4, 4, 960.0),  # 960 * 1.25 = 1200: reaches the best, so it is a finalist
+        row("ngram", 3, 4, 950.0),  # 950 * 1.25 = 1187.5: cannot be the best even if screening undersold it
+    ])
+    chosen = finalists(rows, [4], Slo())
+    assert labels(chosen[4]) == ["mtp@2", "draft@4"]
+    assert all(c.batch_size == 4 for c in chosen[4])
+    assert chosen[4][1] == Candidate("draft", 4, 4, "builtin")
+
+
+def test_the_baseline_counts_as_the_best_but_is_never_a_finalist():
+    rows = numbered([row("none", 0, 8, 1000.0), row("mtp", 1, 8, 800.0), row("mtp", 2, 8, 790.0),
+                     row("none", 0, 16, 2000.0)])
+    chosen = finalists(rows, [8, 16], Slo())
+    assert labels(chosen[8]) == ["mtp@1"]  # 800 * 1.25 = 1000; 790 * 1.25 < 1000
+    assert chosen[16] == []  # only the baseline was screened there: nothing to confirm but it
+
+
+def test_at_most_four_the_best_of_each_method_first():
+    rows = numbered([
+        row("none", 0, 2, 700.0),
+        row("draft", 3, 2, 1200.0), row("draft", 5, 2, 1190.0), row("draft", 7, 2, 1180.0), row("draft", 2, 2, 1170.0),
+        row("mtp", 1, 2, 990.0), row("mtp", 2, 2, 1000.0), row("ngram", 4, 2, 980.0),
+        row("ngram", 1, 2, 900.0),  # out of reach: 900 * 1.25 < 1200
+    ])
+    chosen = finalists(rows, [2], Slo())
+    assert MAX_FINALISTS == 4
+    assert labels(chosen[2]) == ["draft@3", "mtp@2", "ngram@4", "draft@5"]
+
+
+def test_each_draft_model_is_a_method_of_its_own():
+    rows = numbered([
+        row("none", 0, 1, 500.0), row("draft", 3, 1, 1000.0), row("draft", 4, 1, 995.0), row("draft", 5, 1, 990.0),
+        row("draft", 2, 1, 985.0), row("draft", 3, 1, 850.0, draft="small"),
+    ])
+    chosen = finalists(rows, [1], Slo())
+    assert labels(chosen[1]) == ["draft@3", "draft:small@3", "draft@4", "draft@5"]
+
+
+def test_repeated_trials_of_one_configuration_are_confirmed_once():
+    rows = numbered([row("none", 0, 4, 900.0), row("mtp", 2, 4, 1200.0), row("mtp", 2, 4, 1150.0),
+                     row("draft", 3, 4, 1100.0), row("draft", 3, 4, 1000.0)])
+    assert labels(finalists(rows, [4], Slo())[4]) == ["mtp@2", "draft@3"]
+
+
+def test_the_slo_pool():
+    slo = Slo(tpot_ms=20.0)
+    rows = numbered([
+        row("none", 0, 4, 1000.0, tpot=15.0),
+        row("draft", 6, 4, 1500.0, tpot=25.0),  # fastest, but misses the SLO: neither a finalist nor the bar
+        row("mtp", 1, 4, 1100.0, tpot=12.0),
+        row("draft", 3, 4, 800.0, tpot=18.0),  # 800 * 1.25 = 1000 < 1100
+        row("ngram", 2, 4, 880.0, tpot=19.0),  # 880 * 1.25 = 1100: in reach
+    ])
+    assert labels(finalists(rows, [4], slo)[4]) == ["mtp@1", "ngram@2"]
+    assert labels(finalists(rows, [4], Slo())[4]) == ["draft@6"]  # without limits: 1100 * 1.25 < 1500
+
+
+def test_when_nothing_meets_the_slo_the_closest_misses_form_the_pool():
+    slo = Slo(tpot_ms=10.0)
+    rows = numbered([
+        row("none", 0, 4, 1000.0, tpot=15.0), row("mtp", 1, 4, 1100.0, tpot=12.0), row("mtp", 3, 4, 900.0, tpot=12.0),
+        row("draft", 6, 4, 1500.0, tpot=25.0),
+    ])
+    assert labels(finalists(rows, [4], slo)[4]) == ["mtp@1", "mtp@3"]  # 900 * 1.25 = 1125 >= 1100
+
+
+def test_only_complete_screening_rows_count():
+    rows = numbered([
+        row("none", 0, 4, 1000.0), row("mtp", 2, 4, 1100.0),
+        row("draft", 3, 4, 5000.0, phase="confirmation"),  # a confirmation row is no screening figure
+        row("draft", 5, 4, None, state="failed"), row("ngram", 3, 4, None, state="infeasible"),
+        row("mtp", 2, 8, None, state="failed"),
+    ])
+    chosen = finalists(rows, [4, 8, 16], Slo())
+    assert labels(chosen[4]) == ["mtp@2"]
+    assert 8 not in chosen and 16 not in chosen  # nothing complete was screened there
