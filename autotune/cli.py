@@ -396,7 +396,8 @@ def studies_command(db_url, as_json) -> None:
 @click.argument("study")
 @json_option
 def trials_command(db_url, study, as_json) -> None:
-    """List the finished trials of STUDY: configuration, state, figures.
+    """List the stored trials of STUDY: screening passes (one run each), then the confirmation rows
+    (repeated, paired with the baseline) with n, tokens/s and speedup and their 95 % intervals.
 
     \b
     Example:
@@ -404,12 +405,11 @@ def trials_command(db_url, study, as_json) -> None:
     """
     from autotune.search import study_trials
 
-    rows = [t.to_dict() for t in study_trials(db_url, study)]
+    trials = study_trials(db_url, study)
     if as_json:
-        click.echo(json.dumps(rows, indent=2, default=str))
+        click.echo(json.dumps([t.to_dict() for t in trials], indent=2, default=str))
     else:
-        columns = ["trial_number", "method", "depth", "batch_size", "state", "tokens_per_s", "speedup", "acceptance_rate", "reason"]
-        render.print_rows(rows, [c for c in columns if not rows or c in rows[0]], title=f"Trials of {study}")
+        render.print_trials(trials, f"Trials of {study}")
 
 
 @cli.group("profiles", cls=AutotuneGroup)
@@ -450,7 +450,9 @@ def profiles_list_command(db_url, hardware, model, method, study, as_json) -> No
 @click.argument("profile_id", type=int)
 @json_option
 def profiles_show_command(db_url, profile_id, as_json) -> None:
-    """Show one deployment profile with its per-batch-size table.
+    """Show one deployment profile: tokens/s and speedup with their 95 % intervals and n, whether
+    the confirmation phase measured it, the configurations tied with it, and the depth to serve at
+    each batch size (0: speculation off).
 
     \b
     Example:
@@ -460,12 +462,10 @@ def profiles_show_command(db_url, profile_id, as_json) -> None:
 
     profile = show_profile(db_url, profile_id)
     if as_json:
-        click.echo(json.dumps(profile.to_dict(), indent=2, default=str))
+        click.echo(json.dumps({**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with},
+                              indent=2, default=str))
     else:
-        render.print_rows([profile.summary()], ["id", "study", "hardware", "model", "method", "depth", "draft",
-                                                "batch_size", "tokens_per_s", "speedup"])
-        table = [dict(r) for r in profile.per_batch_size]
-        render.print_rows(table, list(table[0]) if table else ["batch_size"], title="Best per batch size")
+        render.print_profile(profile)
 
 
 @command(profiles_group, "best")

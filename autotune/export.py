@@ -181,8 +181,8 @@ def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan) -> list[str]:
             "key's value, newer: the larger key's) but all read the measured value at them.",
         ]
     if plan.max_concurrency is not None:
-        notes.append(f"max_concurrency: speculation measured slower than none above batch size {plan.max_concurrency}.")
-    return notes + _builtin_notes(profile)
+        notes.append(f"max_concurrency: speculation off above batch size {plan.max_concurrency} (it did not beat none there).")
+    return notes + schedule_notes(profile) + _builtin_notes(profile)
 
 
 def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
@@ -233,7 +233,7 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         spec = json.dumps(vllm_speculative_config(profile, plan), separators=(", ", ": "))
         lines.append(["--speculative-config", spec])
     notes = _header(profile) + ["vLLM's SpeculativeConfig (vllm/config/speculative.py); method 'mtp' needs a vLLM that knows it (older: 'deepseek_mtp')."]
-    return _script(notes + _unscheduled_notes(plan, "vLLM") + _builtin_notes(profile), lines)
+    return _script(notes + _unscheduled_notes(plan, "vLLM") + schedule_notes(profile) + _builtin_notes(profile), lines)
 
 
 def vllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
@@ -268,7 +268,7 @@ def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         if profile.method == "draft":
             lines.append(["--speculative-draft-model-path", serving_model(profile.draft)])
             notes.append("STANDALONE (a separate draft model) needs SGLang >= 0.5.")
-    return _script(notes + _unscheduled_notes(plan, "SGLang") + _builtin_notes(profile), lines)
+    return _script(notes + _unscheduled_notes(plan, "SGLang") + schedule_notes(profile) + _builtin_notes(profile), lines)
 
 
 def _unscheduled_notes(plan: ServingPlan, engine: str) -> list[str]:
@@ -278,7 +278,7 @@ def _unscheduled_notes(plan: ServingPlan, engine: str) -> list[str]:
     measured = ", ".join(f"{b}: {d}" for b, d in plan.depths.items())
     return [
         f"{engine} speculates at every batch size with the same draft length; autotune measured the best",
-        f"draft length per batch size as {{{measured}}} (0: speculation slower than none).",
+        f"draft length per batch size as {{{measured}}} (0: speculation did not beat none).",
         "Cap the batch size or run separate servers if the load sits where the draft length drops.",
     ]
 
@@ -294,21 +294,90 @@ def serving_model(model: ModelInfo | None) -> str:
 
 
 def _header(profile: DeploymentProfile) -> list[str]:
-    figures = [
-        f"{profile.tokens_per_s:.1f} tokens/s" if profile.tokens_per_s is not None else None,
-        f"TPOT p50 {profile.tpot_ms_p50:.2f} ms" if profile.tpot_ms_p50 is not None else None,
-        f"{profile.speedup:.2f}x vs none" if profile.speedup is not None else None,
-    ]
     draft = f" with draft {profile.draft.name} ({profile.draft.fingerprint})" if profile.draft else ""
     source = f"deployment profile {profile.id if profile.id is not None else '(unsaved)'}"
     if profile.chosen_trial is not None:
-        source += f", trial {profile.chosen_trial}"
-    return [
+        source += f", {'confirmation row' if profile.chosen_phase == 'confirmation' else 'trial'} {profile.chosen_trial}"
+    lines = [
         f"autotune {__version__} {source}: {profile.label()}{draft} at batch size {profile.batch_size}",
         f"target {profile.target.name} ({profile.target.fingerprint}) on {profile.hardware.name} ({profile.hardware.fingerprint})",
         f"study {profile.study.name} ({profile.study.engine} engine, objective {profile.objective}, workload {profile.study.workload_name})",
-        "measured: " + (", ".join(f for f in figures if f) or "no figures stored"),
+        "measured: " + measured_text(profile),
     ]
+    tied = profile.tied_with
+    if len(tied) > 1:
+        others = [label for label in tied if label != profile.label()]
+        lines.append(f"within noise of {', '.join(others)} at batch size {profile.batch_size}: "
+                     f"{profile.label()} is the simplest of them to operate")
+    return lines
+
+
+def measured_text(profile: DeploymentProfile) -> str:
+    """``"841.8 tokens/s ±8.4 % (n=7), 2.19x [1.89, 2.53] vs none, TPOT p50 8.10 ms ±2.0 %, 95 % intervals"``
+    for a confirmed profile; the values and ``"one screening run, no interval"`` for one that is not."""
+    tokens, tpot, speedup = (profile.estimate(name) for name in ("tokens_per_s", "tpot_ms_p50", "speedup"))
+    intervals = any(e is not None and e.has_interval for e in (tokens, tpot, speedup))
+    figures = []
+    if tokens is not None:
+        figures.append(f"{tokens.value:.1f} tokens/s" + _width(tokens) + (f" (n={tokens.n})" if tokens.has_interval else ""))
+    if speedup is not None and profile.method != "none":
+        bounds = f" [{speedup.low:.2f}, {speedup.high:.2f}]" if speedup.has_interval else ""
+        figures.append(f"{speedup.value:.2f}x{bounds} vs none")
+    if tpot is not None:
+        figures.append(f"TPOT p50 {tpot.value:.2f} ms" + _width(tpot))
+    if not figures:
+        return "no figures stored"
+    if intervals:
+        return ", ".join(figures) + ", 95 % intervals"
+    if profile.confirmed:
+        return ", ".join(figures) + f" (n={profile.repetitions}, no interval)"
+    return ", ".join(figures) + " (one screening run, no interval)"
+
+
+def _width(estimate) -> str:  # noqa: ANN001 - autotune.analysis.intervals.Estimate
+    width = estimate.relative_half_width
+    return "" if width is None else f" ±{100 * width:.1f} %"
+
+
+def schedule_notes(profile: DeploymentProfile) -> list[str]:
+    """One line per batch size of the study's table: the depth to serve (0: speculation off),
+    the configuration it comes from and its speedup with the 95 % interval where measured."""
+    rows = [row for row in profile.per_batch_size if row.get("method") is not None]
+    if not rows:
+        return []
+    lines = ["Measured per batch size (depth to serve; speedup vs none, 95 % interval where confirmed):"]
+    for row in sorted(rows, key=lambda r: int(r["batch_size"])):
+        lines.append(f"  batch size {row['batch_size']}: depth {_depth(row)} ({_table_label(row)}{_row_speedup(row)})"
+                     + (f" - {row['note']}" if row.get("note") else ""))
+    return lines
+
+
+def _depth(row: dict[str, Any]) -> int:
+    return 0 if row.get("method") == "none" else int(row.get("depth") or 0)
+
+
+def _table_label(row: dict[str, Any]) -> str:
+    if row.get("label"):
+        return str(row["label"])
+    return row["method"] if row["method"] == "none" else f"{row['method']}@{row.get('depth')}"
+
+
+def _row_speedup(row: dict[str, Any]) -> str:
+    """``", 1.84x [1.79, 1.90], n=7"``, ``", 1.84x, one run"``; for the baseline, whether
+    speculation was beaten; nothing when no speedup was stored."""
+    n = row.get("repetitions") or 1
+    tied = [label for label in row.get("tied") or [] if label != _table_label(row)]
+    if row.get("method") == "none":
+        if tied:
+            return f", speculation ({', '.join(tied)}) did not clear 1.0x at 95 %"
+        return ", no speculation measured faster" if row.get("confirmed") or n > 1 else ", one screening run"
+    value, low, high = row.get("speedup"), row.get("speedup_low"), row.get("speedup_high")
+    if value is None:
+        return ", one screening run, no speedup measured" if not row.get("confirmed") else ""
+    within = f"; within noise of {', '.join(tied)}" if tied else ""
+    if low is not None and high is not None:
+        return f", {value:.2f}x [{low:.2f}, {high:.2f}], n={n}{within}"
+    return f", {value:.2f}x, one run{within}"
 
 
 def _builtin_notes(profile: DeploymentProfile) -> list[str]:

@@ -185,6 +185,132 @@ def print_measure(report) -> None:  # noqa: ANN001 - autotune.measure.MeasureRep
                           f"expected {d.expected}, got {d.got} (logit margin {d.logit_margin})")
 
 
+TRIAL_COLUMNS = ["trial_number", "phase", "method", "depth", "batch_size", "state", "n", "tokens/s", "speedup",
+                 "acceptance_rate", "reason"]
+
+
+def trial_speedup(row) -> str:  # noqa: ANN001 - a TrialFigures row (TrialRow, MeasurementInfo)
+    """The row's stored, paired speedup with its interval; the baseline's is 1 by definition; '-'
+    for a screening row (one pass: no speedup is measured there)."""
+    from autotune.analysis.decision import BASELINE, speedup_estimate
+
+    if not row.confirmed:
+        return "-"
+    if row.method == BASELINE:
+        return "1x (baseline)"
+    return format_speedup(speedup_estimate(row))
+
+
+def trial_notes(row) -> str | None:  # noqa: ANN001 - a TrialFigures row
+    """Why a row failed, and what the confirmation protocol said about it (raced out, noisy,
+    capped, implausible batch size)."""
+    extra = row.extra or {}
+    notes = [row.reason] if row.reason else []
+    if extra.get("dropped"):
+        notes.append("raced out: slower than the leader at 95 %")
+    if extra.get("noisy"):
+        notes.append("measured while the machine was busy")
+    if extra.get("capped"):
+        notes.append(f"stopped at the {extra['capped']} cap")
+    if extra.get("implausible"):
+        notes.append(f"speedups withheld: {extra['implausible']}")
+    return "; ".join(notes) or None
+
+
+def trial_row(row) -> dict:  # noqa: ANN001 - a TrialFigures row with the trial's configuration
+    """One line of ``autotune trials``: the configuration, n, tokens/s and speedup with their 95 %
+    intervals (screening rows: one pass, no interval, no speedup)."""
+    method = row.method
+    draft = getattr(row, "draft", None)
+    if method == "draft" and draft not in (None, "builtin"):
+        method = f"draft:{draft}"
+    if row.confirmed:
+        run = (row.extra.get("confirmation") or {}).get("run")
+        phase = f"confirmation {run}" if run is not None else "confirmation"
+    else:
+        phase = row.phase
+    return {
+        "trial_number": row.trial_number, "phase": phase, "method": method, "depth": row.depth,
+        "batch_size": row.batch_size, "state": row.state, "n": row.repetitions if row.tokens_per_s is not None else None,
+        "tokens/s": format_estimate(row.estimate("tokens_per_s"), 4) if row.tokens_per_s is not None else "-",
+        "speedup": trial_speedup(row) if row.tokens_per_s is not None else "-",
+        "acceptance_rate": row.acceptance_rate, "reason": trial_notes(row),
+    }
+
+
+def print_trials(rows: list, title: str) -> None:
+    """``autotune trials``: a row per stored trial, screening then confirmation."""
+    confirmed = any(row.confirmed for row in rows)
+    print_rows([trial_row(row) for row in rows], TRIAL_COLUMNS,
+               title=f"{title} (confirmation rows: 95 % intervals over n rounds)" if confirmed else title)
+    if rows and not confirmed:
+        stdout().print("screening rows only: one pass each, no interval and no speedup "
+                       "(speedups are measured paired with the baseline in the confirmation phase)")
+
+
+def _row_estimate(row: dict, name: str):  # noqa: ANN202 - an Estimate or None
+    from autotune.analysis.intervals import Estimate
+
+    value = row.get(name)
+    if value is None:
+        return None
+    return Estimate(float(value), row.get(f"{name}_low"), row.get(f"{name}_high"), int(row.get("repetitions") or 1))
+
+
+def batch_size_row(row: dict) -> dict:
+    """One line of a profile's per-batch-size table (a BatchSizeBest dict; tables stored before
+    intervals existed lack the interval keys and read as one run)."""
+    label = row.get("label") or (None if row.get("method") is None else
+                                 row["method"] if row["method"] == "none" else f"{row['method']}@{row.get('depth')}")
+    speculation_off = row.get("method") == "none"
+    speedup = _row_estimate(row, "speedup")
+    tied = [t for t in row.get("tied") or [] if t != label]
+    return {
+        "batch": row.get("batch_size"),
+        "depth": (0 if speculation_off else row.get("depth")) if label else None,
+        "configuration": label,
+        "tokens/s": format_estimate(_row_estimate(row, "tokens_per_s"), 4),
+        "speedup": ("1x (speculation off)" if speculation_off else
+                    format_speedup(speedup) if speedup is not None else "-") if label else "-",
+        "n": row.get("repetitions") or (1 if label else None),
+        "tied": ", ".join(tied) or None,
+        "note": row.get("note") or (None if row.get("confirmed") or not label else "screening: one run"),
+    }
+
+
+def print_profile(profile) -> None:  # noqa: ANN001 - autotune.profiles.data.DeploymentProfile
+    """``autotune profiles show``: the recommendation with its 95 % intervals and n, whether the
+    confirmation phase measured it, what it is tied with, and the per-batch-size table."""
+    tokens, tpot, speedup = (profile.estimate(name) for name in ("tokens_per_s", "tpot_ms_p50", "speedup"))
+    chosen = profile.chosen_trial
+    facts = {
+        "study": profile.study.name, "hardware": f"{profile.hardware.name} ({profile.hardware.fingerprint})",
+        "model": f"{profile.target.name} ({profile.target.fingerprint})",
+        "configuration": profile.label() + (f" with draft {profile.draft.name}" if profile.draft else ""),
+        "batch size": profile.batch_size, "objective": profile.objective,
+        "tokens/s": format_estimate(tokens, 4),
+        "speedup vs none": "1x (baseline)" if profile.method == "none" and speedup else format_speedup(speedup),
+        "TPOT p50 ms": format_estimate(tpot, 4),
+        "n (repetitions)": profile.repetitions,
+        "confirmed": "yes" if profile.confirmed else "no: one screening run, no interval",
+        "tied within noise": ", ".join(label for label in profile.tied_with if label != profile.label()) or None,
+        "from": None if chosen is None else f"{profile.chosen_phase} trial {chosen}",
+    }
+    print_rows([{"figure": name, "value": value} for name, value in facts.items()], ["figure", "value"],
+               title=f"Deployment profile {profile.id} (95 % intervals)")
+    console = stdout()
+    if not profile.confirmed:
+        console.print("not confirmed: one screening run, no interval and no paired speedup (the confirmation phase "
+                      "did not run)")
+    tied = [label for label in profile.tied_with if label != profile.label()]
+    if tied:
+        console.print(f"tied within noise at batch size {profile.batch_size}: {profile.label()} and "
+                      f"{', '.join(tied)}; {profile.label()} is the simplest to operate")
+    table = [batch_size_row(row) for row in profile.per_batch_size]
+    if table:
+        print_rows(table, list(table[0]), title="Per batch size: depth to serve (0: speculation off), 95 % intervals")
+
+
 @contextmanager
 def trial_progress(enabled: bool = True) -> Iterator[Callable]:
     """A progress bar on stderr for tuning: trials done of total, best so far, ETA."""

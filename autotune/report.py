@@ -5,6 +5,12 @@ size; acceptance per draft position; the throughput/TPOT Pareto front with the c
 marked; and MTP against the draft model per batch size. The page adds the MTP-versus-draft
 verdict, the per-batch-size table and every trial.
 
+Every figure is read from the rows that decide (:func:`autotune.analysis.decision.deciding_rows`:
+the latest confirmation run, or the screening trials without one). Confirmation rows carry 95 %
+intervals, drawn as error bars and written as ``±`` / ``[low, high]`` with their n; a speedup is
+only ever the stored, paired one (:func:`~autotune.analysis.decision.speedup_estimate`), so a
+study that was only screened has no speedup plots.
+
 matplotlib is used through its object API on the Agg canvas: no pyplot, no global backend switch,
 nothing needs a display.
 """
@@ -20,12 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autotune import __version__
+from autotune.analysis import decision
+from autotune.analysis.decision import pareto_front
+from autotune.analysis.intervals import Estimate
 from autotune.profiles import analysis, records
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo, utc_iso
 from autotune.profiles.errors import ProfileNotFoundError
 from autotune.profiles.files import write_atomic
+from autotune.render import format_estimate, format_speedup
 from autotune.store import open_database, profile_queries
-from autotune.analysis.decision import pareto_front
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -98,21 +107,39 @@ def write_report(db_url: str | None, study: str | int, out_dir: Path | str) -> P
 
 
 def figures(data: StudyData) -> dict[str, Figure]:
-    """The report's figures by file stem; none when the study has no complete trial."""
-    done = analysis.complete(data.measurements)
+    """The report's figures by file stem; none when the study has no complete trial. The speedup
+    plots need measured (paired) speedups: a study that was only screened has none."""
+    done = decision.deciding_rows(data.measurements)
     if not done:
         return {}
-    result = {
-        "throughput_vs_batch_size": plot_throughput(data, done),
-        "speedup_vs_depth": plot_speedup_vs_depth(data, done),
-        "pareto_front": plot_pareto(data, done),
-    }
+    result = {"throughput_vs_batch_size": plot_throughput(data, done)}
+    if _has_speedups(done):
+        result["speedup_vs_depth"] = plot_speedup_vs_depth(data, done)
+    result["pareto_front"] = plot_pareto(data, done)
     if any(m.acceptance_by_position for m in done):
         result["acceptance_by_position"] = plot_acceptance(data, done)
     verdict = analysis.mtp_versus_draft(done)
     if verdict.mtp or verdict.draft:
-        result["mtp_vs_draft"] = plot_mtp_vs_draft(verdict)
+        result["mtp_vs_draft"] = plot_mtp_vs_draft(verdict, done)
     return result
+
+
+def _has_speedups(rows: Sequence[MeasurementInfo]) -> bool:
+    return any(m.method != decision.BASELINE and decision.speedup_estimate(m) is not None for m in rows)
+
+
+def _confirmed(rows: Sequence[MeasurementInfo]) -> bool:
+    return any(m.confirmed for m in rows)
+
+
+def error_bars(estimates: Sequence[Estimate | None]) -> list[list[float]] | None:
+    """matplotlib's asymmetric ``yerr`` (distances below and above each value) for ``estimates``;
+    0 where one has no interval; None when none has one (nothing to draw)."""
+    if not any(e is not None and e.has_interval for e in estimates):
+        return None
+    below = [e.value - e.low if e is not None and e.has_interval else 0.0 for e in estimates]
+    above = [e.high - e.value if e is not None and e.has_interval else 0.0 for e in estimates]
+    return [below, above]
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -154,40 +181,45 @@ def _label(ax, xlabel: str, ylabel: str, title: str, legend_size: float | None =
 
 
 def plot_throughput(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
-    """Best tokens/s at each batch size per method, the best depth written next to each point."""
+    """Best tokens/s at each batch size per method, the best depth written next to each point, and
+    the 95 % interval as error bars where the rows have one (confirmation rows)."""
     figure = _figure(7.5, 4.8)
     ax = figure.add_subplot()
     for key, trials in _by_series(done).items():
-        best = analysis.best_by_batch_size(trials)
+        best = decision.best_by_batch_size(trials)
         xs, ys = list(best), [m.tokens_per_s for m in best.values()]
-        ax.plot(xs, ys, marker="o", color=data.series_color(key), label=data.series_name(key))
+        yerr = error_bars([m.estimate("tokens_per_s") for m in best.values()])
+        ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, color=data.series_color(key), label=data.series_name(key))
         if key[0] != "none":
             for m in best.values():
                 ax.annotate(f"d{m.depth}", (m.batch_size, m.tokens_per_s), textcoords="offset points",
                             xytext=(4, 4), fontsize=7, color=data.series_color(key))
     _batch_axis(ax, sorted({m.batch_size for m in done}))
+    what = "confirmed rows, error bars: 95 % intervals" if _confirmed(done) else "one screening run each, no interval"
     _label(ax, "batch size (concurrent sequences)", "throughput (generated tokens/s)",
-           "Throughput against batch size (best depth per method, dN = depth)")
+           f"Throughput against batch size (best depth per method, dN = depth)\n{what}")
     return figure
 
 
 def plot_speedup_vs_depth(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
-    """One panel per batch size: speedup over the baseline against depth, per speculative method."""
-    base = analysis.baselines(done)
+    """One panel per batch size: the paired speedup over the baseline (95 % interval as error bars)
+    against depth, per speculative method, for the rows that have one."""
     batch_sizes = sorted({m.batch_size for m in done})
     columns = min(3, len(batch_sizes))
     rows = -(-len(batch_sizes) // columns)
     figure = _figure(4.0 * columns, 3.2 * rows)
     axes = figure.subplots(rows, columns, sharey=True, squeeze=False).ravel()
-    speculative = {k: v for k, v in _by_series(done).items() if k[0] != "none"}
+    speculative = {k: v for k, v in _by_series(done).items() if k[0] != decision.BASELINE}
     depths = sorted({m.depth for trials in speculative.values() for m in trials}) or [0]
     for ax, batch_size in zip(axes, batch_sizes):
         for key, trials in speculative.items():
             points = sorted(
-                (m.depth, s) for m in trials if m.batch_size == batch_size and (s := analysis.speedup(m, base)) is not None
+                (m.depth, s) for m in trials if m.batch_size == batch_size and (s := decision.speedup_estimate(m)) is not None
             )
             if points:
-                ax.plot(*zip(*points), marker="o", color=data.series_color(key), label=data.series_name(key))
+                estimates = [s for _, s in points]
+                ax.errorbar([d for d, _ in points], [s.value for s in estimates], yerr=error_bars(estimates),
+                            marker="o", capsize=3, color=data.series_color(key), label=data.series_name(key))
         ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
         ax.set_xticks(depths)
         ax.set_title(f"batch size {batch_size}")
@@ -197,10 +229,13 @@ def plot_speedup_vs_depth(data: StudyData, done: Sequence[MeasurementInfo]) -> F
         ax.set_visible(False)
     for ax in axes[::columns]:
         ax.set_ylabel("speedup over none (x)")
-    handles, labels = axes[0].get_legend_handles_labels()
+    handles, labels = {}, {}
+    for ax in axes[:len(batch_sizes)]:  # every series once, whichever panel drew it
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
     if handles:
-        figure.legend(handles, labels, loc="outside lower center", ncols=len(handles))
-    figure.suptitle("Speedup against speculation depth, per batch size")
+        figure.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=len(handles))
+    figure.suptitle("Paired speedup against speculation depth, per batch size (95 % intervals)")
     return figure
 
 
@@ -228,13 +263,26 @@ def plot_acceptance(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
 
 
 def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
-    """Every trial by TPOT and throughput, the Pareto front, and the chosen profile starred."""
+    """The deciding rows by TPOT and throughput (with their 95 % intervals where confirmed), the
+    Pareto front, the chosen profile starred; a confirmed study's screening passes in grey."""
     figure = _figure(7.5, 5.0)
     ax = figure.add_subplot()
     timed = [m for m in done if m.tpot_ms_p50 is not None]
+    if _confirmed(done):
+        screened = [m for m in decision.screening_rows(data.measurements) if m.tpot_ms_p50 is not None]
+        if screened:
+            ax.scatter([m.tpot_ms_p50 for m in screened], [m.tokens_per_s for m in screened], s=10, alpha=0.35,
+                       color="#bbbbbb", label="screening passes (one run each)")
     for key, trials in _by_series(timed).items():
-        ax.scatter([m.tpot_ms_p50 for m in trials], [m.tokens_per_s for m in trials], s=18, alpha=0.7,
-                   color=data.series_color(key), label=data.series_name(key))
+        xerr = error_bars([m.estimate("tpot_ms_p50") for m in trials])
+        yerr = error_bars([m.estimate("tokens_per_s") for m in trials])
+        if xerr is None and yerr is None:
+            ax.scatter([m.tpot_ms_p50 for m in trials], [m.tokens_per_s for m in trials], s=18, alpha=0.7,
+                       color=data.series_color(key), label=data.series_name(key))
+        else:
+            ax.errorbar([m.tpot_ms_p50 for m in trials], [m.tokens_per_s for m in trials], xerr=xerr, yerr=yerr,
+                        fmt="o", markersize=4, capsize=2, alpha=0.8, color=data.series_color(key),
+                        label=data.series_name(key))
     front = pareto_front(timed)
     if front:
         ax.plot([m.tpot_ms_p50 for m in front], [m.tokens_per_s for m in front], color="black", linewidth=1,
@@ -251,11 +299,13 @@ def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
 def _chosen(data: StudyData, trials: Sequence[MeasurementInfo]) -> MeasurementInfo | None:
     if data.profile is None or data.profile.chosen_trial is None:
         return None
-    return next((m for m in trials if m.trial_number == data.profile.chosen_trial), None)
+    key = (data.profile.chosen_phase, data.profile.chosen_trial)
+    return next((m for m in trials if m.key == key), None)
 
 
-def plot_mtp_vs_draft(verdict: analysis.Verdict) -> Figure:
-    """Per batch size: each method's best speedup, and its peak memory over the baseline's."""
+def plot_mtp_vs_draft(verdict: analysis.Verdict, done: Sequence[MeasurementInfo] = ()) -> Figure:
+    """Per batch size: each method's best paired speedup (95 % interval as error bars where the
+    rows of ``done`` have one), and its peak memory over the baseline's."""
     summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
     batch_sizes = sorted({b for s in summaries for b in s.batch_sizes})
     figure = _figure(9.0, 4.0)
@@ -265,17 +315,29 @@ def plot_mtp_vs_draft(verdict: analysis.Verdict) -> Figure:
     for i, s in enumerate(summaries):
         color = METHOD_COLORS["mtp"] if s.method == "mtp" else DRAFT_COLORS[0]
         offsets = [p - 0.4 + width * (i + 0.5) for p in positions]
-        speed_ax.bar(offsets, [s.speedup.get(b, 0) for b in batch_sizes], width, color=color, label=METHOD_NAMES[s.method])
+        best = decision.best_by_batch_size(m for m in done if m.method == s.method)
+        estimates = [decision.speedup_estimate(best[b]) if b in best and b in s.speedup else None for b in batch_sizes]
+        if s.speedup:  # screening only: no paired speedup to draw
+            speed_ax.bar(offsets, [s.speedup.get(b, 0) for b in batch_sizes], width, color=color,
+                         label=METHOD_NAMES[s.method], yerr=error_bars(estimates), capsize=3)
         memory_ax.bar(offsets, [100 * s.memory_overhead.get(b, 0) for b in batch_sizes], width, color=color,
                       label=METHOD_NAMES[s.method])
-    speed_ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
-    for ax in (speed_ax, memory_ax):
+    measured = any(s.speedup for s in summaries)
+    if measured:
+        speed_ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
+    else:
+        speed_ax.text(0.5, 0.5, "no paired speedup measured:\nthe study has no confirmation run", ha="center",
+                      va="center", transform=speed_ax.transAxes, color="#555555")
+        speed_ax.set_yticks([])
+    for ax in (speed_ax, memory_ax) if measured else (memory_ax,):
         ax.set_xticks(list(positions), [str(b) for b in batch_sizes])
         ax.set_xlabel("batch size")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=8)
-    speed_ax.set_ylabel("best speedup over none (x)")
-    speed_ax.set_title("Speedup (best depth)")
+    if not measured:
+        speed_ax.set_xticks([])
+    speed_ax.set_ylabel("best paired speedup over none (x)")
+    speed_ax.set_title("Speedup (best depth, 95 % intervals)" if measured else "Speedup")
     memory_ax.set_ylabel("peak memory over the baseline (%)")
     memory_ax.set_title("Memory overhead")
     figure.suptitle("MTP against the draft model")
@@ -292,24 +354,38 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f2f2f2; } td.text, th.text { text-align: left; }
 .verdict { background: #f6f9fc; border-left: 4px solid #1f77b4; padding: 0.6em 1em; }
 figure { margin: 1.5em 0; } img { max-width: 100%; border: 1px solid #eee; }
-tr.failed td { color: #999; }
+tr.failed td { color: #999; } tr.superseded td { color: #999; }
+.note { color: #555; font-size: 0.9em; }
 """
 
 PLOT_CAPTIONS = {
-    "throughput_vs_batch_size": "Throughput against batch size per method (best depth at each batch size).",
-    "speedup_vs_depth": "Speedup over the baseline against depth, one panel per batch size.",
+    "throughput_vs_batch_size": "Throughput against batch size per method (best depth at each batch size; "
+                                "error bars: 95 % intervals of confirmed rows).",
+    "speedup_vs_depth": "Paired speedup over the baseline against depth, one panel per batch size "
+                        "(error bars: 95 % intervals).",
     "acceptance_by_position": "Acceptance rate per draft position.",
-    "pareto_front": "All complete trials by TPOT and throughput; the Pareto front and the chosen profile (star).",
-    "mtp_vs_draft": "MTP against the draft model: best speedup and memory overhead per batch size.",
+    "pareto_front": "The deciding rows by TPOT and throughput (error bars: 95 % intervals); the Pareto front and the "
+                    "chosen profile (star).",
+    "mtp_vs_draft": "MTP against the draft model: best paired speedup (error bars: 95 % intervals) and memory "
+                    "overhead per batch size.",
 }
+NO_SPEEDUPS = ("This study was only screened (one run per configuration): speedups are measured paired with the "
+               "baseline in the confirmation phase, so none is reported and figures have no interval.")
 
 
 def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
     """The report page; ``pngs`` (file stem -> PNG bytes) are embedded as data URIs."""
     e = html.escape
     study = data.study
-    done = analysis.complete(data.measurements)
+    done = decision.deciding_rows(data.measurements)
     verdict = analysis.mtp_versus_draft(done)
+    screened = [m for m in data.measurements if not m.confirmed]
+    confirmation = [m for m in data.measurements if m.confirmed]
+    counts = f"{len(screened)} screening trials ({sum(m.complete for m in screened)} complete)"
+    if confirmation:
+        runs = sorted({run for m in confirmation if (run := decision.confirmation_run(m)) is not None})
+        counts += (f", {len(confirmation)} confirmation rows (run{'s' * (len(runs) > 1)} "
+                   f"{', '.join(map(str, runs))}; the latest decides)")
     parts = [
         "<!DOCTYPE html>",
         f"<html lang='en'><head><meta charset='utf-8'><title>autotune report: {e(study.name)}</title>",
@@ -318,13 +394,16 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
         f"<p class='meta'>target <b>{e(data.target.name)}</b> ({e(data.target.fingerprint)}) on "
         f"<b>{e(data.hardware.name)}</b> ({e(data.hardware.fingerprint)}) &middot; engine {e(study.engine)} "
         f"&middot; objective {e(study.objective)} &middot; workload {e(study.workload_name)} &middot; "
-        f"{len(data.measurements)} trials ({len(done)} complete) &middot; status {e(study.status)} &middot; "
-        f"started {e(utc_iso(study.created_at) or '')}</p>",
+        f"{e(counts)} &middot; status {e(study.status)} &middot; started {e(utc_iso(study.created_at) or '')}</p>",
+        "<p class='note'>Figures are means over repeated, interleaved rounds with 95 % intervals "
+        "(&plusmn; relative half-width, [low, high] for speedups) and the number of rounds n; a speedup is "
+        "measured paired with the baseline in the same rounds.</p>" if _confirmed(done) else
+        f"<p class='note'>{e(NO_SPEEDUPS)}</p>",
         "<h2>Deployment profile</h2>",
         _profile_html(data.profile),
         "<h2>MTP or draft model?</h2>",
         f"<p class='verdict'>{e(verdict.text)}</p>",
-        _verdict_table(verdict),
+        _verdict_table(verdict, done),
     ]
     if not pngs:
         parts.append("<p>No complete trial: nothing to plot.</p>")
@@ -348,6 +427,20 @@ def _num(value: float | int | None, digits: int = 3) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.{digits}g}"
 
 
+def _estimate(estimate: Estimate | None, digits: int = 4) -> str:
+    """``"478.4 ±1.4%"``, the value alone for one run, a dash for nothing (HTML-escaped)."""
+    return "&ndash;" if estimate is None else html.escape(format_estimate(estimate, digits))
+
+
+def _speedup(estimate: Estimate | None, baseline: bool = False) -> str:
+    """``"1.44x [1.41, 1.46]"``; the baseline is 1 by definition; a dash where none was measured."""
+    if estimate is None:
+        return "&ndash;"
+    if baseline:
+        return "1x (baseline)"
+    return html.escape(format_speedup(estimate))
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], text_columns: Sequence[int] = (),
            row_classes: Sequence[str] | None = None) -> str:
     def attr(i: int) -> str:
@@ -366,49 +459,104 @@ def _profile_html(profile: DeploymentProfile | None) -> str:
     if profile is None:
         return "<p>This study has not written a deployment profile (yet).</p>"
     draft = html.escape(profile.draft.name) if profile.draft else "&ndash;"
+    tied = [label for label in profile.tied_with if label != profile.label()]
+    confirmed = "yes" if profile.confirmed else "no (one screening run)"
     row = [str(profile.id), html.escape(profile.label()), draft, str(profile.batch_size), html.escape(profile.objective),
-           _num(profile.tokens_per_s), _num(profile.tpot_ms_p50), _num(profile.speedup),
+           _estimate(profile.estimate("tokens_per_s")), _estimate(profile.estimate("tpot_ms_p50")),
+           _speedup(profile.estimate("speedup"), baseline=profile.method == decision.BASELINE),
+           str(profile.repetitions), confirmed, html.escape(", ".join(tied)) or "&ndash;",
            html.escape(utc_iso(profile.created_at) or "")]
-    headers = ["id", "configuration", "draft", "batch size", "objective", "tokens/s", "TPOT p50 (ms)", "speedup (x)", "created"]
-    return _table(headers, [row], text_columns=(1, 2, 4, 8))
+    headers = ["id", "configuration", "draft", "batch size", "objective", "tokens/s", "TPOT p50 (ms)", "speedup (x)", "n",
+               "confirmed", "tied within noise", "created"]
+    table = _table(headers, [row], text_columns=(1, 2, 4, 9, 10, 11))
+    if tied:
+        table += (f"<p class='note'>At batch size {profile.batch_size}, {html.escape(profile.label())} and "
+                  f"{html.escape(', '.join(tied))} are within noise of each other (their paired 95 % interval "
+                  f"includes 1): {html.escape(profile.label())} is the simplest to operate.</p>")
+    return table
 
 
-def _verdict_table(verdict: analysis.Verdict) -> str:
+def _verdict_table(verdict: analysis.Verdict, done: Sequence[MeasurementInfo] = ()) -> str:
     summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
     if not summaries:
         return ""
     rows = []
     for s in summaries:
+        best = decision.best_by_batch_size(m for m in done if m.method == s.method)
         for b in s.batch_sizes:
             memory = s.memory_overhead.get(b)
-            rows.append([METHOD_NAMES[s.method], str(b), str(s.best_depth[b]), _num(s.speedup.get(b)),
+            row = best.get(b)
+            speedup = decision.speedup_estimate(row) if row is not None and b in s.speedup else None
+            rows.append([METHOD_NAMES[s.method], str(b), str(s.best_depth[b]), _speedup(speedup),
+                         str(row.repetitions) if row is not None else "&ndash;",
                          _num(s.acceptance_rate.get(b)), _num(s.acceptance_length.get(b)),
                          f"{memory:+.1%}" if memory is not None else "&ndash;"])
-    headers = ["method", "batch size", "best depth", "speedup (x)", "acceptance rate", "acceptance length", "memory vs none"]
+    headers = ["method", "batch size", "best depth", "speedup (x)", "n", "acceptance rate", "acceptance length",
+               "memory vs none"]
     return _table(headers, rows, text_columns=(0,))
 
 
+def _table_estimate(row: dict, name: str) -> Estimate | None:
+    value = row.get(name)
+    if value is None:
+        return None
+    return Estimate(float(value), row.get(f"{name}_low"), row.get(f"{name}_high"), int(row.get("repetitions") or 1))
+
+
 def _per_batch_table(rows: Sequence[dict]) -> str:
-    """The tuner's table of winners; rows without a complete trial show dashes."""
-    headers = ["batch size", "best configuration", "tokens/s", "speedup (x)", "acceptance rate", "trials"]
+    """The tuner's table of recommendations (depth 0: speculation off); rows without a complete
+    trial show dashes; tables stored before intervals existed read as one run each."""
+    headers = ["batch size", "depth to serve", "configuration", "tokens/s", "speedup (x)", "n", "tied within noise",
+               "acceptance rate", "trials", "note"]
     body = []
     for r in rows:
         label = r.get("label") or (None if r.get("method") is None else
                                    r["method"] if r["method"] == "none" else f"{r['method']}@{r.get('depth')}")
-        body.append([str(r.get("batch_size")), html.escape(label) if label else "&ndash;", _num(r.get("tokens_per_s")),
-                     _num(r.get("speedup")), _num(r.get("acceptance_rate")), _num(r.get("trials"))])
-    return _table(headers, body, text_columns=(1,))
+        baseline = r.get("method") == decision.BASELINE
+        depth = (0 if baseline else r.get("depth")) if label else None
+        tied = [t for t in r.get("tied") or [] if t != label]
+        note = r.get("note") or ("" if r.get("confirmed") or not label else "screening: one run")
+        body.append([str(r.get("batch_size")), _num(depth), html.escape(label) if label else "&ndash;",
+                     _estimate(_table_estimate(r, "tokens_per_s")), _speedup(_table_estimate(r, "speedup"), baseline),
+                     _num(r.get("repetitions") or (1 if label else None)), html.escape(", ".join(tied)) or "&ndash;",
+                     _num(r.get("acceptance_rate")), _num(r.get("trials")), html.escape(note)])
+    return _table(headers, body, text_columns=(2, 6, 9))
+
+
+def _phase(m: MeasurementInfo) -> str:
+    run = decision.confirmation_run(m)
+    return m.phase if run is None else f"confirmation {run}"
 
 
 def _trials_table(data: StudyData) -> str:
-    headers = ["trial", "state", "method", "draft", "depth", "batch size", "tokens/s", "TPOT p50 (ms)", "speedup (x)",
-               "acceptance rate", "peak memory (MiB)", "note"]
+    """Every stored row: the screening trials, then the confirmation rows (earlier runs greyed)."""
+    headers = ["phase", "trial", "state", "method", "draft", "depth", "batch size", "n", "tokens/s", "TPOT p50 (ms)",
+               "speedup (x)", "acceptance rate", "peak memory (MiB)", "note"]
+    deciding = {m.key for m in decision.deciding_rows(data.measurements)}
+    latest = max((run for m in data.measurements if (run := decision.confirmation_run(m)) is not None), default=None)
     rows, classes = [], []
-    for m in sorted(data.measurements, key=lambda m: (m.batch_size, m.method, m.depth, m.trial_number)):
+    order = {"screening": 0, "confirmation": 1}
+    for m in sorted(data.measurements, key=lambda m: (order.get(m.phase, 2), decision.confirmation_run(m) or 0,
+                                                      m.batch_size, m.method, m.depth, m.trial_number)):
         draft = data.series_name(analysis.series_key(m)) if m.method == "draft" else "&ndash;"
         memory = _num(m.peak_memory_bytes / 2**20) if m.peak_memory_bytes else "&ndash;"
-        rows.append([str(m.trial_number), html.escape(m.state), html.escape(m.method), html.escape(draft) if m.draft else draft,
-                     str(m.depth), str(m.batch_size), _num(m.tokens_per_s), _num(m.tpot_ms_p50), _num(m.speedup),
-                     _num(m.acceptance_rate), memory, html.escape(m.reason or "")])
-        classes.append("" if m.complete else "failed")
-    return _table(headers, rows, text_columns=(1, 2, 3, 11), row_classes=classes)
+        measured = m.complete
+        speedup = decision.speedup_estimate(m) if measured and m.confirmed else None
+        notes = [m.reason] if m.reason else []
+        if m.extra.get("dropped"):
+            notes.append("raced out (slower than the leader at 95 %)")
+        if m.extra.get("noisy"):
+            notes.append("measured while the machine was busy")
+        if m.extra.get("implausible"):
+            notes.append(f"speedups withheld: {m.extra['implausible']}")
+        rows.append([html.escape(_phase(m)), str(m.trial_number), html.escape(m.state), html.escape(m.method),
+                     html.escape(draft) if m.draft else draft, str(m.depth), str(m.batch_size),
+                     str(m.repetitions) if measured else "&ndash;",
+                     _estimate(m.estimate("tokens_per_s")) if measured else "&ndash;",
+                     _estimate(m.estimate("tpot_ms_p50")) if measured else "&ndash;",
+                     _speedup(speedup, baseline=m.method == decision.BASELINE),
+                     _num(m.acceptance_rate), memory, html.escape("; ".join(notes))])
+        run = decision.confirmation_run(m)
+        superseded = run is not None and latest is not None and run < latest
+        classes.append("failed" if not measured else "superseded" if superseded or (m.key not in deciding and m.confirmed) else "")
+    return _table(headers, rows, text_columns=(0, 2, 3, 4, 13), row_classes=classes)

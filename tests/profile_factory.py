@@ -7,8 +7,14 @@ batches, as on real hardware:
 
     S(method, depth, batch) = omega(alpha, depth) / (depth * c + 1 + depth * batch / 16)
 
-with alpha and c per method. The profile is the fastest trial at the chosen batch size, with the
-per-batch-size table of winners in the tuner's format (autotune.search.result.BatchSizeBest).
+with alpha and c per method. Screening trials (one pass each) measure exactly the model; a study
+with ``confirm=True`` then has a confirmation run as the tuner writes it: at each batch size the
+best screened configuration of each method (and the next fastest, up to four finalists) measured
+with the baseline in ``ROUNDS`` interleaved rounds, each round off the model by a fixed, zero-mean
+pattern, with 95 % intervals and the paired speedup computed by autotune.analysis.intervals.
+
+The profile is what :mod:`autotune.analysis.decision` recommends at the chosen batch size (the tie
+rule included), with the per-batch-size table in the tuner's format (BatchSizeBest dicts).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import itertools
 
 from sqlalchemy.orm import Session
 
+from autotune.analysis import decision
+from autotune.analysis.intervals import mean_interval, paired_ratio_interval
 from autotune.store import repository, results
 from autotune.store.models import DeploymentProfileRecord, HardwareRecord, ModelRecord
 
@@ -27,6 +35,11 @@ ALPHA = {"mtp": 0.8, "draft": 0.65, "ngram": 0.4}
 DRAFT_COST = {"mtp": 0.1, "draft": 0.25, "ngram": 0.0}
 MEMORY_OVERHEAD = {"none": 0.0, "mtp": 0.03, "draft": 0.25, "ngram": 0.0}
 T0 = dt.datetime(2026, 1, 5, 12, 0, tzinfo=dt.timezone.utc)
+# The confirmation rounds: each configuration's tokens/s per round is the model's times (1 + e), e
+# from this zero-mean pattern rotated by the configuration's place in the run (so pairs differ).
+NOISE = (0.012, -0.008, 0.004, -0.015, 0.007)
+ROUNDS = len(NOISE)
+MAX_FINALISTS = 4
 
 
 def omega(alpha: float, depth: int) -> float:
@@ -68,9 +81,11 @@ def study(
     scale: float = 1.0,
     profile_batch_size: int = 1,
     failed_trials: int = 1,
+    confirm: bool = False,
 ) -> DeploymentProfileRecord:
-    """A finished study with one trial per (method, depth, batch size), some failed trials, and
-    its deployment profile at ``profile_batch_size``. The draft's label is its name."""
+    """A finished study with one screening trial per (method, depth, batch size), some failed
+    trials, a confirmation run if ``confirm``, and its deployment profile at
+    ``profile_batch_size``. The draft's label is its name."""
     session.flush()  # ids for the hardware and models
     record = results.create_study(
         session, name=name, optuna_study_name=f"optuna-{name}", hardware=hw, target=target, engine="embedded",
@@ -91,26 +106,68 @@ def study(
                              batch_size=max(batch_sizes), state="failed", reason="out of memory",
                              draft=draft.name if draft else None, draft_model_id=draft.id if draft else None)
     results.set_study_status(session, record.id, "complete")
-    rows = [row for row in results.study_rows(session, record.id) if row.state == "complete"]
-    best = {}
-    for row in rows:
-        if row.batch_size not in best or row.tokens_per_s > best[row.batch_size].tokens_per_s:
-            best[row.batch_size] = row
-    base = {row.batch_size: row for row in rows if row.method == "none"}
-    chosen = best[profile_batch_size]
-    table = [
-        {"batch_size": b, "baseline_tokens_per_s": base[b].tokens_per_s if b in base else None, "label": row.config_label,
-         "method": row.method, "draft": row.draft, "depth": row.depth, "tokens_per_s": row.tokens_per_s,
-         "speedup": row.speedup, "acceptance_rate": row.acceptance_rate, "acceptance_length": row.acceptance_length,
-         "slo_met": True, "trials": sum(1 for r in rows if r.batch_size == b)}
-        for b, row in sorted(best.items())
-    ]
+    if confirm:
+        _confirm(session, record.id, batch_sizes, scale, draft)
+    rows = results.study_rows(session, record.id)
+    deciding = decision.deciding_rows(rows)
+    choice = decision.decide_batch(deciding, profile_batch_size, decision.NO_SLO)
+    chosen = choice.recommended
+    table = decision.per_batch_size(rows, batch_sizes, decision.NO_SLO)
     return results.save_profile(
         session, record, measurement_id=chosen.measurement_id, method=chosen.method,
         draft_model_id=draft.id if chosen.method == "draft" and draft else None, depth=chosen.depth,
         batch_size=chosen.batch_size, tokens_per_s=chosen.tokens_per_s, tpot_ms_p50=chosen.tpot_ms_p50,
-        speedup=chosen.speedup, per_batch_size=table,
-        details={"label": chosen.label, "draft": chosen.draft, "max_ngram": 3})
+        speedup=chosen.speedup, per_batch_size=[entry.to_dict() for entry in table],
+        repetitions=chosen.repetitions, intervals=chosen.intervals,
+        details={"label": chosen.label, "draft": chosen.draft, "max_ngram": 3, "confirmed": chosen.confirmed,
+                 "phase": chosen.phase, "tied_with": [decision.config_label(r) for r in choice.tied]})
+
+
+def finalists(rows: list[results.TrialRow], batch_size: int) -> list[results.TrialRow]:
+    """The screened configurations confirmed at ``batch_size``: the best of each speculative
+    method, then the next fastest, at most MAX_FINALISTS (the baseline is measured besides)."""
+    here = sorted((r for r in decision.screening_rows(rows) if r.batch_size == batch_size and r.method != "none"),
+                  key=lambda r: -r.tokens_per_s)
+    best_of_method = list({r.method: r for r in reversed(here)}.values())
+    picked: list[results.TrialRow] = []
+    for row in sorted(best_of_method, key=lambda r: -r.tokens_per_s) + here:
+        if row not in picked and len(picked) < MAX_FINALISTS:
+            picked.append(row)
+    return picked
+
+
+def _confirm(session: Session, study_id: int, batch_sizes: tuple[int, ...], scale: float,
+             draft: ModelRecord | None) -> None:
+    """One confirmation run, stored as the tuner stores it (phase, repetitions, intervals, paired
+    speedup, samples and rounds in extra)."""
+    rows = results.study_rows(session, study_id)
+    screened = len(decision.screening_rows(rows))
+    number = itertools.count()
+    for batch_size in batch_sizes:
+        configs = [("none", 0)] + [(r.method, r.depth) for r in finalists(rows, batch_size)]
+        samples = {}
+        for k, (method, depth) in enumerate(configs):
+            value = baseline_tokens_per_s(batch_size, scale) * speedup(method, depth, batch_size)
+            samples[(method, depth)] = [value * (1 + NOISE[(i + 2 * k) % ROUNDS]) for i in range(ROUNDS)]
+        base = samples[("none", 0)]
+        for method, depth in configs:
+            mine = samples[(method, depth)]
+            measurement = _measurement(method, depth, batch_size, scale)
+            tpot = [1000.0 * batch_size / s for s in mine]
+            estimates = {"tokens_per_s": mean_interval(mine), "tpot_ms_p50": mean_interval(tpot)}
+            if method != "none":
+                estimates["speedup"] = paired_ratio_interval(mine, base)
+            measurement.update(tokens_per_s=estimates["tokens_per_s"].value, tpot_ms_p50=estimates["tpot_ms_p50"].value)
+            uses_draft = method == "draft" and draft is not None
+            results.record_trial(
+                session, study_id, trial_number=next(number), method=method, depth=depth, batch_size=batch_size,
+                state="complete", draft=draft.name if uses_draft else None, draft_model_id=draft.id if uses_draft else None,
+                measurement=measurement, phase="confirmation", repetitions=ROUNDS,
+                intervals={name: e.to_dict() for name, e in estimates.items()},
+                speedup=estimates["speedup"].value if method != "none" else 1.0,
+                extra={"samples": mine, "rounds": list(range(ROUNDS)), "noise": {}, "capped": None, "dropped": False,
+                       "noisy": False, "confirmation": {"run": 1, "screened": screened, "batch_size": batch_size}},
+            )
 
 
 def _measurement(method: str, depth: int, batch_size: int, scale: float) -> dict:
@@ -137,10 +194,10 @@ CPU = ("cpu: Test CPU (2 cores, 8 GiB)", "bbbb444455556666")
 def populate(url: str) -> dict[str, int]:
     """The standard scenario; returns profile ids by study name.
 
-    * ``h100-old`` and ``h100-new`` (newest): tiny-target on the H100; the old study is faster
-      (scale 1.0 against 0.9) and its profile sits at batch size 4, the new one's at 1;
-    * ``cpu``: tiny-target on the CPU, ten times slower;
-    * ``other``: other-target on the H100, MTP and none only.
+    * ``h100-old`` and ``h100-new`` (newest): tiny-target on the H100, both confirmed; the old study
+      is faster (scale 1.0 against 0.9) and its profile sits at batch size 4, the new one's at 1;
+    * ``cpu``: tiny-target on the CPU, ten times slower, screening only (no speedups, no intervals);
+    * ``other``: other-target on the H100, MTP and none only, screening only.
     """
     from autotune.store import open_database
 
@@ -150,27 +207,42 @@ def populate(url: str) -> dict[str, int]:
         other = model(session, "other-target", "oooo000011112222")
         draft = model(session, "tiny-draft", "dddd000011112222", role="draft")
         profiles = {
-            "h100-old": study(session, "h100-old", h100, target, draft, profile_batch_size=4),
-            "h100-new": study(session, "h100-new", h100, target, draft, scale=0.9, profile_batch_size=1),
+            "h100-old": study(session, "h100-old", h100, target, draft, profile_batch_size=4, confirm=True),
+            "h100-new": study(session, "h100-new", h100, target, draft, scale=0.9, profile_batch_size=1, confirm=True),
             "cpu": study(session, "cpu", cpu, target, draft, scale=0.1),
             "other": study(session, "other", h100, other, methods=("none", "mtp"), profile_batch_size=2),
         }
         return {name: p.id for name, p in profiles.items()}
 
 
-def profile_data(method: str = "mtp", depth: int = 3, batch_size: int = 1, per_batch: dict[int, tuple[str, int]] | None = None,
-                 measurements: tuple = (), draft_source: str = "/models/tiny-draft", details: dict | None = None):  # noqa: ANN201
-    """A DeploymentProfile dataclass without a database; ``per_batch`` maps batch size -> (method, depth)."""
+def profile_data(method: str = "mtp", depth: int = 3, batch_size: int = 1, per_batch: dict[int, tuple] | None = None,
+                 measurements: tuple = (), draft_source: str = "/models/tiny-draft", details: dict | None = None,
+                 confirmed: bool = False):  # noqa: ANN201
+    """A DeploymentProfile dataclass without a database; ``per_batch`` maps batch size -> (method,
+    depth) or (method, depth, speedup, low, high). ``confirmed``: the profile's figures come with
+    their intervals (841.8 tokens/s ±8.4 % over n = 7, 2.19x [1.89, 2.53]), else one screening run."""
     from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
 
     draft = ModelInfo("dddd000011112222", "tiny-draft", "draft", draft_source) if method == "draft" else None
-    rows = [{"batch_size": b, "method": m, "depth": d, "tokens_per_s": 100.0 * b, "speedup": 1.0,
-             "draft": draft.fingerprint if m == "draft" and draft else None} for b, (m, d) in sorted((per_batch or {}).items())]
+    rows = []
+    for b, entry in sorted((per_batch or {}).items()):
+        m, d, *gain = entry
+        speedup, low, high = gain if gain else (1.0 if m == "none" else None, None, None)
+        rows.append({"batch_size": b, "method": m, "depth": d, "tokens_per_s": 100.0 * b, "speedup": speedup,
+                     "speedup_low": low, "speedup_high": high, "repetitions": 7 if low is not None else 1,
+                     "confirmed": low is not None, "draft": draft.fingerprint if m == "draft" and draft else None})
+    figures = {"tokens_per_s": 123.4, "tpot_ms_p50": 8.1, "speedup": 1.5, "repetitions": 1, "intervals": {}}
+    if confirmed:
+        figures = {"tokens_per_s": 841.8, "tpot_ms_p50": 4.2, "speedup": 2.19, "repetitions": 7, "intervals": {
+            "tokens_per_s": {"value": 841.8, "low": 841.8 * 0.916, "high": 841.8 * 1.084, "n": 7, "confidence": 0.95},
+            "tpot_ms_p50": {"value": 4.2, "low": 4.116, "high": 4.284, "n": 7, "confidence": 0.95},
+            "speedup": {"value": 2.19, "low": 1.89, "high": 2.53, "n": 7, "confidence": 0.95},
+        }}
     return DeploymentProfile(
         id=7, created_at=T0, study=StudyInfo("s", "optuna-s", "embedded", "throughput", "builtin", "w" * 16, "complete", T0),
         hardware=HardwareInfo(H100[1], H100[0], "cuda", 1, 80 * 2**30),
         target=ModelInfo("tttt000011112222", "tiny-target", "target", "/models/tiny-target", num_mtp_modules=4),
         method=method, depth=depth, batch_size=batch_size, objective="throughput", draft=draft,
-        tokens_per_s=123.4, tpot_ms_p50=8.1, speedup=1.5, per_batch_size=rows, details=details or {},
-        measurements=tuple(measurements),
+        per_batch_size=rows, details=details or {}, measurements=tuple(measurements),
+        chosen_phase="confirmation" if confirmed else "screening", **figures,
     )

@@ -121,10 +121,57 @@ def test_trtllm_header_documents_the_profile_and_builtin_models() -> None:
     header = [line for line in text.splitlines() if line.startswith("#")]
     assert any("deployment profile 7, trial 5: draft@2 with draft tiny-draft (dddd000011112222) at batch size 2" in line
                for line in header)
-    assert any("measured: 123.4 tokens/s, TPOT p50 8.10 ms, 1.50x vs none" in line for line in header)
+    assert any(line.endswith("measured: 123.4 tokens/s, 1.50x vs none, TPOT p50 8.10 ms (one screening run, no interval)")
+               for line in header)
     assert any("trtllm-serve MODEL --backend pytorch --extra_llm_api_options THIS_FILE" in line for line in header)
     assert any("NOTE: tiny-draft is autotune's built-in draft (builtin:draft)" in line for line in header)
     assert trtllm(profile)["speculative_config"]["speculative_model_dir"] == "tiny-draft"
+
+
+def header_of(text: str) -> list[str]:
+    return [line.removeprefix("# ") for line in text.splitlines() if line.startswith("#")]
+
+
+@pytest.mark.parametrize("fmt", ["trtllm", "trtllm-bench", "vllm", "sglang"])
+def test_header_states_the_figures_with_their_intervals(fmt: str) -> None:
+    profile = factory.profile_data("mtp", 4, 1, {1: ("mtp", 4, 2.19, 1.89, 2.53), 4: ("mtp", 2, 1.31, 1.22, 1.40),
+                                                  8: ("none", 0)}, confirmed=True,
+                                   details={"tied_with": ["mtp@4", "mtp@3"]})
+    header = header_of(export.export_profile(profile, fmt))
+    assert ("measured: 841.8 tokens/s ±8.4 % (n=7), 2.19x [1.89, 2.53] vs none, TPOT p50 4.20 ms ±2.0 %, "
+            "95 % intervals") in header
+    assert "within noise of mtp@3 at batch size 1: mtp@4 is the simplest of them to operate" in header
+    if fmt != "trtllm-bench":
+        assert "  batch size 1: depth 4 (mtp@4, 2.19x [1.89, 2.53], n=7)" in header
+        assert "  batch size 4: depth 2 (mtp@2, 1.31x [1.22, 1.40], n=7)" in header
+        assert "  batch size 8: depth 0 (none, one screening run)" in header
+
+
+def test_header_of_an_unconfirmed_profile_says_one_screening_run() -> None:
+    profile = replace(factory.profile_data("mtp", 4, 1, {1: ("mtp", 4), 8: ("none", 0)}), speedup=None)
+    header = header_of(export.export_profile(profile, "trtllm"))
+    assert "measured: 123.4 tokens/s, TPOT p50 8.10 ms (one screening run, no interval)" in header
+    assert "  batch size 1: depth 4 (mtp@4, one screening run, no speedup measured)" in header
+    assert not any("within noise" in line or "±" in line for line in header)
+
+
+def test_header_of_a_stored_confirmed_profile(stored) -> None:  # noqa: ANN001
+    url, profile_id = stored
+    profile = show_profile(url, profile_id)
+    header = header_of(export.export_profile(profile, "trtllm"))
+    tokens, speedup = profile.estimate("tokens_per_s"), profile.estimate("speedup")
+    measured = next(line for line in header if line.startswith("measured: "))
+    assert measured.startswith(f"measured: {tokens.value:.1f} tokens/s ±{100 * tokens.relative_half_width:.1f} % "
+                               f"(n={factory.ROUNDS}), {speedup.value:.2f}x [{speedup.low:.2f}, {speedup.high:.2f}] vs none")
+    assert measured.endswith("95 % intervals")
+    assert f"deployment profile {profile_id}, confirmation row {profile.chosen_trial}: mtp@2 at batch size 4" in header[0]
+    assert "within noise of mtp@3 at batch size 4: mtp@2 is the simplest of them to operate" in header
+    schedule = [line for line in header if line.startswith("  batch size ")]
+    assert len(schedule) == len(factory.BATCH_SIZES)
+    assert schedule[-1].startswith("  batch size 16: depth 0 (none, no speculation measured faster")
+    row = next(r for r in profile.per_batch_size if r["batch_size"] == 4)
+    assert (f"  batch size 4: depth 2 (mtp@2, {row['speedup']:.2f}x [{row['speedup_low']:.2f}, "
+            f"{row['speedup_high']:.2f}], n={factory.ROUNDS}; within noise of mtp@3)") in schedule
 
 
 def command_words(script: str, program: str) -> list[str]:
@@ -247,7 +294,7 @@ def test_write_export_default_path_atomic_and_no_clobber(stored, tmp_path: Path,
     url, profile_id = stored
     monkeypatch.chdir(tmp_path)
     path = export.write_export(url, profile_id, "trtllm")
-    assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d3-bs4.trtllm.yaml")
+    assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d2-bs4.trtllm.yaml")
     expected = export.export_profile(show_profile(url, profile_id), "trtllm")
     assert path.read_text() == expected
     check_trtllm_rules(yaml.safe_load(expected), "mtp")

@@ -1,4 +1,5 @@
-"""The study report: real PNGs next to a self-contained HTML page that embeds exactly those PNGs."""
+"""The study report: real PNGs next to a self-contained HTML page that embeds exactly those PNGs;
+confirmed figures drawn with their 95 % intervals as error bars and written with ± and n."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import struct
 from pathlib import Path
 
 import pytest
+from matplotlib.container import ErrorbarContainer
 
 import profile_factory as factory
 from autotune import report
+from autotune.analysis import decision
 from autotune.profiles import ProfileNotFoundError
 from autotune.store import open_database
 
@@ -24,13 +27,27 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """One report of the standard h100-old study (rendering takes a few seconds: done once)."""
-    folder = tmp_path_factory.mktemp("report")
-    url = f"sqlite:///{folder / 'autotune.db'}"
+def populated(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('report-db') / 'autotune.db'}"
     factory.populate(url)
-    html_path = report.write_report(url, "h100-old", folder / "out")
+    return url
+
+
+@pytest.fixture(scope="module")
+def written(populated: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One report of the standard h100-old study, confirmed (rendering takes a few seconds: done once)."""
+    html_path = report.write_report(populated, "h100-old", tmp_path_factory.mktemp("report") / "out")
     return html_path, html_path.read_text()
+
+
+def error_containers(figure) -> list[ErrorbarContainer]:  # noqa: ANN001
+    return [c for ax in figure.axes for c in ax.containers if isinstance(c, ErrorbarContainer)]
+
+
+def bar_segments(container: ErrorbarContainer) -> list:
+    """The (x, low) - (x, high) segments of a container's vertical error bars."""
+    _, _, bars = container.lines
+    return [segment for collection in bars for segment in collection.get_segments()]
 
 
 def test_writes_every_plot_and_the_page(written) -> None:  # noqa: ANN001
@@ -56,7 +73,7 @@ def test_page_embeds_the_same_pngs_and_needs_nothing_else(written) -> None:  # n
 def test_page_states_the_profile_and_the_verdict_with_numbers(written) -> None:  # noqa: ANN001
     _, html = written
     assert "<h1>Study h100-old</h1>" in html
-    assert "<td class='text'>mtp@3</td>" in html  # the chosen profile
+    assert "<td class='text'>mtp@2</td>" in html  # the chosen profile (tied with mtp@3, simpler)
     verdict = re.search(r"<p class='verdict'>(.*?)</p>", html).group(1)
     assert verdict.startswith("MTP wins: 1.38x versus 1.03x geometric-mean speedup over batch sizes 1-16")
     assert "memory +3% over the baseline" in verdict and "memory +25% over the baseline" in verdict
@@ -97,3 +114,57 @@ def test_unknown_study(sqlite_url: str, tmp_path: Path) -> None:
     with pytest.raises(ProfileNotFoundError, match="no study 'nope' is stored .newest: other, cpu"):
         report.write_report(sqlite_url, "nope", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_throughput_plot_draws_the_confirmed_intervals(populated: str) -> None:
+    data = report.load_study(populated, "h100-old")
+    figure = report.figures(data)["throughput_vs_batch_size"]
+    containers = {c.get_label(): c for c in error_containers(figure)}
+    assert set(containers) == {"none (baseline)", "MTP", "draft model (tiny-draft)", "n-gram"}
+    best = decision.best_by_batch_size(m for m in decision.deciding_rows(data.measurements) if m.method == "mtp")
+    segments = bar_segments(containers["MTP"])
+    assert len(segments) == len(best) == len(factory.BATCH_SIZES)
+    for (start, end), row in zip(segments, best.values()):
+        tokens = row.estimate("tokens_per_s")
+        assert start[0] == end[0] == row.batch_size
+        assert (start[1], end[1]) == pytest.approx((tokens.low, tokens.high))
+        assert tokens.low < row.tokens_per_s < tokens.high
+
+
+def test_speedup_plots_draw_the_paired_intervals(populated: str) -> None:
+    data = report.load_study(populated, "h100-old")
+    plots = report.figures(data)
+    by_depth = error_containers(plots["speedup_vs_depth"])
+    assert by_depth and all(c.has_yerr for c in by_depth)
+    rows = [m for m in decision.deciding_rows(data.measurements) if m.method != "none"]
+    intervals = {(round(e.low, 9), round(e.high, 9)) for m in rows if (e := decision.speedup_estimate(m))}
+    drawn = {(round(a[1], 9), round(b[1], 9)) for c in by_depth for a, b in bar_segments(c)}
+    assert drawn == intervals  # every confirmed speculative row, with its own interval
+    bars = error_containers(plots["mtp_vs_draft"])  # bar() keeps its error bars in an ErrorbarContainer too
+    assert len(bars) == 2 and all(len(bar_segments(c)) == len(factory.BATCH_SIZES) for c in bars)
+
+
+def test_a_screening_only_study_has_no_error_bars_and_no_speedup_plot(populated: str, tmp_path: Path) -> None:
+    data = report.load_study(populated, "cpu")
+    plots = report.figures(data)
+    assert "speedup_vs_depth" not in plots and {"throughput_vs_batch_size", "pareto_front", "mtp_vs_draft"} <= set(plots)
+    assert all(not bar_segments(c) for c in error_containers(plots["throughput_vs_batch_size"]))
+    assert report.error_bars([None, data.measurements[0].estimate("tokens_per_s")]) is None
+    html = report.write_report(populated, "cpu", tmp_path / "out").read_text()
+    assert "This study was only screened" in html and "no (one screening run)" in html
+    assert "±" not in html and "confirmation" not in html.split("<h2>All trials</h2>")[1]
+
+
+def test_page_shows_intervals_n_ties_and_phases(written) -> None:  # noqa: ANN001
+    _, html = written
+    profile = re.search(r"<h2>Deployment profile</h2>\n(.*?)</table>", html, re.S).group(1)
+    assert re.search(r"<td>478 ±1\.\d%</td>", profile) and re.search(r"<td>1\.44x \[1\.4\d, 1\.4\d\]</td>", profile)
+    assert f"<td>{factory.ROUNDS}</td>" in profile and "<td class='text'>yes</td>" in profile
+    assert "mtp@2 and mtp@3 are within noise of each other" in html
+    per_batch = html.split("<h2>Best configuration per batch size</h2>")[1].split("</table>")[0]
+    assert per_batch.count("±") == len(factory.BATCH_SIZES)
+    assert "<td>16</td><td>0</td><td class='text'>none</td>" in per_batch  # depth 0: speculation off
+    trials = html.split("<h2>All trials</h2>")[1]
+    assert trials.count("<td class='text'>confirmation 1</td>") == 25
+    assert trials.count("<td class='text'>screening</td>") == 61
+    assert trials.index("confirmation 1") > trials.rindex("<td class='text'>screening</td>")

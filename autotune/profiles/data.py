@@ -3,7 +3,11 @@
 These dataclasses are what the query functions return, what the exporters read and what the JSON
 export writes (``to_dict``) and re-imports (``from_dict``). They hold no database handles: ids are
 informative only, everything else is identified by content (hardware and model fingerprints, study
-name, trial numbers), which is what makes a profile portable between databases.
+name, phase and trial number), which is what makes a profile portable between databases.
+
+Figures carry their uncertainty: a trial's ``intervals`` (figure name -> Estimate dict) and
+``repetitions`` (n), as the store keeps them; ``estimate(name)`` reads one as an
+:class:`~autotune.analysis.intervals.Estimate` (one run, n = 1, no interval, where none was stored).
 """
 
 from __future__ import annotations
@@ -12,10 +16,13 @@ import datetime as dt
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+from autotune.analysis.intervals import Estimate
 from autotune.errors import ConfigurationError
-from autotune.store.results import TrialFigures
+from autotune.store.results import PHASES, TrialFigures
 
 METHODS = ("none", "mtp", "draft", "ngram")
+# The headline figures a profile listing shows with their intervals (DeploymentProfile.summary).
+PROFILE_FIGURES = ("tokens_per_s", "tpot_ms_p50", "speedup")
 
 
 def utc_iso(value: dt.datetime | None) -> str | None:
@@ -128,9 +135,35 @@ class StudyInfo:
         })
 
 
+def _phase(value: Any, what: str) -> str:
+    if value not in PHASES:
+        raise ConfigurationError(f"{what} must be one of {', '.join(PHASES)}, got {value!r}")
+    return value
+
+
+def _repetitions(value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigurationError(f"{what} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _intervals(value: Any, what: str) -> dict[str, Any]:
+    """Figure name -> Estimate dict; None (how a row without intervals may be written) reads as {}."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, dict) and "value" in v for v in value.values()):
+        raise ConfigurationError(f"{what} must map figure names to {{\"value\", \"low\", \"high\", \"n\"}} objects")
+    return {name: dict(estimate) for name, estimate in value.items()}
+
+
 @dataclass(frozen=True)
 class MeasurementInfo(TrialFigures):
-    """One trial of a study: configuration, state and figures (``draft`` is a model fingerprint)."""
+    """One trial of a study: configuration, state and figures (``draft`` is a model fingerprint).
+
+    A trial is identified by ``(phase, trial_number)``: screening rows carry Optuna's trial
+    numbers, confirmation rows a sequence of their own. Rows exported before phases existed read
+    as screening passes (n = 1, no interval).
+    """
 
     trial_number: int
     method: str
@@ -143,6 +176,11 @@ class MeasurementInfo(TrialFigures):
     @property
     def complete(self) -> bool:
         return self.state == "complete" and self.tokens_per_s is not None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """``(phase, trial_number)``: unique within a study."""
+        return (self.phase, self.trial_number)
 
     def label(self) -> str:
         """``none`` or ``method@depth``, the engines' short name of a configuration."""
@@ -157,6 +195,9 @@ class MeasurementInfo(TrialFigures):
     def from_dict(cls, data: Any) -> MeasurementInfo:
         return _from_fields(cls, data, "measurement", {
             "created_at": lambda v: parse_iso(v, "measurement.created_at"),
+            "phase": lambda v: _phase(v, "measurement.phase"),
+            "repetitions": lambda v: _repetitions(v, "measurement.repetitions"),
+            "intervals": lambda v: _intervals(v, "measurement.intervals"),
         })
 
 
@@ -164,9 +205,13 @@ class MeasurementInfo(TrialFigures):
 class DeploymentProfile:
     """The configuration a study recommends on one machine kind for one target model.
 
-    ``per_batch_size`` is the study's table of the best configuration at each measured batch size
-    (``{"batch_size", "method", "depth", "tokens_per_s", "speedup", ...}``); ``chosen_trial`` is
-    the trial number the profile was taken from. ``measurements`` (all trials of the study) and
+    ``per_batch_size`` is the study's table of the recommendation at each measured batch size
+    (:class:`autotune.analysis.decision.BatchSizeBest` as dicts: ``{"batch_size", "method",
+    "depth", "tokens_per_s", "speedup", "speedup_low", "speedup_high", "repetitions", "tied", ...}``,
+    depth 0 where speculation does not clear 1.0x); ``chosen_trial`` and ``chosen_phase`` identify
+    the trial the profile was taken from. ``repetitions`` and ``intervals`` (figure name ->
+    Estimate dict) are that trial's: n = 1 and no interval for a screening pass (and for profiles
+    exported before intervals existed). ``measurements`` (all trials of the study) and
     ``draft_models`` (every draft they used) are loaded for show, export and report, and empty in
     listings.
     """
@@ -184,14 +229,45 @@ class DeploymentProfile:
     tokens_per_s: float | None = None
     tpot_ms_p50: float | None = None
     speedup: float | None = None
+    repetitions: int = 1
+    intervals: dict[str, Any] = field(default_factory=dict)
     per_batch_size: list[dict[str, Any]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     chosen_trial: int | None = None
+    chosen_phase: str = "screening"
     measurements: tuple[MeasurementInfo, ...] = ()
     draft_models: tuple[ModelInfo, ...] = ()
 
     def label(self) -> str:
         return self.method if self.method == "none" else f"{self.method}@{self.depth}"
+
+    def estimate(self, name: str) -> Estimate | None:
+        """The profile's figure ``name`` (tokens_per_s, tpot_ms_p50, speedup) with its 95 %
+        interval; one run (n = 1, no interval) where none was stored; None when not measured.
+        The baseline's speedup is exactly 1."""
+        if name == "speedup" and self.method == "none" and self.speedup is not None:
+            return Estimate(1.0, 1.0, 1.0, self.repetitions)
+        if name in self.intervals:
+            return Estimate.from_dict(self.intervals[name])
+        value = getattr(self, name, None)
+        return None if value is None else Estimate(float(value), None, None, 1)
+
+    @property
+    def confirmed(self) -> bool:
+        """Its figures come from the confirmation phase (repeated, paired), not one screening pass."""
+        return self.chosen_phase == "confirmation" or bool(self.details.get("confirmed"))
+
+    @property
+    def tied_with(self) -> list[str]:
+        """The configurations the paired comparison could not separate from the fastest one at the
+        profile's batch size (itself included), as the tuner stored them; [] when none were."""
+        return [str(label) for label in self.details.get("tied_with") or []]
+
+    def chosen_measurement(self) -> MeasurementInfo | None:
+        """The trial the profile was taken from, among the loaded measurements."""
+        if self.chosen_trial is None:
+            return None
+        return next((m for m in self.measurements if m.key == (self.chosen_phase, self.chosen_trial)), None)
 
     def summary(self) -> dict[str, Any]:
         """The one-line view used by listings (``profiles list --json``)."""
@@ -211,6 +287,9 @@ class DeploymentProfile:
             "tokens_per_s": self.tokens_per_s,
             "tpot_ms_p50": self.tpot_ms_p50,
             "speedup": self.speedup,
+            "repetitions": self.repetitions,
+            "confirmed": self.confirmed,
+            "intervals": {name: dict(self.intervals[name]) for name in PROFILE_FIGURES if name in self.intervals},
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -225,7 +304,10 @@ class DeploymentProfile:
             "tokens_per_s": self.tokens_per_s,
             "tpot_ms_p50": self.tpot_ms_p50,
             "speedup": self.speedup,
+            "repetitions": self.repetitions,
+            "intervals": {name: dict(value) for name, value in self.intervals.items()},
             "chosen_trial": self.chosen_trial,
+            "chosen_phase": self.chosen_phase,
             "per_batch_size": [dict(row) for row in self.per_batch_size],
             "details": dict(self.details),
             "study": self.study.to_dict(),
@@ -238,9 +320,18 @@ class DeploymentProfile:
 
     @classmethod
     def from_dict(cls, data: Any) -> DeploymentProfile:
-        """Inverse of :meth:`to_dict`; raises ConfigurationError naming the first bad or missing key."""
+        """Inverse of :meth:`to_dict`; raises ConfigurationError naming the first bad or missing key.
+
+        Documents written before phases and intervals existed lack ``repetitions``, ``intervals``
+        and ``chosen_phase``: their figures read as one screening run (n = 1, no interval).
+        """
+        if isinstance(data, dict) and "chosen_phase" not in data and isinstance(data.get("details"), dict):
+            data = {**data, "chosen_phase": data["details"].get("phase", "screening")}
         profile = _from_fields(cls, data, "profile", {
             "created_at": lambda v: parse_iso(v, "profile.created_at"),
+            "repetitions": lambda v: _repetitions(v, "profile.repetitions"),
+            "intervals": lambda v: _intervals(v, "profile.intervals"),
+            "chosen_phase": lambda v: _phase(v, "profile.chosen_phase"),
             "study": StudyInfo.from_dict,
             "hardware": HardwareInfo.from_dict,
             "target": ModelInfo.from_dict,

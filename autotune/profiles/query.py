@@ -109,8 +109,19 @@ class BestProfile:
             tokens_per_s=point.tokens_per_s,
             tpot_ms_p50=point.tpot_ms_p50,
             speedup=point.speedup,
+            repetitions=point.repetitions,
+            intervals={name: dict(value) for name, value in point.intervals.items()},
             chosen_trial=point.trial_number,
+            chosen_phase=point.phase,
+            details=self._point_details(),
         )
+
+    def _point_details(self) -> dict[str, Any]:
+        """The profile's details, less what describes its own chosen trial (label, trial, ties)."""
+        point = self.operating_point
+        details = {k: v for k, v in self.profile.details.items() if k not in ("label", "trial", "tied_with")}
+        details.update(confirmed=point.confirmed, phase=point.phase)
+        return details
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -20,7 +20,7 @@ MEASUREMENT_COLUMNS = (
     "trial_number", "method", "depth", "batch_size", "state", "reason", "tokens_per_s", "requests_per_s",
     "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99",
     "acceptance_rate", "acceptance_length", "acceptance_by_position", "drafted_tokens", "accepted_tokens",
-    "peak_memory_bytes", "wall_time_s", "speedup", "extra", "created_at",
+    "peak_memory_bytes", "wall_time_s", "speedup", "phase", "repetitions", "intervals", "extra", "created_at",
 )
 
 
@@ -69,6 +69,9 @@ def measurement_info(record: MeasurementRecord, drafts: Mapping[int, ModelRecord
     values = {name: getattr(record, name) for name in MEASUREMENT_COLUMNS}
     values["acceptance_by_position"] = list(values["acceptance_by_position"] or [])
     values["extra"] = dict(values["extra"] or {})
+    values["intervals"] = dict(record.intervals or {})
+    values["phase"] = record.phase or "screening"
+    values["repetitions"] = record.repetitions or 1
     draft = drafts.get(record.draft_model_id) if record.draft_model_id is not None else None
     return MeasurementInfo(draft=draft.fingerprint if draft else None, **values)
 
@@ -77,10 +80,11 @@ def deployment_profile(
     session: Session, record: DeploymentProfileRecord, *, with_measurements: bool = False
 ) -> DeploymentProfile:
     """A profile dataclass; with its study's trials (and every draft they used) if asked."""
-    chosen_trial = None
+    chosen_trial, chosen_phase = None, (record.details or {}).get("phase", "screening")
     if record.measurement_id is not None:
         chosen = session.get(MeasurementRecord, record.measurement_id)
-        chosen_trial = chosen.trial_number if chosen else None
+        if chosen is not None:
+            chosen_trial, chosen_phase = chosen.trial_number, chosen.phase
     measurements: tuple[MeasurementInfo, ...] = ()
     draft_models: tuple[ModelInfo, ...] = ()
     if with_measurements:
@@ -102,9 +106,12 @@ def deployment_profile(
         tokens_per_s=record.tokens_per_s,
         tpot_ms_p50=record.tpot_ms_p50,
         speedup=record.speedup,
+        repetitions=record.repetitions or 1,
+        intervals=dict(record.intervals or {}),
         per_batch_size=[dict(row) for row in record.per_batch_size or []],
         details=dict(record.details or {}),
         chosen_trial=chosen_trial,
+        chosen_phase=chosen_phase,
         measurements=measurements,
         draft_models=draft_models,
     )
@@ -163,5 +170,6 @@ def new_measurement_records(
             del values["created_at"]  # the column default (now) applies
         values["acceptance_by_position"] = list(m.acceptance_by_position)
         values["extra"] = dict(m.extra)
+        values["intervals"] = dict(m.intervals) or None  # as the tuner stores a row without intervals
         records.append(MeasurementRecord(study=study, draft_model=drafts[m.draft] if m.draft else None, **values))
     return records

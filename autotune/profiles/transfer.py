@@ -1,8 +1,14 @@
 """Moving a profile between databases: the JSON document and its import.
 
 The document holds the whole profile with its study, hardware, target, drafts and every trial,
-identified by content (fingerprints, study name, trial numbers), so that exporting, importing into
-a fresh database and exporting again gives the same document except for the database ids.
+identified by content (fingerprints, study name, phase and trial number), so that exporting,
+importing into a fresh database and exporting again gives the same document except for the
+database ids.
+
+Format versions: 1 (before repeated measurements) has no phases, repetitions or intervals: its
+trials and figures import as screening passes (n = 1, no interval). 2 adds them: a trial is
+identified by (phase, trial_number), the confirmation rows carry their intervals, and the profile
+its ``repetitions``, ``intervals`` and ``chosen_phase``. This autotune reads both and writes 2.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from autotune.store.database import display_url
 from autotune.store.models import DeploymentProfileRecord, ModelRecord
 
 DOCUMENT_FORMAT = "autotune-deployment-profile"
-DOCUMENT_VERSION = 1
+DOCUMENT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 def profile_document(profile: DeploymentProfile) -> dict[str, Any]:
@@ -53,9 +60,10 @@ def parse_document(text: str, source: str = "the profile file") -> DeploymentPro
             "write one with `autotune export ID --format json`)"
         )
     version = document.get("format_version")
-    if version != DOCUMENT_VERSION:
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        readable = " and ".join(str(v) for v in READABLE_VERSIONS)
         raise ConfigurationError(
-            f"{source} has format_version {version!r}; this autotune reads version {DOCUMENT_VERSION} "
+            f"{source} has format_version {version!r}; this autotune reads versions {readable} "
             "(upgrade autotune to import newer exports)"
         )
     try:
@@ -69,11 +77,14 @@ def parse_document(text: str, source: str = "the profile file") -> DeploymentPro
 
 
 def _check_references(profile: DeploymentProfile, source: str) -> None:
-    trials = [m.trial_number for m in profile.measurements]
-    if len(set(trials)) != len(trials):
-        raise ConfigurationError(f"{source}: two measurements share a trial number")
-    if profile.chosen_trial is not None and profile.chosen_trial not in trials:
-        raise ConfigurationError(f"{source}: chosen_trial {profile.chosen_trial} is not among the measurements")
+    # The store's unique key is (study, phase, trial_number): confirmation rows number their own.
+    keys = [m.key for m in profile.measurements]
+    if len(set(keys)) != len(keys):
+        raise ConfigurationError(f"{source}: two measurements share a phase and trial number")
+    if profile.chosen_trial is not None and profile.chosen_measurement() is None:
+        raise ConfigurationError(
+            f"{source}: chosen_trial {profile.chosen_trial} ({profile.chosen_phase}) is not among the measurements"
+        )
     for m in profile.measurements:
         if m.draft is not None and profile.model_by_fingerprint(m.draft) is None:
             raise ConfigurationError(f"{source}: trial {m.trial_number} uses draft {m.draft}, absent from draft_models")
@@ -115,7 +126,8 @@ def store_profile(session: Session, profile: DeploymentProfile) -> DeploymentPro
     session.add(study)
     measurements = records.new_measurement_records(profile.measurements, study, models)
     session.add_all(measurements)
-    chosen = next((m for m in measurements if m.trial_number == profile.chosen_trial), None)
+    chosen = next((m for m in measurements if (m.phase, m.trial_number) == (profile.chosen_phase, profile.chosen_trial)),
+                  None)
     record = DeploymentProfileRecord(
         study=study,
         hardware=hardware,
@@ -128,6 +140,8 @@ def store_profile(session: Session, profile: DeploymentProfile) -> DeploymentPro
         tokens_per_s=profile.tokens_per_s,
         tpot_ms_p50=profile.tpot_ms_p50,
         speedup=profile.speedup,
+        repetitions=profile.repetitions,
+        intervals=dict(profile.intervals) or None,
         per_batch_size=[dict(row) for row in profile.per_batch_size],
         details=dict(profile.details),
         created_at=profile.created_at,

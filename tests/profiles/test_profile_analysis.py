@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 import profile_factory as factory
 from autotune.profiles import analysis
 from autotune.profiles.data import MeasurementInfo
-from autotune.store.results import pareto_front
+from autotune.analysis.decision import pareto_front
 
 
 def trial(method: str, depth: int, batch_size: int, tokens_per_s: float, tpot: float | None = None, *,
           number: int = 0, state: str = "complete", memory: int | None = None, acceptance: float | None = None) -> MeasurementInfo:
+    """A screening row: one pass, no interval, no speedup."""
     return MeasurementInfo(trial_number=number, method=method, depth=depth, batch_size=batch_size, state=state,
                            tokens_per_s=tokens_per_s if state == "complete" else None, tpot_ms_p50=tpot,
                            peak_memory_bytes=memory, acceptance_rate=acceptance)
+
+
+def confirmed(method: str, depth: int, batch_size: int, tokens_per_s: float, speedup: float | None = None,
+              interval: tuple[float, float] | None = None, **kwargs) -> MeasurementInfo:  # noqa: ANN003
+    """A confirmation row with its paired speedup (the baseline's is 1) and, if given, its interval."""
+    row = trial(method, depth, batch_size, tokens_per_s, **kwargs)
+    value = 1.0 if method == "none" else speedup
+    intervals = {"tokens_per_s": {"value": tokens_per_s, "low": 0.98 * tokens_per_s, "high": 1.02 * tokens_per_s, "n": 5}}
+    if interval is not None:
+        intervals["speedup"] = {"value": value, "low": interval[0], "high": interval[1], "n": 5}
+    return replace(row, phase="confirmation", repetitions=5, speedup=value, intervals=intervals,
+                   extra={"confirmation": {"run": 1, "screened": 10, "batch_size": batch_size}})
 
 
 def test_schedule_from_the_per_batch_table() -> None:
@@ -54,10 +69,22 @@ def test_missing_batch_size_one_is_added_with_the_smallest_measured_depth() -> N
 
 
 def test_another_speculative_winner_falls_back_to_the_profiles_method_trials() -> None:
-    # At batch 4 the draft model won; MTP's own fastest trial there (depth 1) beats the baseline.
-    trials = (trial("none", 0, 4, 100.0), trial("mtp", 1, 4, 120.0), trial("mtp", 2, 4, 110.0), trial("draft", 2, 4, 130.0))
+    # At batch 4 the draft model won; MTP's own fastest confirmed row there (depth 1) clears 1.0x at 95 %.
+    trials = (confirmed("none", 0, 4, 100.0), confirmed("mtp", 1, 4, 120.0, 1.2, (1.1, 1.3)),
+              confirmed("mtp", 2, 4, 110.0, 1.1, (1.02, 1.18)), confirmed("draft", 2, 4, 130.0, 1.3, (1.2, 1.4)))
     profile = factory.profile_data("mtp", 3, 1, {1: ("mtp", 3), 4: ("draft", 2)}, measurements=trials)
     assert analysis.speculation_depths(profile) == {1: 3, 4: 1}
+
+
+def test_fallback_needs_a_speedup_that_clears_one_at_95_percent() -> None:
+    within_noise = (confirmed("none", 0, 4, 100.0), confirmed("mtp", 1, 4, 104.0, 1.04, (0.97, 1.11)),
+                    confirmed("draft", 2, 4, 130.0, 1.3, (1.2, 1.4)))
+    profile = factory.profile_data("mtp", 3, 1, {1: ("mtp", 3), 4: ("draft", 2)}, measurements=within_noise)
+    assert analysis.speculation_depths(profile) == {1: 3, 4: 0}
+    # Screening passes have no paired speedup: one faster pass is no reason to speculate.
+    screened = (trial("none", 0, 4, 100.0), trial("mtp", 1, 4, 120.0), trial("draft", 2, 4, 130.0))
+    profile = factory.profile_data("mtp", 3, 1, {1: ("mtp", 3), 4: ("draft", 2)}, measurements=screened)
+    assert analysis.speculation_depths(profile) == {1: 3, 4: 0}
 
 
 def test_method_none_has_no_schedule() -> None:
@@ -82,11 +109,11 @@ def test_pareto_front_keeps_only_undominated_trials() -> None:
 
 def test_verdict_names_the_faster_method_with_its_numbers() -> None:
     gib = 2**30
-    trials = [trial("none", 0, b, 100.0 * b, memory=gib) for b in (1, 8)] + [
-        trial("mtp", 2, 1, 200.0, memory=int(1.02 * gib), acceptance=0.8),
-        trial("mtp", 1, 8, 880.0, memory=int(1.02 * gib), acceptance=0.8),
-        trial("draft", 3, 1, 150.0, memory=int(1.3 * gib), acceptance=0.6),
-        trial("draft", 1, 8, 720.0, memory=int(1.3 * gib), acceptance=0.6),
+    trials = [confirmed("none", 0, b, 100.0 * b, memory=gib) for b in (1, 8)] + [
+        confirmed("mtp", 2, 1, 200.0, 2.0, (1.9, 2.1), memory=int(1.02 * gib), acceptance=0.8),
+        confirmed("mtp", 1, 8, 880.0, 1.1, (1.05, 1.15), memory=int(1.02 * gib), acceptance=0.8),
+        confirmed("draft", 3, 1, 150.0, 1.5, (1.4, 1.6), memory=int(1.3 * gib), acceptance=0.6),
+        confirmed("draft", 1, 8, 720.0, 0.9, (0.85, 0.95), memory=int(1.3 * gib), acceptance=0.6),
     ]
     verdict = analysis.mtp_versus_draft(trials)
     assert verdict.winner == "mtp"
@@ -96,10 +123,24 @@ def test_verdict_names_the_faster_method_with_its_numbers() -> None:
     assert "MTP wins" in verdict.text and "1.48x" in verdict.text and "+30%" in verdict.text
 
 
+def test_verdict_reads_only_stored_paired_speedups() -> None:
+    # The screening passes below would make MTP 2x the baseline; only the confirmation run decides,
+    # and its paired speedups are the stored ones, never tokens/s over a baseline of another moment.
+    screening = [trial("none", 0, 1, 100.0), trial("mtp", 2, 1, 200.0), trial("draft", 2, 1, 150.0)]
+    confirmation = [confirmed("none", 0, 1, 110.0), confirmed("mtp", 2, 1, 160.0, 1.45, (1.4, 1.5)),
+                    confirmed("draft", 2, 1, 150.0, 1.36, (1.3, 1.42))]
+    verdict = analysis.mtp_versus_draft(screening + confirmation)
+    assert verdict.mtp.speedup == {1: 1.45} and verdict.draft.speedup == {1: 1.36}
+    assert verdict.winner == "mtp"
+    only_screened = analysis.mtp_versus_draft(screening)
+    assert only_screened.mtp.speedup == {} and only_screened.winner is None
+
+
 def test_verdict_when_speculation_never_pays_or_one_method_is_missing() -> None:
-    base = [trial("none", 0, 1, 100.0)]
-    losing = analysis.mtp_versus_draft(base + [trial("mtp", 1, 1, 90.0), trial("draft", 1, 1, 80.0)])
+    base = [confirmed("none", 0, 1, 100.0)]
+    losing = analysis.mtp_versus_draft(base + [confirmed("mtp", 1, 1, 90.0, 0.9, (0.85, 0.95)),
+                                               confirmed("draft", 1, 1, 80.0, 0.8, (0.75, 0.85))])
     assert losing.winner is None and losing.text.startswith("Neither pays off")
-    only = analysis.mtp_versus_draft(base + [trial("mtp", 1, 1, 150.0)])
+    only = analysis.mtp_versus_draft(base + [confirmed("mtp", 1, 1, 150.0, 1.5, (1.4, 1.6))])
     assert only.winner is None and only.draft is None and "Only MTP" in only.text
     assert analysis.mtp_versus_draft(base).text.startswith("Neither MTP nor")

@@ -61,16 +61,54 @@ def test_list_refuses_unknown_names(populated, kwargs, message) -> None:  # noqa
 def test_show_loads_the_study_with_every_trial(populated) -> None:  # noqa: ANN001
     url, ids = populated
     profile = show_profile(url, ids["h100-old"])
-    assert profile.label() == "mtp@3" and profile.batch_size == 4
+    # mtp@3 and mtp@2 are within noise at batch size 4: the smaller depth is recommended.
+    assert profile.label() == "mtp@2" and profile.batch_size == 4
+    assert profile.tied_with == ["mtp@2", "mtp@3"]
     assert profile.study.name == "h100-old" and profile.hardware.fingerprint == factory.H100[1]
-    assert len(profile.measurements) == 61 and sum(not m.complete for m in profile.measurements) == 1
-    chosen = next(m for m in profile.measurements if m.trial_number == profile.chosen_trial)
-    assert (chosen.method, chosen.depth, chosen.batch_size, chosen.tokens_per_s) == ("mtp", 3, 4, profile.tokens_per_s)
+    screening = [m for m in profile.measurements if m.phase == "screening"]
+    confirmation = [m for m in profile.measurements if m.phase == "confirmation"]
+    assert len(screening) == 61 and sum(not m.complete for m in screening) == 1
+    assert len(confirmation) == 25 and all(m.repetitions == factory.ROUNDS and m.confirmed for m in confirmation)
+    chosen = profile.chosen_measurement()
+    assert chosen.phase == profile.chosen_phase == "confirmation" and chosen.trial_number == profile.chosen_trial
+    assert (chosen.method, chosen.depth, chosen.batch_size, chosen.tokens_per_s) == ("mtp", 2, 4, profile.tokens_per_s)
+    assert chosen.intervals["speedup"]["value"] == chosen.speedup == profile.speedup
     assert [m.fingerprint for m in profile.draft_models] == ["dddd000011112222"]
     assert {m.draft for m in profile.measurements if m.method == "draft"} == {"dddd000011112222"}
     assert [row["batch_size"] for row in profile.per_batch_size] == list(factory.BATCH_SIZES)
     json.dumps(profile.to_dict())
     assert show_profile(url, ids["h100-old"], with_measurements=False).measurements == ()
+
+
+def test_a_confirmed_profile_carries_its_intervals(populated) -> None:  # noqa: ANN001
+    url, ids = populated
+    profile = show_profile(url, ids["h100-old"])
+    assert profile.confirmed and profile.repetitions == factory.ROUNDS
+    tokens, speedup = profile.estimate("tokens_per_s"), profile.estimate("speedup")
+    assert tokens.n == factory.ROUNDS and tokens.low < profile.tokens_per_s < tokens.high
+    assert speedup.value == pytest.approx(factory.speedup("mtp", 2, 4), rel=1e-3) and speedup.excludes(1.0)
+    summary = profile.summary()
+    assert summary["repetitions"] == factory.ROUNDS and summary["confirmed"] is True
+    assert set(summary["intervals"]) == {"tokens_per_s", "tpot_ms_p50", "speedup"}  # the listed figures only
+    by_batch = {row["batch_size"]: row for row in profile.per_batch_size}
+    assert by_batch[16]["method"] == "none" and by_batch[16]["depth"] == 0  # speculation off
+    assert by_batch[1]["speedup_low"] < by_batch[1]["speedup"] < by_batch[1]["speedup_high"]
+    # Phases number their trials apart: the newer study's chosen confirmation row shares its
+    # number with a screening trial of another configuration.
+    newer = show_profile(url, ids["h100-new"])
+    twin = next(m for m in newer.measurements if m.key == ("screening", newer.chosen_trial))
+    assert newer.chosen_measurement().phase == "confirmation" and twin.label() != newer.label()
+
+
+def test_a_screening_only_profile_has_no_speedups(populated) -> None:  # noqa: ANN001
+    url, ids = populated
+    profile = show_profile(url, ids["cpu"])
+    assert not profile.confirmed and profile.repetitions == 1 and profile.intervals == {}
+    assert profile.speedup is None and profile.estimate("speedup") is None
+    tokens = profile.estimate("tokens_per_s")
+    assert (tokens.value, tokens.n, tokens.has_interval) == (profile.tokens_per_s, 1, False)
+    assert all(m.phase == "screening" and m.speedup is None and m.intervals == {} for m in profile.measurements)
+    assert all(row["speedup"] is None for row in profile.per_batch_size if row["method"] != "none")
 
 
 def test_show_unknown_id_names_the_newest(populated) -> None:  # noqa: ANN001
@@ -104,6 +142,8 @@ def test_best_at_a_batch_size_is_the_fastest_trial_there(populated) -> None:  # 
     deployment = best.deployment()
     assert (deployment.method, deployment.depth, deployment.batch_size) == ("none", 0, 16)
     assert deployment.chosen_trial == point.trial_number and deployment.draft is None
+    assert (deployment.chosen_phase, deployment.repetitions, deployment.intervals) == (point.phase, point.repetitions, point.intervals)
+    assert deployment.confirmed == point.confirmed and deployment.tied_with == []
 
 
 def test_best_under_a_tpot_slo(populated) -> None:  # noqa: ANN001

@@ -40,9 +40,64 @@ def test_export_import_export_is_lossless(db_url: str, exported) -> None:  # noq
     again = export_profile(show_profile(db_url, imported.id), "json")
     assert without_ids(again) == without_ids(text)
     document = json.loads(text)
-    assert document["format"] == "autotune-deployment-profile" and document["format_version"] == 1
-    assert len(document["profile"]["measurements"]) == 61
+    assert document["format"] == "autotune-deployment-profile" and document["format_version"] == 2
+    assert len(document["profile"]["measurements"]) == 61 + 25
     assert document["profile"]["hardware"]["fingerprint"] == factory.H100[1]
+
+
+def test_confirmation_rows_and_intervals_survive_export_and_import(db_url: str, exported, tmp_path: Path) -> None:  # noqa: ANN001
+    text, path = exported
+    source = show_profile(f"sqlite:///{tmp_path / 'source.db'}", json.loads(text)["profile"]["id"])
+    imported = show_profile(db_url, import_profile(db_url, path).id)
+    assert (imported.repetitions, imported.intervals, imported.chosen_phase, imported.chosen_trial) == (
+        source.repetitions, source.intervals, "confirmation", source.chosen_trial)
+    assert imported.confirmed and imported.estimate("speedup") == source.estimate("speedup")
+    assert imported.estimate("speedup").has_interval and imported.tied_with == ["mtp@2", "mtp@3"]
+
+    def rows(profile) -> dict:  # noqa: ANN001
+        return {m.key: (m.repetitions, m.intervals, m.speedup, m.extra, m.tokens_per_s) for m in profile.measurements}
+
+    assert rows(imported) == rows(source)
+    confirmation = [m for m in imported.measurements if m.confirmed]
+    assert len(confirmation) == 25 and all(m.intervals["tokens_per_s"]["n"] == factory.ROUNDS for m in confirmation)
+    assert all(m.extra["samples"] and m.extra["confirmation"]["run"] == 1 for m in confirmation)
+    assert imported.chosen_measurement().estimate("speedup") == imported.estimate("speedup")
+    assert imported.per_batch_size == source.per_batch_size
+
+
+def version_1(document: dict) -> dict:
+    """``document`` as autotune wrote it before repeated measurements (format_version 1)."""
+    profile = document["profile"]
+    for key in ("repetitions", "intervals", "chosen_phase"):
+        profile.pop(key)
+    for key in ("confirmed", "phase", "tied_with"):
+        profile["details"].pop(key, None)
+    for row in profile["per_batch_size"]:
+        for key in ("tokens_per_s_low", "tokens_per_s_high", "speedup_low", "speedup_high", "repetitions", "leader",
+                    "tied", "confirmed", "note"):
+            row.pop(key)
+    for m in profile["measurements"]:
+        for key in ("phase", "repetitions", "intervals"):
+            m.pop(key)
+    return {**document, "format_version": 1}
+
+
+def test_a_version_1_document_imports_as_one_screening_run_each(db_url: str, tmp_path: Path) -> None:
+    source = f"sqlite:///{tmp_path / 'old.db'}"
+    ids = factory.populate(source)
+    document = version_1(json.loads(export_profile(show_profile(source, ids["cpu"]), "json")))
+    assert "intervals" not in json.dumps(document) and "phase" not in json.dumps(document)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(document))
+    imported = show_profile(db_url, import_profile(db_url, path).id)
+    assert (imported.repetitions, imported.intervals, imported.chosen_phase, imported.confirmed) == (1, {}, "screening", False)
+    tokens = imported.estimate("tokens_per_s")
+    assert (tokens.value, tokens.n, tokens.low, tokens.high) == (imported.tokens_per_s, 1, None, None)
+    assert len(imported.measurements) == 61
+    assert all((m.phase, m.repetitions, m.intervals) == ("screening", 1, {}) for m in imported.measurements)
+    assert imported.chosen_measurement().tokens_per_s == imported.tokens_per_s
+    again = json.loads(export_profile(imported, "json"))
+    assert again["format_version"] == 2 and again["profile"]["repetitions"] == 1
 
 
 def test_imported_trials_answer_best_queries(db_url: str, exported, monkeypatch) -> None:  # noqa: ANN001
@@ -79,7 +134,7 @@ BAD_DOCUMENTS = [
     (lambda t: "{not json", "not valid JSON"),
     (lambda t: "[1, 2]", "not an autotune profile export"),
     (lambda t: mutate(t, lambda d: d.update(format="something-else")), "not an autotune profile export"),
-    (lambda t: mutate(t, lambda d: d.update(format_version=2)), "format_version 2; this autotune reads version 1"),
+    (lambda t: mutate(t, lambda d: d.update(format_version=3)), "format_version 3; this autotune reads versions 1 and 2"),
     (lambda t: mutate(t, lambda d: d["profile"].pop("method")), "profile lacks the key 'method'"),
     (lambda t: mutate(t, lambda d: d["profile"]["study"].pop("name")), "study lacks the key 'name'"),
     (lambda t: mutate(t, lambda d: d["profile"].update(method="eagle")), "method 'eagle' is not one of"),
@@ -88,10 +143,18 @@ BAD_DOCUMENTS = [
     (lambda t: mutate(t, lambda d: d["profile"].update(created_at="yesterday")), "profile.created_at must be an ISO-8601"),
     (lambda t: mutate(t, lambda d: d["profile"].update(measurements={})), "measurements must be a JSON list"),
     (lambda t: mutate(t, lambda d: d["profile"]["measurements"].append("trial")), "measurement must be a JSON object"),
-    (lambda t: mutate(t, lambda d: d["profile"].update(chosen_trial=12345)), "chosen_trial 12345 is not among"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(chosen_trial=12345)), r"chosen_trial 12345 \(confirmation\) is not among"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(chosen_phase="screening", chosen_trial=999)),
+     r"chosen_trial 999 \(screening\) is not among"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(chosen_phase="final")), "profile.chosen_phase must be one of screening"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(repetitions=0)), "profile.repetitions must be an integer >= 1"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(intervals={"speedup": 2.0})), "profile.intervals must map"),
+    (lambda t: mutate(t, lambda d: d["profile"]["measurements"][0].update(phase="warmup")), "measurement.phase must be one of"),
+    (lambda t: mutate(t, lambda d: d["profile"]["measurements"][0].update(repetitions="5")),
+     "measurement.repetitions must be an integer"),
     (lambda t: mutate(t, lambda d: d["profile"].update(draft_models=[])), "uses draft dddd000011112222, absent"),
     (lambda t: mutate(t, lambda d: d["profile"]["measurements"].append(copy.deepcopy(d["profile"]["measurements"][0]))),
-     "two measurements share a trial number"),
+     "two measurements share a phase and trial number"),
 ]
 
 
