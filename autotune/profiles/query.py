@@ -175,7 +175,10 @@ def find_best(
     for candidate in candidates:  # newest first: keep each study's newest profile
         newest_of_study.setdefault(candidate.study_id, candidate.id)
     studies = list(newest_of_study)
-    point = profile_queries.best_measurement(session, studies, batch_size=batch_size, max_tpot_ms=slo_tpot_ms)
+    # Confirmed figures (repeated, paired) first; single screening passes only where none fits.
+    point = (profile_queries.best_measurement(session, studies, batch_size=batch_size, max_tpot_ms=slo_tpot_ms)
+             or profile_queries.best_measurement(session, studies, batch_size=batch_size, max_tpot_ms=slo_tpot_ms,
+                                                 phase="screening"))
     if point is None:
         raise ProfileNotFoundError(_no_fit_message(session, studies, model, batch_size, slo_tpot_ms))
     profile = load_profile(session, newest_of_study[point.study_id], with_measurements=False)

@@ -159,10 +159,11 @@ class MeasurementRecord(Base):
         UniqueConstraint("study_id", "phase", "trial_number", name="uq_autotune_measurements_trial"),
         # The lookups issue 5's `profiles best` needs: by study and configuration.
         Index("ix_autotune_measurements_config", "study_id", "method", "batch_size", "depth"),
-        # `profiles best`: a study's complete trials in throughput order, batch size and TPOT
-        # checked in the index (migration 0003; see store/profile_queries.py).
+        # `profiles best`: a study's complete trials of one phase in throughput order, batch size
+        # and TPOT checked in the index (migrations 0003, 0004; see store/profile_queries.py).
         Index(
-            "ix_autotune_measurements_throughput", "study_id", "state", "tokens_per_s", "batch_size", "tpot_ms_p50"
+            "ix_autotune_measurements_throughput", "study_id", "state", "phase", "tokens_per_s", "batch_size",
+            "tpot_ms_p50",
         ),
     )
 

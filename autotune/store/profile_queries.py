@@ -4,7 +4,7 @@ Functions take an open session and return ORM records or plain values; turning t
 :mod:`autotune.profiles` dataclasses is the caller's job (the store imports nothing above it).
 The hot path is :func:`best_measurement`: "the fastest complete trial of these studies at batch
 size B with TPOT p50 <= X". It is served by ``ix_autotune_measurements_throughput`` (study_id,
-state, tokens_per_s, batch_size, tpot_ms_p50): for each study the index is read in throughput
+state, phase, tokens_per_s, batch_size, tpot_ms_p50): for each study the index is read in throughput
 order, batch size and TPOT are checked in the index itself, and the first fit ends that study's
 scan; the table is read for the overall winner only.
 """
@@ -164,9 +164,10 @@ def best_measurement(
     *,
     batch_size: int | None = None,
     max_tpot_ms: float | None = None,
+    phase: str = "confirmation",
 ) -> MeasurementRecord | None:
-    """The complete trial with the highest tokens/s among ``study_ids``, optionally only at
-    ``batch_size`` and only with ``tpot_ms_p50 <= max_tpot_ms``; ties go to the newest trial.
+    """The complete trial of ``phase`` with the highest tokens/s among ``study_ids``, optionally
+    only at ``batch_size`` and only with ``tpot_ms_p50 <= max_tpot_ms``; ties go to the newest trial.
 
     Asked per study ("its fastest fitting trial") and combined: each per-study question walks
     ``ix_autotune_measurements_throughput`` in throughput order and stops at the first fit,
@@ -177,7 +178,7 @@ def best_measurement(
     for start in range(0, len(studies), STUDIES_PER_QUERY):
         chunk = studies[start : start + STUDIES_PER_QUERY]
         params = {f"study_{i}": study_id for i, study_id in enumerate(chunk)}
-        params.update(state=COMPLETE, batch_size=batch_size, max_tpot_ms=max_tpot_ms)
+        params.update(state=COMPLETE, phase=phase, batch_size=batch_size, max_tpot_ms=max_tpot_ms)
         statement = _fastest_fit_sql(len(chunk), batch_size is not None, max_tpot_ms is not None)
         row = session.execute(statement, params).first()
         if row is not None:
@@ -196,7 +197,8 @@ def _fastest_fit_sql(studies: int, by_batch_size: bool, by_tpot: bool) -> TextCl
     subqueries costs more to build and cache-key on every call than the query takes to run.
     """
     table, m = MeasurementRecord.__tablename__, MeasurementRecord
-    conditions = [f"{m.study_id.key} = :study_{{i}}", f"{m.state.key} = :state", f"{m.tokens_per_s.key} IS NOT NULL"]
+    conditions = [f"{m.study_id.key} = :study_{{i}}", f"{m.state.key} = :state", f"{m.phase.key} = :phase",
+                  f"{m.tokens_per_s.key} IS NOT NULL"]
     if by_batch_size:
         conditions.append(f"{m.batch_size.key} = :batch_size")
     if by_tpot:

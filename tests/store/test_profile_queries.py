@@ -78,7 +78,21 @@ def test_best_measurement_breaks_ties_by_newest_trial(db_url: str) -> None:
                                  acceptance_by_position=[], extra={})
         session.add(twin)
         session.flush()
-        assert profile_queries.best_measurement(session, [profile.study_id], batch_size=1) == twin
+        assert profile_queries.best_measurement(session, [profile.study_id], batch_size=1, phase="screening") == twin
+
+
+def test_best_measurement_reads_one_phase(db_url: str) -> None:
+    """Confirmed rows are asked for by default; a faster screening pass does not count there."""
+    with open_database(db_url) as database, database.session() as session:
+        hw, target = factory.hardware(session), factory.model(session, "t", "t" * 16)
+        profile = factory.study(session, "phases", hw, target, methods=("none",), batch_sizes=(1,), failed_trials=0)
+        assert profile_queries.best_measurement(session, [profile.study_id], batch_size=1) is None  # none confirmed
+        confirmed = MeasurementRecord(study=profile.study, trial_number=0, method="none", depth=0, batch_size=1,
+                                      state="complete", tokens_per_s=1.0, tpot_ms_p50=1.0, phase="confirmation",
+                                      repetitions=3, acceptance_by_position=[], extra={})
+        session.add(confirmed)
+        session.flush()
+        assert profile_queries.best_measurement(session, [profile.study_id], batch_size=1) == confirmed
 
 
 def test_batch_sizes_fastest_tpot_and_counts(populated) -> None:  # noqa: ANN001
@@ -112,7 +126,8 @@ def test_best_trial_query_reads_the_throughput_index(sqlite_url: str) -> None:
     sql = profile_queries._fastest_fit_sql(2, True, True).text
     with open_database(sqlite_url) as database, database.engine.connect() as connection:
         plan = connection.execute(text("EXPLAIN QUERY PLAN " + sql), {
-            "study_0": 1, "study_1": 2, "state": "complete", "batch_size": 8, "max_tpot_ms": 5.0,
+            "study_0": 1, "study_1": 2, "state": "complete", "phase": "confirmation", "batch_size": 8,
+            "max_tpot_ms": 5.0,
         }).all()
     details = " ".join(row[-1] for row in plan)
     assert "ix_autotune_measurements_throughput" in details
