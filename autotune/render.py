@@ -185,8 +185,8 @@ def print_measure(report) -> None:  # noqa: ANN001 - autotune.measure.MeasureRep
                           f"expected {d.expected}, got {d.got} (logit margin {d.logit_margin})")
 
 
-TRIAL_COLUMNS = ["trial_number", "phase", "method", "depth", "batch_size", "state", "n", "tokens/s", "speedup",
-                 "acceptance_rate", "reason"]
+# Short headers: the table must stay readable on an 80-column terminal.
+TRIAL_COLUMNS = ["#", "phase", "config", "batch", "state", "n", "tokens/s", "speedup", "accept", "note"]
 
 
 def trial_speedup(row) -> str:  # noqa: ANN001 - a TrialFigures row (TrialRow, MeasurementInfo)
@@ -220,21 +220,19 @@ def trial_notes(row) -> str | None:  # noqa: ANN001 - a TrialFigures row
 def trial_row(row) -> dict:  # noqa: ANN001 - a TrialFigures row with the trial's configuration
     """One line of ``autotune trials``: the configuration, n, tokens/s and speedup with their 95 %
     intervals (screening rows: one pass, no interval, no speedup)."""
-    method = row.method
-    draft = getattr(row, "draft", None)
-    if method == "draft" and draft not in (None, "builtin"):
-        method = f"draft:{draft}"
+    from autotune.analysis.decision import config_label
+
     if row.confirmed:
         run = (row.extra.get("confirmation") or {}).get("run")
-        phase = f"confirmation {run}" if run is not None else "confirmation"
+        phase = f"confirm {run}" if run is not None else "confirm"
     else:
-        phase = row.phase
+        phase = "screen"
     return {
-        "trial_number": row.trial_number, "phase": phase, "method": method, "depth": row.depth,
-        "batch_size": row.batch_size, "state": row.state, "n": row.repetitions if row.tokens_per_s is not None else None,
+        "#": row.trial_number, "phase": phase, "config": config_label(row), "batch": row.batch_size, "state": row.state,
+        "n": row.repetitions if row.tokens_per_s is not None else None,
         "tokens/s": format_estimate(row.estimate("tokens_per_s"), 4) if row.tokens_per_s is not None else "-",
         "speedup": trial_speedup(row) if row.tokens_per_s is not None else "-",
-        "acceptance_rate": row.acceptance_rate, "reason": trial_notes(row),
+        "accept": row.acceptance_rate, "note": trial_notes(row),
     }
 
 

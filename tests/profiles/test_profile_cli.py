@@ -32,22 +32,21 @@ def table_lines(output: str) -> list[list[str]]:
 def test_trials_shows_phase_n_and_intervals(stored) -> None:  # noqa: ANN001
     url, _ = stored
     output = run("trials", "h100-old", "--db", url)
-    header = next(line for line in output.splitlines() if "trial_number" in line)
+    header = next(line for line in output.splitlines() if "tokens/s" in line)
     assert [c.strip() for c in header.strip("┃ ").split("┃")] == [
-        "trial_number", "phase", "method", "depth", "batch_size", "state", "n", "tokens/s", "speedup",
-        "acceptance_rate", "reason"]
+        "#", "phase", "config", "batch", "state", "n", "tokens/s", "speedup", "accept", "note"]
     rows = table_lines(output)
-    screening = [r for r in rows if r[1] == "screening"]
-    confirmation = [r for r in rows if r[1] == "confirmation 1"]
+    screening = [r for r in rows if r[1] == "screen"]
+    confirmation = [r for r in rows if r[1] == "confirm 1"]
     assert len(screening) == 61 and len(confirmation) == 25
-    assert all(r[8] == "-" and "±" not in r[7] for r in screening)  # one pass: no interval, no speedup
-    complete = [r for r in screening if r[5] == "complete"]
-    assert all(r[6] == "1" for r in complete)
-    assert next(r for r in screening if r[5] == "failed")[10] == "out of memory"
-    assert all(r[6] == str(factory.ROUNDS) and "±" in r[7] for r in confirmation)
-    mtp2_b4 = next(r for r in confirmation if r[2:5] == ["mtp", "2", "4"])
-    assert mtp2_b4[8].startswith("1.44x [1.4") and mtp2_b4[8].endswith("]")
-    assert all(r[8] == "1x (baseline)" for r in confirmation if r[2] == "none")
+    assert all(r[7] == "-" and "±" not in r[6] for r in screening)  # one pass: no interval, no speedup
+    complete = [r for r in screening if r[4] == "complete"]
+    assert all(r[5] == "1" for r in complete)
+    assert next(r for r in screening if r[4] == "failed")[9] == "out of memory"
+    assert all(r[5] == str(factory.ROUNDS) and "±" in r[6] for r in confirmation)
+    mtp2_b4 = next(r for r in confirmation if r[2:4] == ["mtp@2", "4"])
+    assert mtp2_b4[7].startswith("1.44x [1.4") and mtp2_b4[7].endswith("]")
+    assert all(r[7] == "1x (baseline)" for r in confirmation if r[2] == "none")
 
 
 def test_trials_json_has_every_field(stored) -> None:  # noqa: ANN001
