@@ -111,8 +111,8 @@ def simplicity(row: Any) -> tuple:
 
 def speedup_estimate(row: Any) -> Estimate | None:
     """The row's paired speedup with its interval (the baseline: exactly 1), None when unmeasured."""
-    if row.method == BASELINE:
-        return Estimate(1.0, 1.0, 1.0, getattr(row, "repetitions", 1))
+    if row.method == BASELINE:  # exactly 1 against itself; an interval only where rounds were measured
+        return Estimate(1.0, 1.0, 1.0, row.repetitions) if confirmation_run(row) is not None else Estimate.single(1.0)
     return row.estimate("speedup") if row.speedup is not None else None
 
 
