@@ -105,12 +105,16 @@ def main() -> None:
             print("    implausible stored speedups:", "; ".join(run["implausible"]) or "none")
     if len(runs) >= 2:
         first, second = runs[0], runs[1]
-        tied_labels = {r.label for r in first["tied"]} | {r.label for r in second["tied"]}
+        first_tied, second_tied = {r.label for r in first["tied"]}, {r.label for r in second["tied"]}
         same = first["label"] == second["label"]
-        tied = same or second["label"] in tied_labels or first["label"] in tied_labels
+        # Each study reports its own ties: the answers agree when either study counts the other's
+        # recommendation as tied with its own.
+        tied = same or second["label"] in first_tied or first["label"] in second_tied
+        shared = sorted(first_tied & second_tied)
         ratio = independent_ratio(second["tokens_per_s"], first["tokens_per_s"])
         speedups = independent_ratio(second["speedup"], first["speedup"])
-        print(f"same recommendation: {same}; same or statistically tied: {tied}")
+        print(f"same recommendation: {same}; same or statistically tied: {tied}; "
+              f"configurations both studies tie with their recommendation: {', '.join(shared) or 'none'}")
         print(f"confirmed tokens/s, seed {second['seed']} / seed {first['seed']}: {ratio.value:.3f} "
               f"[{ratio.low:.3f}, {ratio.high:.3f}] (1 inside: {ratio.low <= 1 <= ratio.high})")
         print(f"confirmed speedups, seed {second['seed']} / seed {first['seed']}: {speedups.value:.3f} "
