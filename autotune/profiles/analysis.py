@@ -26,24 +26,16 @@ def complete(measurements: Iterable[MeasurementInfo]) -> list[MeasurementInfo]:
     return decision.deciding_rows(measurements)
 
 
-def baselines(measurements: Iterable[MeasurementInfo]) -> dict[int, MeasurementInfo]:
-    """The baseline row at each batch size (the denominator of every speedup, paired with it)."""
-    return decision.baselines(measurements)
-
-
 def best_by_batch_size(measurements: Iterable[MeasurementInfo]) -> dict[int, MeasurementInfo]:
     """The deciding row with the most tokens/s at each batch size, by ascending batch size."""
     return decision.best_by_batch_size(complete(measurements))
 
 
-def speedup(m: MeasurementInfo, base: dict[int, MeasurementInfo] | None = None) -> float | None:
+def speedup(m: MeasurementInfo) -> float | None:
     """The stored, paired speedup (the baseline's is 1); None where none was measured: a speedup is
     never a ratio to a baseline from another moment."""
     estimate = decision.speedup_estimate(m)
     return estimate.value if estimate is not None else None
-
-
-# --- the serving plan: what a server should do at each batch size -----------------------------
 
 
 def speculation_depths(profile: DeploymentProfile) -> dict[int, int]:
@@ -223,8 +215,8 @@ def summarize_method(measurements: Sequence[MeasurementInfo], method: str) -> Me
     best = best_by_batch_size(m for m in measurements if m.method == method)
     if not best:
         return None
-    base = baselines(measurements)
-    speedups = {b: s for b, m in best.items() if (s := speedup(m, base)) is not None}
+    base = decision.baselines(measurements)
+    speedups = {b: s for b, m in best.items() if (s := speedup(m)) is not None}
     memory = {
         b: m.peak_memory_bytes / base[b].peak_memory_bytes - 1
         for b, m in best.items()
@@ -260,6 +252,9 @@ def mtp_versus_draft(measurements: Sequence[MeasurementInfo]) -> Verdict:
     if mtp is None or draft is None:
         only = mtp or draft
         return Verdict(mtp, draft, None, f"Only {_name(only.method)} was measured: {_describe(only)}.")
+    if not mtp.speedup and not draft.speedup:
+        return Verdict(mtp, draft, None, "No paired speedup was measured (screening figures only: the study ran "
+                                         "without its confirmation phase), so MTP and the draft model are not compared.")
     common = sorted(set(mtp.speedup) & set(draft.speedup))
     g_mtp = _geomean(mtp.speedup[b] for b in common)
     g_draft = _geomean(draft.speedup[b] for b in common)
