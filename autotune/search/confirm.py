@@ -6,8 +6,11 @@ study ends by confirming, at each batch size:
 
 * **Finalists**: every screened configuration whose optimistic bound, its screening tokens/s times
   ``1 + SCREENING_NOISE``, reaches the best screened tokens/s there (the baseline included), at most
-  ``MAX_FINALISTS``: the best of each method first (so MTP versus draft is always settled by
-  confirmed figures when both are near the top), then by screening tokens/s.
+  ``MAX_FINALISTS``: the fastest first, then the simplest to operate (n-gram, MTP, draft; smaller
+  depth first). Among tied configurations the decision recommends the simplest, so a study must
+  confirm the simple ones near the top to reach the answer a re-run reaches: picking the runners-up
+  by screening tokens/s (noise) made two studies confirm different depths of a flat band and
+  recommend different ones (docs/benchmarks.md, "Reproducibility").
 * **Protocol**: the finalists and the baseline, in a fresh worker process per batch size, in
   interleaved rounds with racing (:mod:`autotune.engines.protocol`): a finalist is dropped as soon
   as its paired interval to the leader falls below 1.
@@ -52,9 +55,10 @@ def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any) ->
         near = sorted((row for row in pool if row.method != decision.BASELINE
                        and row.tokens_per_s * (1 + SCREENING_NOISE) >= incumbent),
                       key=lambda row: -row.tokens_per_s)
-        best_of_method = list({decision.method_name(row): row for row in reversed(near)}.values())
+        # The screening leader, then the simplest of the rest: among tied configurations the decision
+        # recommends the simplest, so those are the ones a confirmation must not miss.
         picked: list[Candidate] = []
-        for row in sorted(best_of_method, key=lambda row: -row.tokens_per_s) + near:
+        for row in near[:1] + sorted(near[1:], key=decision.simplicity):
             candidate = Candidate(row.method, row.depth, row.batch_size, row.draft)
             if candidate not in picked and len(picked) < MAX_FINALISTS:
                 picked.append(candidate)

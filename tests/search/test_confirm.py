@@ -51,7 +51,7 @@ def test_the_baseline_counts_as_the_best_but_is_never_a_finalist():
     assert chosen[16] == []  # only the baseline was screened there: nothing to confirm but it
 
 
-def test_at_most_four_the_best_of_each_method_first():
+def test_at_most_four_the_fastest_then_the_simplest():
     rows = numbered([
         row("none", 0, 2, 700.0),
         row("draft", 3, 2, 1200.0), row("draft", 5, 2, 1190.0), row("draft", 7, 2, 1180.0), row("draft", 2, 2, 1170.0),
@@ -60,16 +60,16 @@ def test_at_most_four_the_best_of_each_method_first():
     ])
     chosen = finalists(rows, [2], Slo())
     assert MAX_FINALISTS == 4
-    assert labels(chosen[2]) == ["draft@3", "mtp@2", "ngram@4", "draft@5"]
+    assert labels(chosen[2]) == ["draft@3", "ngram@4", "mtp@1", "mtp@2"]
 
 
-def test_each_draft_model_is_a_method_of_its_own():
+def test_the_simplest_runners_up_come_first_smaller_depth_first():
     rows = numbered([
         row("none", 0, 1, 500.0), row("draft", 3, 1, 1000.0), row("draft", 4, 1, 995.0), row("draft", 5, 1, 990.0),
         row("draft", 2, 1, 985.0), row("draft", 3, 1, 850.0, draft="small"),
     ])
     chosen = finalists(rows, [1], Slo())
-    assert labels(chosen[1]) == ["draft@3", "draft:small@3", "draft@4", "draft@5"]
+    assert labels(chosen[1]) == ["draft@3", "draft@2", "draft:small@3", "draft@4"]
 
 
 def test_repeated_trials_of_one_configuration_are_confirmed_once():
