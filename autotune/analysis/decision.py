@@ -18,7 +18,8 @@ follows operational simplicity (:data:`SIMPLICITY`): no speculation, then n-gram
 draft model (each step adds a failure surface: the seed article's MTP-versus-draft argument), then
 smaller depth, then less memory. The baseline is always measured in the confirmation rounds, so
 where speculation's speedup interval does not clear 1.0x the baseline is tied with the leader and
-the batch size gets depth 0.
+the batch size gets depth 0; a tied configuration whose own speedup interval does not clear 1.0x is
+never the one recommended.
 
 **Baselines.** The baseline at a batch size is the method-none row of the deciding rows there; a
 speedup is only ever the stored, paired one. Confirmed baselines that fail the neighbour check
@@ -199,10 +200,23 @@ def decide_batch(rows: Sequence[Any], batch_size: int, slo: Any = None) -> Batch
     pool = [row for row in here if violation(row) == least]  # meeting the SLOs, or the closest misses
     leader = max(pool, key=lambda row: (row.tokens_per_s, -row.trial_number))
     tied = sorted((row for row in pool if _tied(row, leader)), key=simplicity)
-    recommended = tied[0]
+    # Speculation is only recommended where its own interval clears 1.0x; the leader always
+    # qualifies (when it does not clear 1.0x the baseline is tied with it and comes first).
+    recommended = next((row for row in tied if row is leader or _clears_baseline(row)), leader)
     baseline = next((row for row in here if row.method == BASELINE), None)
     return BatchDecision(batch_size, leader, tied, recommended, baseline, compare(recommended, leader),
                          confirmation_run(leader) is not None)
+
+
+def _clears_baseline(row: Any) -> bool:
+    """The baseline itself, or a configuration whose speedup interval lies above 1 (a screening
+    row, without an interval, is taken at its figure: nothing better is known)."""
+    if row.method == BASELINE:
+        return True
+    speedup = speedup_estimate(row)
+    if speedup is None or not speedup.has_interval:
+        return True
+    return speedup.low > 1
 
 
 def _tied(row: Any, leader: Any) -> bool:

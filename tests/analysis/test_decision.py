@@ -424,3 +424,15 @@ def test_estimates_read_back_from_the_rows():
     assert isinstance(row.estimate("tokens_per_s"), Estimate) and row.estimate("tokens_per_s").n == 8
     assert row.estimate("acceptance_rate") is None
     assert screening(BASE, 1, 0).estimate("tokens_per_s") == Estimate.single(1000.0)
+
+
+def test_a_tied_configuration_whose_speedup_does_not_clear_one_is_not_recommended():
+    # draft@2 is measured in 3 rounds only with large noise: tied with the leader, but its own
+    # interval reaches below 1.0x, so the simplest tied configuration that clears 1.0x wins.
+    rows = confirmed([BASE, Truth("draft", 7, 1600.0), Truth("draft", 2, 1300.0)], 2, seed=0, noise=0.15, kept={2: 3})
+    decision = decide_batch(rows, 2)
+    labels = by_label(rows)
+    weak = labels["draft@2"]
+    assert compare(weak, decision.leader).high >= 1  # tied with the leader ...
+    assert weak.estimate("speedup").low <= 1  # ... but not clearly faster than no speculation
+    assert config_label(decision.recommended) == "draft@7"
