@@ -229,7 +229,7 @@ def plot_speedup_vs_depth(data: StudyData, done: Sequence[MeasurementInfo]) -> F
         ax.set_visible(False)
     for ax in axes[::columns]:
         ax.set_ylabel("speedup over none (x)")
-    handles, labels = {}, {}
+    handles: dict = {}
     for ax in axes[:len(batch_sizes)]:  # every series once, whichever panel drew it
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)

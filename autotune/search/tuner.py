@@ -258,73 +258,84 @@ class Tuner:
             pass
 
     def _settle(self, spent: bool) -> str:
-        """complete once nothing is left to ask for and every trial finished; else running."""
+        """complete once nothing is left to ask for and every trial finished; else running. A study
+        another worker is confirming keeps that status (that worker settles it when done)."""
         finished = budget.all_finished(self.study.get_trials(deepcopy=False))
         status = "complete" if spent and finished else "running"
         with self.database.session() as session:
-            results.set_study_status(session, self.study_id, status)
+            if session.get(StudyRecord, self.study_id).status != "confirming":
+                results.set_study_status(session, self.study_id, status)
         return status
 
     # -- confirmation ---------------------------------------------------------------------------------
 
     def _confirm(self, status: str) -> None:
         """Re-measure the finalists with the full protocol (:mod:`autotune.search.confirm`) unless
-        the screening trials as they stand were confirmed already, or another worker is at it."""
-        with self.database.session() as session:
-            rows = results.study_rows(session, self.study_id)
-        screened = len(decision.screening_rows(rows))
-        runs = [row.extra.get("confirmation") or {} for row in rows if row.phase == "confirmation"]
-        if not screened or any(run.get("screened") == screened for run in runs):
-            return
+        the screening trials as they stand were confirmed already, or another worker is at it.
+
+        The claim (status ``confirming``) and the write both happen under the study lock, and the
+        write checks again that nobody stored a confirmation of the same trials meanwhile: two
+        workers finishing together measure at worst twice, but store once."""
         with named_lock(self.database.engine, self.plan.name), self.database.session() as session:
-            if session.get(StudyRecord, self.study_id).status == "confirming":
+            rows = results.study_rows(session, self.study_id)
+            screened = len(decision.screening_rows(rows))
+            if not screened or _confirmed(rows, screened) or session.get(StudyRecord, self.study_id).status == "confirming":
                 return
             results.set_study_status(session, self.study_id, "confirming")
         try:
-            self._store_confirmation(rows, screened, runs)
+            batches = self._measure_finalists(rows)
+            with named_lock(self.database.engine, self.plan.name), self.database.session() as session:
+                latest = results.study_rows(session, self.study_id)
+                if not _confirmed(latest, screened):
+                    self._record_confirmation(session, latest, screened, batches)
         finally:
             with self.database.session() as session:
                 results.set_study_status(session, self.study_id, status)
         self._store_profile()
 
-    def _store_confirmation(self, rows: list[results.TrialRow], screened: int, runs: list[dict]) -> None:
+    def _engine_config(self, candidate: Candidate) -> EngineConfig:
+        return candidate.engine_config(self.plan.draft_engine_args)
+
+    def _measure_finalists(self, rows: list[results.TrialRow]) -> list[confirm.ConfirmedBatch]:
         chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo)
         done = budget.finished_count(self.study.get_trials(deepcopy=False))
 
         def report(text: str) -> None:
             self.progress(TuneProgress(done, self.plan.n_trials, text, None, None, None))
 
-        def engine_config(candidate: Candidate) -> EngineConfig:
-            return candidate.engine_config(self.plan.draft_engine_args)
+        return confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
+                               self.options.protocol, report)
 
-        batches = confirm.confirm(self.worker, chosen, engine_config, self.plan.workload, self.options.seed or 0,
-                                  self.options.protocol, report)
+    def _record_confirmation(self, session: Any, rows: list[results.TrialRow], screened: int,
+                             batches: list[confirm.ConfirmedBatch]) -> None:
+        """Store one confirmation run: a row per measured configuration (the baseline included), or a
+        failed row for a batch size whose worker failed."""
+        runs = [row.extra.get("confirmation") or {} for row in rows if row.phase == "confirmation"]
         run = {"run": max((r.get("run", 0) for r in runs), default=0) + 1, "screened": screened}
         number = max((row.trial_number for row in rows if row.phase == "confirmation"), default=-1) + 1
-        with self.database.session() as session:
-            for batch in batches:
-                extra = {"confirmation": {**run, "batch_size": batch.batch_size}}
-                if batch.result is None:
-                    results.record_trial(session, self.study_id, trial_number=number, method="none", depth=0,
-                                         batch_size=batch.batch_size, state="failed", reason=batch.failure,
-                                         extra=extra, phase="confirmation")
-                    number += 1
-                    continue
-                by_config = {engine_config(c): c for c in batch.candidates}
-                extra.update(faults=batch.result.faults, rounds_discarded=batch.result.rounds_discarded)
-                if batch.implausible:
-                    extra["implausible"] = batch.implausible
-                for measured in batch.result.measurements:
-                    candidate = by_config.get(measured.config, Candidate("none", 0, batch.batch_size))
-                    fields = confirm.row_fields(measured)
-                    results.record_trial(
-                        session, self.study_id, trial_number=number, method=candidate.method, depth=candidate.depth,
-                        batch_size=batch.batch_size, state="complete", draft=candidate.draft,
-                        draft_model_id=self.draft_ids.get(candidate.draft), phase="confirmation",
-                        measurement=fields["measurement"], repetitions=fields["repetitions"],
-                        intervals=fields["intervals"], speedup=fields["speedup"], extra={**extra, **fields["extra"]},
-                    )
-                    number += 1
+        for batch in batches:
+            extra = {"confirmation": {**run, "batch_size": batch.batch_size}}
+            if batch.result is None:
+                results.record_trial(session, self.study_id, trial_number=number, method="none", depth=0,
+                                     batch_size=batch.batch_size, state="failed", reason=batch.failure,
+                                     extra=extra, phase="confirmation")
+                number += 1
+                continue
+            by_config = {self._engine_config(c): c for c in batch.candidates}
+            extra.update(faults=batch.result.faults, rounds_discarded=batch.result.rounds_discarded)
+            if batch.implausible:
+                extra["implausible"] = batch.implausible
+            for measured in batch.result.measurements:
+                candidate = by_config.get(measured.config, Candidate("none", 0, batch.batch_size))
+                fields = confirm.row_fields(measured)
+                results.record_trial(
+                    session, self.study_id, trial_number=number, method=candidate.method, depth=candidate.depth,
+                    batch_size=batch.batch_size, state="complete", draft=candidate.draft,
+                    draft_model_id=self.draft_ids.get(candidate.draft), phase="confirmation",
+                    measurement=fields["measurement"], repetitions=fields["repetitions"],
+                    intervals=fields["intervals"], speedup=fields["speedup"], extra={**extra, **fields["extra"]},
+                )
+                number += 1
 
     def _analysis(self) -> tuple[StudyAnalysis, list[results.TrialRow]]:
         with self.database.session() as session:
@@ -388,6 +399,12 @@ class Tuner:
     def _report(self, candidate: Candidate, finished: str | None, reason: str | None = None, best: str | None = None) -> None:
         done = budget.finished_count(self.study.get_trials(deepcopy=False))
         self.progress(TuneProgress(done, self.plan.n_trials, candidate.label, finished, reason, best))
+
+
+def _confirmed(rows: list[results.TrialRow], screened: int) -> bool:
+    """True when a confirmation run of these ``screened`` screening trials is stored."""
+    return any((row.extra.get("confirmation") or {}).get("screened") == screened
+               for row in rows if row.phase == "confirmation")
 
 
 @contextmanager
