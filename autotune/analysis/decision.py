@@ -360,8 +360,7 @@ def method_verdicts(rows: Sequence[Any], method_names: Iterable[str]) -> list[Me
     confirmed = [row for row in deciding_rows(rows) if confirmation_run(row) is not None and reliable(row)]
     screened = screening_rows(rows)
     base = baselines(rows)
-    recommended_at = {b.batch_size: b.method if b.method == BASELINE else method_name_of(b)
-                      for b in per_batch_size(rows, sorted(base), _NoSlo()) if b.method}
+    recommended_at = {b.batch_size: method_name(b) for b in per_batch_size(rows, sorted(base), NO_SLO) if b.method}
     verdicts = []
     for name in method_names:
         mine = [row for row in confirmed if method_name(row) == name] or [row for row in screened if method_name(row) == name]
@@ -394,12 +393,6 @@ def method_verdicts(rows: Sequence[Any], method_names: Iterable[str]) -> list[Me
             confirmed=top is not None and confirmation_run(top) is not None,
         ))
     return verdicts
-
-
-def method_name_of(best: BatchSizeBest) -> str:
-    if best.method == "draft" and best.draft not in (None, "builtin"):
-        return f"draft:{best.draft}"
-    return best.method
 
 
 def _row_label(row: Any) -> str:

@@ -25,7 +25,7 @@ Confirmed rows are stored with ``phase = "confirmation"`` and ``extra["confirmat
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from autotune.analysis import decision
@@ -88,8 +88,7 @@ def confirm(
 ) -> list[ConfirmedBatch]:
     """Measure every batch size's finalists with the protocol (racing on), then re-measure once the
     batch sizes whose baseline fails the neighbour check."""
-    options = ProtocolOptions(options.precision, options.min_repetitions, options.max_repetitions,
-                              options.max_seconds, race=True)
+    options = replace(options, race=True)
 
     def run(batch_size: int) -> ConfirmedBatch:
         candidates = finalists_by_batch[batch_size]

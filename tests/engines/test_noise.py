@@ -126,16 +126,21 @@ def _burn(seconds: float, new_session: bool) -> subprocess.Popen:
     return process
 
 
-@linux_only
-def test_a_process_of_another_session_burning_a_core_is_other_load():
-    process = _burn(3.0, new_session=True)
+def _snapshots_while_burning(seconds: float, new_session: bool):  # noqa: ANN202 - (Snapshot, Snapshot)
+    """Snapshots ``seconds`` apart while a busy process (in a new session or in ours) burns a core."""
+    process = _burn(3.0, new_session=new_session)
     try:
         before = snapshot()
-        time.sleep(1.2)
-        after = snapshot()
+        time.sleep(seconds)
+        return before, snapshot()
     finally:
         process.kill()
         process.wait()
+
+
+@linux_only
+def test_a_process_of_another_session_burning_a_core_is_other_load():
+    before, after = _snapshots_while_burning(1.2, new_session=True)
     reading = between(before, after)
     wall = after.monotonic_s - before.monotonic_s
     assert reading.other_cpu_cores > 0.5, reading
@@ -164,14 +169,7 @@ def test_cpu_burnt_in_our_own_process_is_not_other_load():
 @linux_only
 def test_a_child_process_in_our_session_is_ours():
     """An engine's helper processes (same session) are part of the measurement, not disturbance."""
-    process = _burn(3.0, new_session=False)
-    try:
-        before = snapshot()
-        time.sleep(1.0)
-        after = snapshot()
-    finally:
-        process.kill()
-        process.wait()
+    before, after = _snapshots_while_burning(1.0, new_session=False)
     wall = after.monotonic_s - before.monotonic_s
     assert after.own_s - before.own_s > 0.3 * wall
 
