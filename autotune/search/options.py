@@ -143,7 +143,10 @@ class TuneOptions:
         if self.grace_period_s is not None:
             _require_int("grace period", self.grace_period_s, self.heartbeat_interval_s + 1)
         _require_int("max retry", self.max_retry, 0)
-        self.protocol.validate()
+        if not (_is_number(self.confirm_seconds) and math.isfinite(self.confirm_seconds) and self.confirm_seconds > 0):
+            raise ConfigurationError(f"confirm seconds must be a number > 0, got {self.confirm_seconds!r}")
+        _require_int("max repetitions", self.max_repetitions, DEFAULT_MIN_REPETITIONS)
+        self.protocol.validate()  # the precision
         self.objective_spec.validate()
 
     def _validate_models(self) -> None:
