@@ -156,13 +156,21 @@ def _intervals(value: Any, what: str) -> dict[str, Any]:
     return {name: dict(estimate) for name, estimate in value.items()}
 
 
+def _prediction(value: Any, what: str) -> dict[str, Any] | None:
+    """The performance model's prediction: an object kept as written, or null (none was made)."""
+    if value is not None and not isinstance(value, dict):
+        raise ConfigurationError(f"{what} must be a JSON object or null, got {type(value).__name__}")
+    return None if value is None else dict(value)
+
+
 @dataclass(frozen=True)
 class MeasurementInfo(TrialFigures):
     """One trial of a study: configuration, state and figures (``draft`` is a model fingerprint).
 
     A trial is identified by ``(phase, trial_number)``: screening rows carry Optuna's trial
     numbers, confirmation rows a sequence of their own. Rows exported before phases existed read
-    as screening passes (n = 1, no interval).
+    as screening passes (n = 1, no interval); rows exported before predictions existed (no
+    ``prediction`` key) read as not predicted (None).
     """
 
     trial_number: int
@@ -198,6 +206,7 @@ class MeasurementInfo(TrialFigures):
             "phase": lambda v: _phase(v, "measurement.phase"),
             "repetitions": lambda v: _repetitions(v, "measurement.repetitions"),
             "intervals": lambda v: _intervals(v, "measurement.intervals"),
+            "prediction": lambda v: _prediction(v, "measurement.prediction"),
         })
 
 

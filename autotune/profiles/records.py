@@ -20,7 +20,7 @@ MEASUREMENT_COLUMNS = (
     "trial_number", "method", "depth", "batch_size", "state", "reason", "tokens_per_s", "requests_per_s",
     "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99",
     "acceptance_rate", "acceptance_length", "acceptance_by_position", "drafted_tokens", "accepted_tokens",
-    "peak_memory_bytes", "wall_time_s", "speedup", "phase", "repetitions", "intervals", "extra", "created_at",
+    "peak_memory_bytes", "wall_time_s", "speedup", "phase", "repetitions", "intervals", "prediction", "extra", "created_at",
 )
 
 
@@ -70,6 +70,7 @@ def measurement_info(record: MeasurementRecord, drafts: Mapping[int, ModelRecord
     values["acceptance_by_position"] = list(values["acceptance_by_position"] or [])
     values["extra"] = dict(values["extra"] or {})
     values["intervals"] = dict(record.intervals or {})
+    values["prediction"] = dict(record.prediction) if record.prediction is not None else None
     values["phase"] = record.phase or "screening"
     values["repetitions"] = record.repetitions or 1
     draft = drafts.get(record.draft_model_id) if record.draft_model_id is not None else None
@@ -171,5 +172,6 @@ def new_measurement_records(
         values["acceptance_by_position"] = list(m.acceptance_by_position)
         values["extra"] = dict(m.extra)
         values["intervals"] = dict(m.intervals) or None  # as the tuner stores a row without intervals
+        values["prediction"] = dict(m.prediction) if m.prediction is not None else None
         records.append(MeasurementRecord(study=study, draft_model=drafts[m.draft] if m.draft else None, **values))
     return records

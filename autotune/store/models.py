@@ -10,6 +10,8 @@ Shape of the data::
     model_artifacts   1──* tuning_studies (target)  (targets and drafts, by content fingerprint)
     tuning_studies    1──* measurements             (one row per trial: configuration + figures)
     tuning_studies    1──* deployment_profiles      (the winning configuration per study)
+    model_artifacts   1──* acceptance_profiles      (a proposer's acceptance on a workload: any hardware)
+    hardware_profiles 1──* cost_profiles            (a target's step costs on one machine kind and engine)
 """
 
 from __future__ import annotations
@@ -202,6 +204,10 @@ class MeasurementRecord(Base):
     repetitions: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # rows before 0004: 1
     # {"tokens_per_s": {"value", "low", "high", "n", "confidence"}, "speedup": {...}, ...}; None: one pass
     intervals: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    # What the performance model predicted before the trial ran (migration 0005), kept next to what
+    # was measured so the model's error can be judged: {"tokens_per_s": {"value", "low", "high"},
+    # "tpot_ms_p50": {...}, "sigma", "source"}; None: no prediction was made (or rows before 0005).
+    prediction: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
@@ -246,3 +252,72 @@ class DeploymentProfileRecord(Base):
     hardware: Mapped[HardwareRecord] = relationship()
     target_model: Mapped[ModelRecord] = relationship(foreign_keys=[target_model_id])
     draft_model: Mapped[ModelRecord | None] = relationship(foreign_keys=[draft_model_id])
+
+
+class AcceptanceProfileRecord(Base):
+    """How often a proposer's drafts are accepted on a workload, position by position.
+
+    Acceptance depends on the target, the proposer and the text, not on the machine: it is kept
+    apart from the step costs (:class:`CostProfileRecord`) so that one measurement anywhere serves
+    predictions on every machine kind. Pooled by the caller from the measurements in ``sources``.
+    """
+
+    __tablename__ = "autotune_acceptance_profiles"
+    __table_args__ = (
+        UniqueConstraint(
+            "target_model_id", "proposer", "workload_fingerprint", name="uq_autotune_acceptance_profiles_key"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    target_model_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_model_artifacts.id", ondelete="CASCADE"), index=True
+    )
+    proposer: Mapped[str] = mapped_column(String(80))  # "mtp" | "ngram" | "draft:<draft model fingerprint>"
+    # The draft model's row for a "draft:..." proposer; the fingerprint in ``proposer`` outlives it.
+    draft_model_id: Mapped[int | None] = mapped_column(
+        ForeignKey("autotune_model_artifacts.id", ondelete="SET NULL"), index=True
+    )
+    workload_fingerprint: Mapped[str] = mapped_column(String(64))
+    workload_name: Mapped[str] = mapped_column(String(255))
+    max_depth: Mapped[int] = mapped_column(Integer)
+    # One entry per draft position i = 1..max_depth: {"steps", "accepted"}: the sequence-steps that
+    # could accept >= i tokens and those that did (counts, so that pooling stays exact).
+    positions: Mapped[list[Any]] = mapped_column(default=list)
+    # The measurement ids pooled into ``positions``: saving the same measurement again never counts twice.
+    sources: Mapped[list[Any]] = mapped_column(default=list)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    target_model: Mapped[ModelRecord] = relationship(foreign_keys=[target_model_id])
+    draft_model: Mapped[ModelRecord | None] = relationship(foreign_keys=[draft_model_id])
+
+
+class CostProfileRecord(Base):
+    """What one engine step of a target costs on one machine kind (timed, or a roofline estimate).
+
+    ``key`` is the caller's digest of what the points depend on besides hardware, engine and target
+    (the drafts, the timing settings): a different digest is a different profile, never an overwrite.
+    """
+
+    __tablename__ = "autotune_cost_profiles"
+    __table_args__ = (
+        UniqueConstraint("hardware_id", "engine", "target_model_id", "key", name="uq_autotune_cost_profiles_key"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    hardware_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_hardware_profiles.id", ondelete="CASCADE"), index=True
+    )
+    engine: Mapped[str] = mapped_column(String(32))  # as StudyRecord.engine
+    target_model_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_model_artifacts.id", ondelete="CASCADE"), index=True
+    )
+    key: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(String(16))  # "timed" | "roofline"
+    points: Mapped[list[Any]] = mapped_column(default=list)  # the cost model's points, opaque to the store
+    settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    duration_s: Mapped[float | None] = mapped_column(Float)  # how long timing took; None for a roofline
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    hardware: Mapped[HardwareRecord] = relationship()
+    target_model: Mapped[ModelRecord] = relationship()

@@ -66,6 +66,9 @@ class TrialFigures:
     phase: str = "screening"
     repetitions: int = 1
     intervals: dict[str, Any] = field(default_factory=dict)  # figure name -> Estimate.to_dict()
+    # What the performance model predicted before the trial ran (see MeasurementRecord.prediction);
+    # None where nothing was predicted.
+    prediction: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     created_at: dt.datetime | None = None
 
@@ -226,10 +229,12 @@ def record_trial(
     repetitions: int = 1,
     intervals: Mapping[str, Any] | None = None,
     speedup: float | None = None,
+    prediction: Mapping[str, Any] | None = None,
 ) -> MeasurementRecord:
     """Store one finished trial; ``measurement`` is a Measurement.to_dict() (central values, for a
     repeated one) for a complete one; ``intervals`` the figures' Estimate dicts and ``speedup`` the
-    paired speedup, where measured."""
+    paired speedup, where measured; ``prediction`` what the performance model expected of it
+    beforehand (stored as given, whatever the trial's state)."""
     if state not in TRIAL_STATES:
         raise ValueError(f"unknown trial state {state!r}")
     if phase not in PHASES:
@@ -246,7 +251,8 @@ def record_trial(
     record = MeasurementRecord(
         study_id=study_id, trial_number=trial_number, method=method, draft_model_id=draft_model_id, depth=depth,
         batch_size=batch_size, state=state, reason=reason, extra=details, phase=phase, repetitions=repetitions,
-        intervals=dict(intervals) if intervals else None, speedup=speedup, **figures,
+        intervals=dict(intervals) if intervals else None, speedup=speedup,
+        prediction=dict(prediction) if prediction is not None else None, **figures,
     )
     session.add(record)
     session.flush()
@@ -270,6 +276,7 @@ def _row(record: MeasurementRecord) -> TrialRow:
         batch_size=record.batch_size, state=record.state, reason=record.reason,
         **{name: getattr(record, name) for name in FIGURE_COLUMNS},
         speedup=record.speedup, phase=record.phase, repetitions=record.repetitions, intervals=dict(record.intervals or {}),
+        prediction=dict(record.prediction) if record.prediction is not None else None,
         measurement_id=record.id, extra=extra, created_at=record.created_at,
     )
 
