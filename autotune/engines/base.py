@@ -92,6 +92,9 @@ class RunCounters:
     peak_memory_bytes: int
     memory_kind: str
     peak_rss_delta_bytes: int | None = None
+    # Sequence-steps that drafted >= i+1 tokens (the denominators of acceptance_by_position); empty
+    # where an engine does not count them.
+    drafted_by_position: list[int] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -107,7 +110,8 @@ class Measurement(RunCounters):
     acceptance probability alpha of the i.i.d. model behind Omega(alpha, depth), since every draft
     up to and including the first rejected one is evaluated, ``acceptance_length`` = tokens produced per sequence per target verification pass
     (>= 1; prefill excluded), ``acceptance_by_position[i]`` = fraction of the sequence-steps that
-    drafted >= i+1 tokens in which draft position i was accepted.
+    drafted >= i+1 tokens in which draft position i was accepted (``drafted_by_position[i]`` counts those
+    sequence-steps). ``request_tokens``: tokens generated per request.
     Cost: ``target_passes`` (batched target forward passes after prefill), ``sequence_steps``
     (sequences x passes), ``propose_time_s`` / ``verify_time_s`` / ``prefill_time_s`` (wall time
     spent drafting, verifying, prefilling).
@@ -143,6 +147,7 @@ class Measurement(RunCounters):
     engine: str = "embedded"
     request_ttft_ms: list[float] = field(default_factory=list)
     request_tpot_ms: list[float | None] = field(default_factory=list)
+    request_tokens: list[int] = field(default_factory=list)  # tokens generated per request, in request order
     outputs: list[list[int]] | None = None
 
     @property
@@ -232,6 +237,7 @@ def measurement_of_run(
         engine=engine,
         request_ttft_ms=ttft_ms,
         request_tpot_ms=tpot_ms,
+        request_tokens=[len(r.tokens) for r in results],
         outputs=[list(r.tokens) for r in results],
         **asdict(counters),
     )

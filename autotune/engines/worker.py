@@ -136,6 +136,21 @@ class EngineWorker:
             self.stop()  # the next call starts from a clean process too
         return ProtocolResult.from_dict(reply["result"])
 
+    def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int],
+                   **options: int) -> list[dict[str, Any]]:
+        """Step-cost timing runs (an engine with ``time_steps``, see
+        :mod:`autotune.engines.embedded.timing`) in a fresh child that is stopped afterwards; an
+        engine without them fails with kind ``unsupported``."""
+        self.stop()
+        self._start()
+        try:
+            reply = self._call("timing", [asdict(c) for c in configs], workload_to_data(workload), list(batch_sizes),
+                               options)
+            self._loaded(reply)
+        finally:
+            self.stop()
+        return reply["points"]
+
     def stop(self, force: bool = False) -> None:
         """Stop the child (asked to close, killed if it does not within a few seconds, or at once
         with ``force``); the models it loaded are gone."""
@@ -275,6 +290,12 @@ def _handle(engine: Any, message: tuple) -> dict[str, Any]:
         result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs], workload_from_data(data), batch_size,
                                     temperature, seed, ProtocolOptions(**options))
         return {"loads": engine.loads, "result": result.to_dict(include_outputs=True)}
+    if operation == "timing":
+        configs, data, batch_sizes, options = args
+        if not hasattr(engine, "time_steps"):
+            raise UnsupportedConfigError(f"the {engine.name} engine has no step-cost timing runs")
+        points = engine.time_steps([EngineConfig(**c) for c in configs], workload_from_data(data), batch_sizes, **options)
+        return {"loads": engine.loads, "points": points}
     raise ValueError(f"unknown worker operation {operation!r}")
 
 

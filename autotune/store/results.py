@@ -265,10 +265,10 @@ def study_rows(session: Session, study_id: int) -> list[TrialRow]:
         select(MeasurementRecord).where(MeasurementRecord.study_id == study_id)
         .order_by(MeasurementRecord.phase.desc(), MeasurementRecord.trial_number)
     )
-    return [_row(record) for record in records]
+    return [trial_row(record) for record in records]
 
 
-def _row(record: MeasurementRecord) -> TrialRow:
+def trial_row(record: MeasurementRecord) -> TrialRow:
     extra = dict(record.extra or {})
     draft = extra.pop("draft", None)
     return TrialRow(

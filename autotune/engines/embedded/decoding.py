@@ -150,7 +150,9 @@ class Decoder:
     """Runs requests through ``target`` with ``proposer`` drafting ``depth`` tokens (see module doc).
 
     One decoder per run (its counters accumulate): it allocates the caches for ``batch_size``
-    slots of ``capacity`` positions (see :func:`required_capacity`).
+    slots of ``capacity`` positions (see :func:`required_capacity`). ``forced_accepted`` makes every
+    row accept that many of its drafts whatever the target says (step-cost timing runs, see
+    :mod:`autotune.engines.embedded.timing`); the output is then not the target's.
     """
 
     def __init__(
@@ -162,8 +164,10 @@ class Decoder:
         capacity: int,
         eos_id: int | None,
         seed: int = 0,
+        forced_accepted: int | None = None,
     ) -> None:
         self.target = target
+        self.forced_accepted = forced_accepted
         self.proposer = proposer
         self.depth = depth if proposer is not None else 0
         self.batch_size = batch_size
@@ -258,6 +262,11 @@ class Decoder:
             n_accepted, next_token = verify_sampling(
                 proposal.tokens, proposal.counts, proposal.probs, target_probs, self.state.generator
             )
+        if self.forced_accepted is not None:
+            # A fixed acceptance, as TensorRT-LLM's TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS: the
+            # step costs the same work (the target verified every draft), whatever the drafts were.
+            n_accepted = proposal.counts.clamp(max=self.forced_accepted)  # (R,)
+            next_token = logits[torch.arange(len(rows), device=self.device), n_accepted].argmax(dim=-1)  # (R,)
         # New tokens per row: the accepted drafts, then next_token at column n_accepted.
         emitted = torch.cat([proposal.tokens, next_token[:, None]], dim=1)  # (R, G+1)
         emitted.scatter_(1, n_accepted[:, None], next_token[:, None])

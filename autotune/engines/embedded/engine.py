@@ -15,6 +15,7 @@ from autotune.engines.embedded.builtin import load_builtin_draft, load_builtin_t
 from autotune.engines.embedded.decoding import Decoder, GenerationRequest, build_proposer, required_capacity
 from autotune.engines.embedded.metrics import MemoryProbe, build_measurement
 from autotune.engines.embedded.model import CausalLM
+from autotune.engines.embedded.timing import DEFAULT_TIMING_ROUNDS, DEFAULT_TIMING_STEPS, time_steps
 from autotune.engines.embedded.tokenizer import ByteTokenizer
 from autotune.errors import ConfigurationError, EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload
@@ -182,6 +183,15 @@ class EmbeddedEngine:
     def _weights_bytes(self, config: EngineConfig) -> int:
         models = [self.target] + ([self._draft(config.draft_model)] if config.draft_model is not None else [])
         return sum(p.nbytes for model in models for p in model.parameters())
+
+    def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int],
+                   steps: int = DEFAULT_TIMING_STEPS, rounds: int = DEFAULT_TIMING_ROUNDS) -> list[dict]:
+        """Step-cost timing runs with forced acceptance (:mod:`autotune.engines.embedded.timing`) on
+        the workload's prompts: one dict per (round, configuration, batch size)."""
+        prompts = [request.prompt for request in self.generation_requests(workload)]
+        points = time_steps(self, configs, prompts, batch_sizes, steps, rounds)
+        self.config = None  # the timing runs loaded configurations of their own
+        return [point.to_dict() for point in points]
 
     @torch.inference_mode()
     def target_logit_margin(self, request: Request, generated: list[int], expected: int, got: int) -> float:

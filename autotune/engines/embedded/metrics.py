@@ -78,6 +78,7 @@ def build_measurement(
         peak_memory_bytes=peak_bytes,
         memory_kind=memory_kind,
         peak_rss_delta_bytes=memory.rss_delta,
+        drafted_by_position=list(stats.drafted_by_position),
     )
     return measurement_of_run(
         config, workload, result.results, counters, batch_size=batch_size, temperature=temperature, seed=seed,
