@@ -49,13 +49,16 @@ class PositionCounts:
 
 
 def run_counts(acceptance_by_position: Sequence[float], drafted_by_position: Sequence[int] | None,
-               sequence_steps: int) -> list[PositionCounts]:
-    """Counts by position of one run: ``acceptance_by_position[i]`` is accepted / drafted at draft
-    position i+1; where the engine did not count the drafts, every sequence-step drafted."""
+               sequence_steps: int, depth: int = 0) -> list[PositionCounts]:
+    """Counts by position of one run at ``depth``: ``acceptance_by_position[i]`` is accepted /
+    drafted at draft position i+1; where the engine did not count the drafts, every sequence-step
+    drafted. Positions up to ``depth`` that never drafted (an n-gram proposer that never found a
+    long enough match) accepted nothing in all the run's sequence-steps."""
     counts = []
     for i, fraction in enumerate(acceptance_by_position):
         drafted = drafted_by_position[i] if drafted_by_position and i < len(drafted_by_position) else sequence_steps
         counts.append(PositionCounts(sequence_steps, round(fraction * drafted), drafted))
+    counts += [PositionCounts(sequence_steps, 0, 0)] * (depth - len(counts))
     return counts
 
 
@@ -140,4 +143,4 @@ def row_counts(row: Any) -> list[PositionCounts]:
     """Counts by position of a stored trial row (a ``TrialFigures`` with its measurement in ``extra``)."""
     measurement = (row.extra or {}).get("measurement") or {}
     steps = int(measurement.get("sequence_steps") or 0)
-    return run_counts(row.acceptance_by_position or [], measurement.get("drafted_by_position"), steps)
+    return run_counts(row.acceptance_by_position or [], measurement.get("drafted_by_position"), steps, row.depth)

@@ -13,7 +13,8 @@ overshoot. Waiting trials (retries of trials whose worker died or was interrupte
 Before sampling, the worker enqueues the next *planned* candidate nobody has taken yet: the
 baselines (method none at every batch size), and for the grid sampler every point of the space.
 A study that can only run planned candidates (the grid, or a space of the baseline alone) stops
-when they are all taken. When the sampler keeps repeating itself (the tuner allows a few repeats
+when they are all taken. The model-guided search (:mod:`autotune.search.guide`) enqueues its own
+next point instead of sampling, and stops the study when it has none. When the sampler keeps repeating itself (the tuner allows a few repeats
 in a row: it has converged), the worker enqueues a random configuration nobody has tried; once
 every configuration is taken, the study stops, however much budget is left.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import random
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import optuna
@@ -70,10 +71,13 @@ def ask_within_budget(
     planned_only: bool,
     explore: random.Random | None = None,
     space: SearchSpace | None = None,
+    propose: Callable[[list[dict[str, Any]]], Candidate | None] | None = None,
 ) -> optuna.Trial | None:
     """A new trial, or None when the budget is spent or nothing is left to try (see the module
     doc). With ``explore`` (and the ``space``), a random untried point of the space is enqueued
-    when no planned one is left. The caller holds the study lock."""
+    when no planned one is left. With ``propose`` (the model-guided search), its answer to the
+    parameters taken so far is enqueued when no planned one is left, and None ends the study. The
+    caller holds the study lock."""
     trials = study.get_trials(deepcopy=False)
     if not any(trial.state == TrialState.WAITING for trial in trials):
         counted = counted_trials(trials)
@@ -81,6 +85,10 @@ def ask_within_budget(
             return None
         taken = [_params(trial) for trial in counted]
         following = next((c for c in planned if SearchSpace.params(c) not in taken), None)
+        if following is None and propose is not None:
+            following = propose(taken)
+            if following is None:
+                return None
         if following is None and explore is not None:
             untried = [c for c in space.candidates() if SearchSpace.params(c) not in taken]
             following = explore.choice(untried) if untried else None

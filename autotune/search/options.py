@@ -22,7 +22,11 @@ if TYPE_CHECKING:
     from autotune.hardware import HardwareProfile
     from autotune.workload import Workload
 
-SAMPLERS = ("tpe", "gp", "random", "grid")
+SAMPLERS = ("model", "tpe", "random", "grid")
+# Optuna's GPSampler models only the parameters every trial shares; in this space (baselines have no
+# depth, each method has its own depth parameter) that is batch_size alone, so it drew method and
+# depth at random while claiming to model them. Removed rather than left to mislead.
+REMOVED_SAMPLERS = {"gp": "it modelled batch size only and drew method and depth at random in this space"}
 DEFAULT_MAX_DEPTH = 8
 # With the built-in models and workload a measured trial takes ~3-5 s on our 2-core CPU (about
 # half of it the worker restart a new configuration needs; repeats cost nothing), so 36 screening
@@ -68,7 +72,7 @@ class TuneOptions:
     methods: tuple[str, ...] | None = None
     max_depth: int = DEFAULT_MAX_DEPTH
     batch_sizes: tuple[int, ...] | None = None
-    sampler: str = "tpe"
+    sampler: str | None = None
     seed: int | None = None
     n_trials: int | None = None
     timeout_s: float | None = None
@@ -90,6 +94,14 @@ class TuneOptions:
     def protocol(self) -> ProtocolOptions:
         """How the confirmation phase measures each batch size's finalists."""
         return ProtocolOptions(self.precision, DEFAULT_MIN_REPETITIONS, self.max_repetitions, self.confirm_seconds)
+
+    @property
+    def sampler_name(self) -> str:
+        """The sampler: as given, else ``model`` (model-guided, :mod:`autotune.search.guide`), or
+        ``tpe`` for trtllm, whose adapter takes no step-cost timings yet."""
+        if self.sampler is not None:
+            return self.sampler
+        return "tpe" if self.engine == "trtllm" else "model"
 
     @property
     def trial_timeout(self) -> float:
@@ -128,10 +140,14 @@ class TuneOptions:
                 raise ConfigurationError("batch sizes must list at least one size")
             for batch_size in self.batch_sizes:
                 _require_int("batch size", batch_size, 1)
-        if self.sampler not in SAMPLERS:
+        if self.sampler in REMOVED_SAMPLERS:
+            raise ConfigurationError(f"sampler {self.sampler} was removed ({REMOVED_SAMPLERS[self.sampler]}); "
+                                     f"use model (the default) or tpe")
+        if self.sampler is not None and self.sampler not in SAMPLERS:
             raise ConfigurationError(f"unknown sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}")
-        if self.sampler == "gp":
-            _require_scipy()
+        if self.sampler_name == "model" and self.engine == "trtllm":
+            raise ConfigurationError("sampler model needs step-cost timings, which the trtllm adapter does not take yet; "
+                                     "pass --sampler tpe (the default for trtllm)")
         if self.seed is not None:
             _require_int("seed", self.seed, 0)
         if self.n_trials is not None:
@@ -175,8 +191,3 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _require_scipy() -> None:
-    try:
-        import scipy  # noqa: F401 - Optuna's GPSampler needs it
-    except ImportError:
-        raise ConfigurationError("sampler gp needs scipy: pip install scipy (or choose tpe)") from None

@@ -64,9 +64,13 @@ class StudyPlan:
         """Candidates the study runs before (grid: instead of) sampling: baselines first."""
         if not self.exhaustive:
             return self.space.baselines()
+        # Configurations in a seeded order, each at every batch size before the next: the worker keeps
+        # a configuration's engine loaded while consecutive trials use it, so the grid loads each once.
         rest = self.space.candidates()[len(self.space.batch_sizes):]
-        random.Random(self.seed).shuffle(rest)
-        return self.space.baselines() + rest
+        configs = list(dict.fromkeys(c.config_label for c in rest))
+        random.Random(self.seed).shuffle(configs)
+        order = {label: i for i, label in enumerate(configs)}
+        return self.space.baselines() + sorted(rest, key=lambda c: (order[c.config_label], c.batch_size))
 
     def identity(self) -> dict[str, Any]:
         """What a study of this name must have been created with to be continued by this run."""
@@ -123,7 +127,7 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     batch_sizes = options.batch_sizes or default_batch_sizes(memory, hardware.device_type, len(workload.requests))
     space = SearchSpace.build(_methods(options, models), tuple(models.drafts), options.max_depth, batch_sizes,
                               target.footprint.n_mtp > 0)
-    exhaustive = options.sampler == "grid"
+    exhaustive = options.sampler_name == "grid"
     n_trials = options.n_trials or (len(space.candidates()) if exhaustive else DEFAULT_N_TRIALS)
     if n_trials < len(space.batch_sizes):
         raise ConfigurationError(

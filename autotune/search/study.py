@@ -47,13 +47,10 @@ def optuna_storage(database: Database, options: TuneOptions) -> RDBStorage:
 
 
 def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
-    """tpe (default), gp (needs scipy), random; grid runs enqueued points and samples nothing."""
+    """tpe, random; model (every trial is enqueued by the guide) and grid (every point is enqueued)
+    sample nothing, so they get the random sampler, which never runs."""
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, n_startup_trials=TPE_STARTUP_TRIALS)
-    if name == "gp":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.samplers.GPSampler(seed=seed)
     return optuna.samplers.RandomSampler(seed=seed)
 
 

@@ -38,7 +38,8 @@ from sqlalchemy import select
 from autotune.analysis import decision
 from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
-from autotune.search import budget, confirm
+from autotune.search import budget, confirm, guide
+from autotune.search.modeling import StudyModeling
 from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan, plan_study
 from autotune.search.report import StudyAnalysis, TuneProgress, TuneResult
@@ -115,13 +116,20 @@ class Tuner:
         self.progress = progress or (lambda _update: None)
         self.worker = EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout)
         self.trials_run = 0
+        self.last: Candidate | None = None  # the configuration this worker measured last (the guide keeps it loaded)
+        self.pick: guide.Pick | None = None
 
     def run(self) -> TuneResult:
         started = time.monotonic()
         deadline = None if self.options.timeout_s is None else started + self.options.timeout_s
         self.study_id, self.study = open_study(self.database, self.storage, self.plan,
-                                               make_sampler(self.options.sampler, self.options.seed))
+                                               make_sampler(self.options.sampler_name, self.options.seed))
         self.draft_ids = self._draft_ids()
+        self.modeling = StudyModeling(self.plan, self.database, self.study_id)
+        loads_before = self.worker.loads
+        with named_lock(self.database.engine, self.plan.name):  # concurrent workers time the step costs once
+            self.modeling.prepare(self.worker, self._say)
+        self.timing_loads = self.worker.loads - loads_before
         self.planned = self.plan.planned()
         self.explore = random.Random(self.options.seed)
         with self.database.session() as session:
@@ -157,7 +165,8 @@ class Tuner:
             for attempt in range(MAX_REPEATS + 1):
                 explore = self.explore if attempt == MAX_REPEATS else None
                 trial = budget.ask_within_budget(
-                    self.study, self.plan.n_trials, self.planned, self.plan.planned_only, explore, self.plan.space
+                    self.study, self.plan.n_trials, self.planned, self.plan.planned_only, explore, self.plan.space,
+                    self._guided if self.options.sampler_name == "model" else None,
                 )
                 if trial is None:
                     return None, None
@@ -171,23 +180,44 @@ class Tuner:
                 self._replay(trial, earlier)
         raise AssertionError("an explored candidate is untried, so it cannot repeat")  # pragma: no cover
 
+    def _guided(self, taken: list[dict[str, Any]]) -> Candidate | None:
+        """The model-guided next point (:mod:`autotune.search.guide`); None ends the study."""
+        with self.database.session() as session:
+            rows = results.study_rows(session, self.study_id)
+        self.pick = guide.next_pick(self.plan.space, self.modeling.model(rows), rows, taken,
+                                    lambda c: self.plan.infeasibility(c) is None, self.plan.objective.slo, self.last)
+        return None if self.pick is None else self.pick.candidate
+
+    def _prediction(self, candidate: Candidate) -> dict[str, Any] | None:
+        """What the model predicts for ``candidate`` before it is measured (stored next to it)."""
+        if self.pick is not None and self.pick.candidate == candidate and self.pick.prediction is not None:
+            return self.pick.prediction.to_dict()
+        with self.database.session() as session:
+            rows = results.study_rows(session, self.study_id)
+        prediction = self.modeling.predict(candidate, rows)
+        return None if prediction is None else prediction.to_dict()
+
     def _run_trial(self, trial: optuna.Trial, candidate: Candidate) -> None:
         with heartbeat(self.storage, trial._trial_id):
             self._report(candidate, None)
+            prediction = self._prediction(candidate)
             loads_before = self.worker.loads
             outcome = self._outcome(candidate)
             extra = {"model_loads": self.worker.loads - loads_before, "optuna_trial_id": trial._trial_id}
             if outcome.failure_kind is not None:
                 extra["failure"] = outcome.failure_kind
             with self.database.session() as session:
-                results.record_trial(
+                record = results.record_trial(
                     session, self.study_id, trial_number=trial.number, method=candidate.method,
                     depth=candidate.depth, batch_size=candidate.batch_size, state=outcome.state,
                     draft=candidate.draft, draft_model_id=self.draft_ids.get(candidate.draft), reason=outcome.reason,
-                    measurement=outcome.measurement, extra=extra,
+                    measurement=outcome.measurement, extra=extra, prediction=prediction,
                 )
+                row = results.trial_row(record)
+            self.modeling.record_acceptance(row, self.draft_ids.get(candidate.draft))
             self._tell(trial, outcome)
         self.trials_run += 1
+        self.last = candidate
         analysis = self._store_profile()
         self._report(candidate, outcome.state, outcome.reason, analysis.best_label)
 
@@ -298,13 +328,13 @@ class Tuner:
 
     def _measure_finalists(self, rows: list[results.TrialRow]) -> list[confirm.ConfirmedBatch]:
         chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo)
-        done = budget.finished_count(self.study.get_trials(deepcopy=False))
-
-        def report(text: str) -> None:
-            self.progress(TuneProgress(done, self.plan.n_trials, text, None, None, None))
-
         return confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
-                               self.options.protocol, report)
+                               self.options.protocol, self._say)
+
+    def _say(self, text: str) -> None:
+        """Progress that is not a trial (timings, confirmation)."""
+        done = budget.finished_count(self.study.get_trials(deepcopy=False))
+        self.progress(TuneProgress(done, self.plan.n_trials, text, None, None, None))
 
     def _record_confirmation(self, session: Any, rows: list[results.TrialRow], screened: int,
                              batches: list[confirm.ConfirmedBatch]) -> None:

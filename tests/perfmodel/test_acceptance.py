@@ -21,6 +21,10 @@ def test_run_counts_without_drafted_counts_assume_every_step_drafted() -> None:
     assert run_counts([0.5], None, 10) == [PositionCounts(10, 5, 10)]
 
 
+def test_positions_a_run_never_drafted_accepted_nothing() -> None:
+    assert run_counts([0.5], [4], 10, depth=3)[1:] == [PositionCounts(10, 0, 0)] * 2
+
+
 def test_omega_is_one_plus_the_accepted_shares_and_grows_with_depth() -> None:
     curve = AcceptanceCurve("mtp", (PositionCounts(100, 80, 100), PositionCounts(100, 60, 100), PositionCounts(100, 30, 100)))
     assert curve.omega(1) == pytest.approx(1.8)

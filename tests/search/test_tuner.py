@@ -54,7 +54,8 @@ def test_a_study_runs_stores_every_trial_and_continues(options) -> None:
     assert result.profile.row.confirmed and result.profile.row.estimate("tokens_per_s").has_interval
     assert result.analysis.model_loads >= 1 and result.worker_starts >= 1
     assert [u.trials_done for u in updates if u.finished] == [1, 2, 3, 4]
-    assert updates[0].current == "none b1" and updates[0].finished is None
+    assert updates[0].current.startswith("timing step costs") and updates[0].finished is None
+    assert updates[1].current == "none b1" and updates[1].finished is None
 
     with open_database(options.db_url) as database, database.session() as session:
         study = results.find_study(session, "tiny")
@@ -128,7 +129,7 @@ def test_repeats_are_answered_without_measuring_and_a_spent_space_stops(options)
     # repeat them; the repeats are answered from the first results, then the study stops.
     result = tune(replace(options, methods=("ngram",), max_depth=1, batch_sizes=(1,), n_trials=4, sampler="random"))
     assert [row.label for row in screening(result.rows)] == ["none b1", "ngram@1 b1"]
-    assert result.status == "complete" and result.worker_starts == 3  # two trials, one confirmation
+    assert result.status == "complete" and result.worker_starts == 4  # step timings, two trials, one confirmation
     counts = result.to_dict()["counts"]
     assert (counts["total"], counts["repeated"]) == (2, MAX_REPEATS)
     trials = optuna_trials(options)

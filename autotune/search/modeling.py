@@ -1,0 +1,182 @@
+"""A study's performance model: its inputs taken from, and kept in, the database.
+
+* **Cost profile** (per hardware, engine, target and drafts): timed once, before the first trial,
+  in a fresh worker (:meth:`EngineWorker.time_steps`, forced acceptance) and stored in
+  ``autotune_cost_profiles``; a later study with the same key reuses it. The timed depths are 1, 2,
+  4, ... and the maximum (the cost profile interpolates between them); batch size 1 is always timed,
+  since a workload's tail runs at fewer rows than the batch size.
+* **Acceptance profiles** (per target, proposer and workload): pooled from every measured
+  speculative trial, across studies, in ``autotune_acceptance_profiles``.
+* **The model** (:class:`~autotune.perfmodel.model.PerformanceModel`) is rebuilt from these and
+  the study's rows whenever it is asked: the corrections follow the measurements as they arrive,
+  and every worker of a distributed study sees the same model.
+
+Engines without step-cost timings (trtllm, for now) get no model: trials are stored without a
+prediction, and the model sampler is refused for them (:class:`TuneOptions`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from autotune.engines.base import EngineConfig
+from autotune.engines.worker import EngineWorker, WorkerFailure
+from autotune.perfmodel.acceptance import AcceptanceCurve, proposer_key, row_counts
+from autotune.perfmodel.cost import CostPoint, CostProfile
+from autotune.perfmodel.model import ConfigKey, PerformanceModel, Prediction
+from autotune.search.plan import StudyPlan
+from autotune.search.space import BASELINE_METHOD, Candidate
+from autotune.store import Database, performance
+from autotune.store.models import StudyRecord
+from autotune.store.results import TrialRow
+
+TIMING_STEPS = 6
+TIMING_ROUNDS = 2
+
+
+def timed_depths(max_depth: int) -> list[int]:
+    """1, 2, 4, ... up to and including ``max_depth``."""
+    depths, depth = [], 1
+    while depth < max_depth:
+        depths.append(depth)
+        depth *= 2
+    return depths + [max_depth]
+
+
+class StudyModeling:
+    """The performance model of one study (see the module doc)."""
+
+    def __init__(self, plan: StudyPlan, database: Database, study_id: int) -> None:
+        self.plan = plan
+        self.database = database
+        self.study_id = study_id
+        self.cost: CostProfile | None = None
+        self.timing_failure: str | None = None
+        with database.session() as session:
+            study = session.get(StudyRecord, study_id)
+            self.hardware_id, self.target_id = study.hardware_id, study.target_model_id
+        self.prompts = [len(request.prompt.encode("utf-8")) + 1 for request in plan.workload.requests]  # BOS + bytes
+
+    # -- cost ---------------------------------------------------------------------------------------
+
+    def timing_configs(self) -> list[tuple[EngineConfig, ConfigKey]]:
+        """What the timing runs load: the baseline, and every proposer at the timed depths."""
+        space = self.plan.space
+        configs: list[tuple[EngineConfig, ConfigKey]] = [(EngineConfig(BASELINE_METHOD), (BASELINE_METHOD, None))]
+        for method in space.sampled_methods:
+            for draft in (space.drafts if method == "draft" else (None,)):
+                for depth in timed_depths(space.max_depth):
+                    configs.append((Candidate(method, depth, 1, draft).engine_config(self.plan.draft_engine_args),
+                                    (method, draft)))
+        return configs
+
+    def timing_batch_sizes(self) -> list[int]:
+        return sorted({1, *self.plan.space.batch_sizes})
+
+    def cost_key(self) -> str:
+        record = {
+            "target": self.plan.target.fingerprint,
+            "drafts": {label: draft.fingerprint for label, draft in sorted(self.plan.drafts.items())},
+            "methods": list(self.plan.space.methods), "depths": timed_depths(self.plan.space.max_depth),
+            "batch_sizes": self.timing_batch_sizes(), "workload": self.plan.workload.sha256,
+            "steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "device": self.plan.hardware.device_type,
+        }
+        return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:32]
+
+    def prepare(self, worker: EngineWorker, progress: Any = lambda _text: None) -> None:
+        """The cost profile: the stored one for this key, or timed now and stored. The caller holds
+        the study lock, so concurrent workers time once. An engine without timings leaves no model."""
+        key = self.cost_key()
+        with self.database.session() as session:
+            stored = performance.find_cost_profile(session, hardware_id=self.hardware_id, engine=self.plan.engine,
+                                                   target_model_id=self.target_id, key=key)
+            if stored is not None:
+                self.cost = CostProfile([CostPoint.from_dict(p) for p in stored.points], stored.source)
+                return
+        configs = self.timing_configs()
+        progress(f"timing step costs: {len(configs)} configurations x {len(self.timing_batch_sizes())} batch sizes")
+        started = time.monotonic()
+        try:
+            points = worker.time_steps([config for config, _ in configs], self.plan.workload, self.timing_batch_sizes(),
+                                       steps=TIMING_STEPS, rounds=TIMING_ROUNDS)
+        except WorkerFailure as failure:
+            self.timing_failure = failure.reason
+            return
+        label_of = {config: key for config, key in configs}
+        labelled = []
+        for point in points:
+            config = EngineConfig(point["method"], point["depth"], point["draft"] if point["method"] == "draft" else None)
+            method, draft = label_of.get(config, (point["method"], None))
+            labelled.append({**point, "draft": draft})
+        self.cost = CostProfile([CostPoint.from_dict(p) for p in labelled], "timed")
+        with self.database.session() as session:
+            performance.save_cost_profile(
+                session, hardware_id=self.hardware_id, engine=self.plan.engine, target_model_id=self.target_id, key=key,
+                source="timed", points=labelled, duration_s=time.monotonic() - started,
+                settings={"steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "depths": timed_depths(self.plan.space.max_depth),
+                          "batch_sizes": self.timing_batch_sizes(), "forced_acceptance": "all drafts"},
+            )
+
+    # -- acceptance -----------------------------------------------------------------------------------
+
+    def _proposer(self, method: str, draft: str | None) -> str:
+        return proposer_key(method, self.plan.drafts[draft].fingerprint if method == "draft" else None)
+
+    def curves(self) -> dict[ConfigKey, AcceptanceCurve]:
+        """The stored acceptance curves of this study's proposers on its workload."""
+        space = self.plan.space
+        wanted = {self._proposer(method, draft): (method, draft) for method in space.sampled_methods
+                  for draft in (space.drafts if method == "draft" else (None,))}
+        with self.database.session() as session:
+            records = performance.acceptance_profiles(session, target_model_id=self.target_id,
+                                                      workload_fingerprint=self.plan.workload.sha256)
+            return {wanted[r.proposer]: AcceptanceCurve.from_positions(r.proposer, r.positions, r.sources)
+                    for r in records if r.proposer in wanted}
+
+    def record_acceptance(self, row: TrialRow, draft_model_id: int | None) -> None:
+        """Pool a complete speculative trial into its proposer's stored curve."""
+        if row.method == BASELINE_METHOD or row.state != "complete":
+            return
+        counts = row_counts(row)
+        if not counts or counts[0].steps == 0:
+            return
+        proposer = self._proposer(row.method, row.draft)
+        with self.database.session() as session:
+            stored = performance.find_acceptance(session, target_model_id=self.target_id, proposer=proposer,
+                                                 workload_fingerprint=self.plan.workload.sha256)
+            curve = (AcceptanceCurve.from_positions(proposer, stored.positions, stored.sources) if stored
+                     else AcceptanceCurve.empty(proposer)).pooled(counts, row.measurement_id)
+            performance.save_acceptance(
+                session, target_model_id=self.target_id, proposer=proposer, draft_model_id=draft_model_id,
+                workload_fingerprint=self.plan.workload.sha256, workload_name=self.plan.workload.label,
+                max_depth=curve.max_depth, positions=[p.to_dict() for p in curve.positions], sources=list(curve.sources),
+            )
+
+    # -- the model ------------------------------------------------------------------------------------
+
+    def model(self, rows: Sequence[TrialRow]) -> PerformanceModel | None:
+        """The model as of ``rows`` (the study's stored trials), None without a cost profile."""
+        if self.cost is None:
+            return None
+        model = PerformanceModel(self.cost, self.curves(), self.prompts, self._lengths(rows))
+        model.calibrate((row.method, row.draft, row.depth, row.batch_size, row.tokens_per_s) for row in rows
+                        if row.state == "complete" and row.phase == "screening")
+        return model
+
+    def predict(self, candidate: Candidate, rows: Sequence[TrialRow]) -> Prediction | None:
+        model = self.model(rows)
+        return None if model is None else model.predict(candidate.method, candidate.draft, candidate.depth,
+                                                        candidate.batch_size)
+
+    def _lengths(self, rows: Sequence[TrialRow]) -> list[int]:
+        """Output tokens per request: a measured run's (greedy output is the same for every lossless
+        configuration), else the requests' max_tokens."""
+        for row in reversed(rows):
+            tokens = ((row.extra or {}).get("measurement") or {}).get("request_tokens")
+            if row.state == "complete" and tokens and len(tokens) == len(self.prompts):
+                return list(tokens)
+        return [request.max_tokens for request in self.plan.workload.requests]

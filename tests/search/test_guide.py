@@ -1,0 +1,167 @@
+"""The model-guided search: what it measures first, what it rules out, when it stops; and the
+study it drives, end to end (real Optuna study, real engine, tiny random models)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import optuna
+import pytest
+
+from autotune.errors import ConfigurationError
+from autotune.perfmodel.acceptance import AcceptanceCurve, PositionCounts
+from autotune.perfmodel.cost import CostPoint, CostProfile
+from autotune.perfmodel.model import PerformanceModel
+from autotune.search import guide, tune
+from autotune.search.objective import Slo
+from autotune.search.options import TuneOptions
+from autotune.search.space import Candidate, SearchSpace
+from autotune.store import open_database, performance, results
+
+SPACE = SearchSpace(("none", "mtp", "ngram"), (), 2, (1, 4))
+
+
+def cost() -> CostProfile:
+    points = []
+    for b in (1, 4):
+        points.append(CostPoint("none", None, 0, b, 0.0, 0.010, 0.0, b * 8))
+        for depth in (1, 2):
+            # MTP at depth 2 is slow at batch 4 (compute-bound verify), fast at batch 1.
+            points.append(CostPoint("mtp", None, depth, b, 0.001, 0.010 + (0.02 * depth if b == 4 else 0), 0.0, b * 8))
+            points.append(CostPoint("ngram", None, depth, b, 0.002, 0.010, 0.0, b * 8))
+    return CostProfile(points)
+
+
+def model(curves: dict | None = None) -> PerformanceModel:
+    default = {("mtp", None): AcceptanceCurve("mtp", (PositionCounts(1000, 900, 1000), PositionCounts(1000, 800, 1000))),
+               ("ngram", None): AcceptanceCurve("ngram", (PositionCounts(1000, 100, 300), PositionCounts(1000, 50, 300)))}
+    return PerformanceModel(cost(), default if curves is None else curves, [8] * 4, [40] * 4)
+
+
+def row(label: Candidate, tokens_per_s: float, state: str = "complete") -> SimpleNamespace:
+    return SimpleNamespace(method=label.method, draft=label.draft, depth=label.depth, batch_size=label.batch_size,
+                           state=state, phase="screening", tokens_per_s=tokens_per_s, tpot_ms_p90=None)
+
+
+def taken(*candidates: Candidate) -> list[dict]:
+    return [SearchSpace.params(c) for c in candidates]
+
+
+def anything(_candidate: Candidate) -> bool:
+    return True
+
+
+def test_calibration_runs_come_first_at_the_maximum_depth_and_the_largest_batch_that_fits() -> None:
+    pick = guide.next_pick(SPACE, model({}), [], taken(), anything, Slo())
+    assert pick.candidate == Candidate("mtp", 2, 4) and "acceptance curve" in pick.reason
+    small = guide.next_pick(SPACE, model({}), [], taken(), lambda c: c.batch_size == 1, Slo())
+    assert small.candidate == Candidate("mtp", 2, 1)  # batch 4 does not fit
+    after = guide.next_pick(SPACE, model({}), [], taken(Candidate("mtp", 2, 4)), anything, Slo())
+    assert after.candidate == Candidate("ngram", 2, 4)
+
+
+def test_the_pick_is_the_largest_optimistic_gain_and_clear_losers_are_never_measured() -> None:
+    m = model()
+    baseline = {b: m.predict("none", None, 0, b).tokens_per_s for b in (1, 4)}
+    rows = [row(Candidate("none", 0, b), baseline[b]) for b in (1, 4)]
+    done = taken(Candidate("none", 0, 1), Candidate("none", 0, 4))
+    pick = guide.next_pick(SPACE, m, rows, done, anything, Slo())
+    assert pick.candidate == Candidate("mtp", 2, 1) and pick.prediction is not None
+    opened = []
+    while pick is not None:
+        opened.append(pick.candidate)
+        done.append(SearchSpace.params(pick.candidate))
+        pick = guide.next_pick(SPACE, m, rows, done, anything, Slo())
+    # n-gram barely accepts and MTP at batch 4 pays a slow verify: neither can beat the baseline.
+    assert opened == [Candidate("mtp", 2, 1), Candidate("mtp", 1, 1)]
+
+
+def test_a_measured_incumbent_closes_the_points_that_cannot_beat_it_by_the_tie_margin() -> None:
+    m = model()
+    best = m.predict("mtp", None, 2, 1).tokens_per_s
+    rows = [row(Candidate("mtp", 2, 1), best * 1.3)]  # measured well above every prediction at b1
+    pick = guide.next_pick(SPACE, m, rows, taken(Candidate("mtp", 2, 1)), lambda c: c.batch_size == 1, Slo())
+    assert pick is None
+
+
+def test_the_configuration_measured_last_goes_on_before_another_is_loaded() -> None:
+    m = model()
+    pick = guide.next_pick(SPACE, m, [], taken(Candidate("mtp", 1, 1)), anything, Slo(), last=Candidate("mtp", 1, 1))
+    assert (pick.candidate.method, pick.candidate.depth) == ("mtp", 1)
+
+
+def test_points_the_model_cannot_predict_stay_open_and_infeasible_ones_are_never_proposed() -> None:
+    curves = {("mtp", None): AcceptanceCurve("mtp", (PositionCounts(10, 9, 10), PositionCounts(10, 8, 10)))}
+    done = taken(Candidate("ngram", 2, 4))  # the n-gram calibration run is running elsewhere: no curve yet
+    pick = guide.next_pick(SPACE, model(curves), [], done, lambda c: c.method != "mtp", Slo())
+    assert pick.candidate.method == "ngram" and pick.prediction is None and pick.reason == "not predictable yet"
+
+
+def test_an_slo_the_optimistic_prediction_misses_closes_the_point() -> None:
+    m = model()
+    tpot = m.predict("mtp", None, 2, 1).tpot_ms_p90
+    strict = Slo(tpot_ms=tpot / 10)
+    assert guide.next_pick(SPACE, m, [], taken(), lambda c: c.method == "mtp" and c.batch_size == 1, strict) is None
+
+
+# -- the study it drives ------------------------------------------------------------------------------
+
+
+def test_a_model_guided_study_predicts_every_trial_it_can_and_stops_on_its_own(options) -> None:
+    result = tune(replace(options, n_trials=40, confirm=False))
+    rows = [r for r in result.rows if r.phase == "screening"]
+    assert result.status == "complete" and len(rows) < 4 + 3 * 2 * 2 * 2  # fewer than the space's points
+    labels = [r.label for r in rows]
+    assert labels[:2] == ["none b1", "none b2"]
+    calibration = [r for r in rows if r.method != "none" and r.depth == 2 and r.batch_size == 2][:3]
+    assert len(calibration) == 3  # one acceptance run per proposer at the maximum depth
+    predicted = [r for r in rows if r.prediction is not None]
+    assert all(r.prediction["tokens_per_s"]["low"] <= r.prediction["tokens_per_s"]["value"]
+               <= r.prediction["tokens_per_s"]["high"] for r in predicted)
+    # Everything after the calibration runs was predicted before it was measured (random models
+    # accept little, so often nothing can beat the baselines and the study stops right there).
+    after = rows[labels.index(calibration[-1].label) + 1:]
+    assert all(r.prediction is not None for r in after)
+    assert all(r.prediction is not None for r in rows if r.method == "none" and r.trial_number > 0)
+    with open_database(options.db_url) as database, database.session() as session:
+        curves = performance.acceptance_profiles(session)
+        assert sorted(c.proposer.split(":")[0] for c in curves) == ["draft", "mtp", "ngram"]
+        assert all(c.max_depth == 2 and c.positions[0]["steps"] > 0 for c in curves)
+        measured = sum(1 for r in rows if r.method != "none")
+        assert sum(len(c.sources) for c in curves) == measured  # every speculative trial pooled once
+        assert len(performance.cost_profiles(session)) == 1
+
+
+def test_a_second_study_reuses_the_stored_step_costs_and_acceptance(options) -> None:
+    first = tune(replace(options, n_trials=40, confirm=False))
+    second = tune(replace(options, study_name="again", n_trials=40, confirm=False))
+    # No timing worker, and no calibration runs: the stored curves already reach the maximum depth.
+    assert second.worker_starts < first.worker_starts
+    rows = [r for r in second.rows if r.phase == "screening" and r.method != "none"]
+    assert rows and all(r.prediction is not None for r in rows)
+
+
+def test_the_grid_loads_each_configuration_once(options) -> None:
+    result = tune(replace(options, methods=("ngram", "mtp"), sampler="grid", n_trials=None, confirm=False))
+    rows = [r for r in result.rows if r.phase == "screening"]
+    configs = [r.config_label for r in rows]
+    # Each configuration's batch sizes run back to back, so the worker restarts once per configuration.
+    assert configs == sorted(configs, key=configs.index) and len(rows) == 2 + 2 * 2 * 2
+    assert result.worker_starts == 1 + len(dict.fromkeys(configs))  # + the step timings
+
+
+def test_gp_is_gone_and_model_is_refused_for_trtllm(options) -> None:
+    with pytest.raises(ConfigurationError, match="sampler gp was removed"):
+        tune(replace(options, sampler="gp"))
+    assert TuneOptions(engine="trtllm").sampler_name == "tpe"
+    assert TuneOptions().sampler_name == "model"
+
+
+def test_an_enqueued_guided_trial_is_an_optuna_trial_with_its_parameters(options) -> None:
+    tune(replace(options, n_trials=5, confirm=False))
+    trials = optuna.load_study(study_name="tiny", storage=options.db_url).trials
+    assert [t.params for t in trials[:2]] == [{"batch_size": 1}, {"batch_size": 2}]
+    assert all("method" in t.params for t in trials[2:]) and len(trials) == 5
+    with open_database(options.db_url) as database, database.session() as session:
+        assert len(results.study_rows(session, results.find_study(session, "tiny").id)) == 5
