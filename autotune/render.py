@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -83,11 +83,14 @@ def print_schema_status(status: SchemaStatus) -> None:
     stdout().print(f"{status.url}: revision {status.current or '-'} ({state})")
 
 
-def print_rows(rows: list[dict], columns: list[str], title: str | None = None) -> None:
-    """A table of the given columns of ``rows`` (dicts); floats shortened."""
-    table = Table(title=title)
+def print_rows(rows: list[dict], columns: list[str], title: str | None = None, no_wrap: Collection[str] = (),
+               compact: bool = False) -> None:
+    """A table of the given columns of ``rows`` (dicts); floats shortened. On a narrow terminal the
+    ``no_wrap`` columns keep their width (the others wrap); ``compact`` shares the padding between
+    neighbouring cells (a wide table gains a character per column)."""
+    table = Table(title=title, collapse_padding=compact)
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, no_wrap=column in no_wrap)
     for row in rows:
         table.add_row(*[format_value(v) if isinstance(v, float) else ("-" if v is None else str(v))
                         for v in (row.get(c) for c in columns)])
@@ -187,6 +190,29 @@ def print_measure(report) -> None:  # noqa: ANN001 - autotune.measure.MeasureRep
 
 # Short headers: the table must stay readable on an 80-column terminal.
 TRIAL_COLUMNS = ["#", "phase", "config", "batch", "state", "n", "tokens/s", "speedup", "accept", "note"]
+# Added after tokens/s when a trial of the study has a prediction (older studies: the columns above only).
+PREDICTION_COLUMNS = ["pred", "err"]
+# With them, on a 120-column terminal: these short cells stay on one line, config, speedup and note wrap.
+UNWRAPPED_TRIAL_COLUMNS = ("#", "phase", "batch", "state", "n", "tokens/s", *PREDICTION_COLUMNS, "accept")
+
+
+def _compact(value: float) -> str:
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def format_prediction(predicted) -> str:  # noqa: ANN001 - autotune.analysis.prediction.Predicted
+    """``"1790 [1400,2290]"`` (the 95 % interval, no spaces: the column stays narrow); the value
+    alone without an interval; '-' for None."""
+    if predicted is None:
+        return "-"
+    if not predicted.has_interval:
+        return _compact(predicted.value)
+    return f"{_compact(predicted.value)} [{_compact(predicted.low)},{_compact(predicted.high)}]"
+
+
+def format_error(error: float | None) -> str:
+    """A prediction's relative error, predicted / measured - 1: ``"+7.8%"``; '-' for None."""
+    return "-" if error is None else f"{error:+.1%}"
 
 
 def trial_speedup(row) -> str:  # noqa: ANN001 - a TrialFigures row (TrialRow, MeasurementInfo)
@@ -219,8 +245,10 @@ def trial_notes(row) -> str | None:  # noqa: ANN001 - a TrialFigures row
 
 def trial_row(row) -> dict:  # noqa: ANN001 - a TrialFigures row with the trial's configuration
     """One line of ``autotune trials``: the configuration, n, tokens/s and speedup with their 95 %
-    intervals (screening rows: one pass, no interval, no speedup)."""
+    intervals (screening rows: one pass, no interval, no speedup), and the tokens/s the performance
+    model predicted before the trial ran with the prediction's error, where both exist."""
     from autotune.analysis.decision import config_label
+    from autotune.analysis.prediction import predicted, relative_error
 
     if row.confirmed:
         run = (row.extra.get("confirmation") or {}).get("run")
@@ -233,17 +261,50 @@ def trial_row(row) -> dict:  # noqa: ANN001 - a TrialFigures row with the trial'
         "tokens/s": format_estimate(row.estimate("tokens_per_s"), 4) if row.tokens_per_s is not None else "-",
         "speedup": trial_speedup(row) if row.tokens_per_s is not None else "-",
         "accept": row.acceptance_rate, "note": trial_notes(row),
+        "pred": format_prediction(predicted(row)), "err": format_error(relative_error(row)),
     }
 
 
+def trial_columns(rows: list) -> list[str]:
+    """:data:`TRIAL_COLUMNS`, with pred and err after tokens/s when a row has a prediction."""
+    if not any(getattr(row, "prediction", None) for row in rows):
+        return list(TRIAL_COLUMNS)
+    at = TRIAL_COLUMNS.index("tokens/s") + 1
+    return TRIAL_COLUMNS[:at] + PREDICTION_COLUMNS + TRIAL_COLUMNS[at:]
+
+
+def prediction_lines(rows: list) -> list[str]:
+    """What pred and err mean, and the median error over the screening trials; none when no row
+    has a prediction."""
+    from autotune.analysis.prediction import prediction_error, within_interval
+
+    if not any(getattr(row, "prediction", None) for row in rows):
+        return []
+    lines = ["pred: tokens/s the performance model predicted before the trial ran [95 % interval]; "
+             "err: predicted / measured - 1"]
+    error, n = prediction_error(rows)
+    if error is not None:
+        inside, intervals = within_interval(rows)
+        coverage = f", {inside} of {intervals} measured inside the interval" if intervals else ""
+        lines.append(f"prediction error: median |err| {error:.1%} over {n} screening trial{'s' * (n != 1)}{coverage}")
+    return lines
+
+
 def print_trials(rows: list, title: str) -> None:
-    """``autotune trials``: a row per stored trial, screening then confirmation."""
+    """``autotune trials``: a row per stored trial, screening then confirmation; predicted tokens/s
+    and the prediction's error next to the measured ones when the study has predictions."""
     confirmed = any(row.confirmed for row in rows)
-    print_rows([trial_row(row) for row in rows], TRIAL_COLUMNS,
-               title=f"{title} (confirmation rows: 95 % intervals over n rounds)" if confirmed else title)
+    columns = trial_columns(rows)
+    predicted = len(columns) > len(TRIAL_COLUMNS)
+    print_rows([trial_row(row) for row in rows], columns,
+               title=f"{title} (confirmation rows: 95 % intervals over n rounds)" if confirmed else title,
+               no_wrap=UNWRAPPED_TRIAL_COLUMNS if predicted else (), compact=predicted)
+    console = stdout()
     if rows and not confirmed:
-        stdout().print("screening rows only: one pass each, no interval and no speedup "
-                       "(speedups are measured paired with the baseline in the confirmation phase)")
+        console.print("screening rows only: one pass each, no interval and no speedup "
+                      "(speedups are measured paired with the baseline in the confirmation phase)")
+    for line in prediction_lines(rows):
+        console.print(line)
 
 
 def _row_estimate(row: dict, name: str):  # noqa: ANN202 - an Estimate or None
@@ -328,3 +389,26 @@ def trial_progress(enabled: bool = True) -> Iterator[Callable]:
                        description=f"{event.current or 'tuning'}{best}")
 
         yield update
+
+
+def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
+    """``autotune plan``: the title saying it is predicted, one row per batch size (best
+    configuration, predicted tokens/s with its 95 % interval, speedup, TPOT, memory, fit), the
+    basis and the notes."""
+    console = stdout()
+    console.print(f"[bold]{plan.title}[/bold]")
+    table = Table(title=f"{plan.target.name} on {plan.hardware.name}: predicted best configuration per batch size")
+    for column in ("batch", "best config", "predicted tok/s [low, high]", "speedup", "TPOT p50 ms", "memory GiB", "fits"):
+        table.add_column(column, justify="left" if column in ("best config", "fits") else "right")
+    for row in plan.rows:
+        config = row.label + (f" (fastest: {row.leader})" if row.leader else "")
+        table.add_row(
+            str(row.batch_size), config,
+            f"{format_value(row.predicted_tokens_per_s)} [{format_value(row.predicted_tokens_per_s_low)}, "
+            f"{format_value(row.predicted_tokens_per_s_high)}]",
+            f"{row.predicted_speedup:.2f}x", format_value(row.predicted_tpot_ms_p50),
+            f"{row.memory_bytes / GIB:.3g}", "yes" if row.fits else f"no (> {row.memory_limit_bytes / GIB:.3g})",
+        )
+    console.print(table)
+    for line in plan.basis_lines() + plan.notes:
+        console.print(line)

@@ -2,8 +2,9 @@
 
 Plots: throughput against batch size per method; speedup against depth per method at each batch
 size; acceptance per draft position; the throughput/TPOT Pareto front with the chosen profile
-marked; and MTP against the draft model per batch size. The page adds the MTP-versus-draft
-verdict, the per-batch-size table and every trial.
+marked; MTP against the draft model per batch size; and, when the performance model predicted
+trials before they ran, predicted against measured tokens/s. The page adds the MTP-versus-draft
+verdict, the per-batch-size table and every trial (with its prediction, where one was made).
 
 Every figure is read from the rows that decide (:func:`autotune.analysis.decision.deciding_rows`:
 the latest confirmation run, or the screening trials without one). Confirmation rows carry 95 %
@@ -26,14 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autotune import __version__
-from autotune.analysis import decision
+from autotune.analysis import decision, prediction
 from autotune.analysis.decision import pareto_front
 from autotune.analysis.intervals import Estimate
 from autotune.profiles import analysis, records
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo, utc_iso
 from autotune.profiles.errors import ProfileNotFoundError
 from autotune.profiles.files import write_atomic
-from autotune.render import format_estimate, format_speedup
+from autotune.render import format_error, format_estimate, format_speedup
 from autotune.store import open_database, profile_queries
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ def figures(data: StudyData) -> dict[str, Figure]:
     verdict = analysis.mtp_versus_draft(done)
     if verdict.mtp or verdict.draft:
         result["mtp_vs_draft"] = plot_mtp_vs_draft(verdict, done)
+    if prediction.checked_rows(data.measurements):
+        result["predicted_vs_measured"] = plot_predicted_vs_measured(data)
     return result
 
 
@@ -344,6 +347,54 @@ def plot_mtp_vs_draft(verdict: analysis.Verdict, done: Sequence[MeasurementInfo]
     return figure
 
 
+def plot_predicted_vs_measured(data: StudyData) -> Figure:
+    """The screening trials the performance model predicted before they ran: measured tokens/s
+    (x) against predicted (y) on log-log axes, the prediction's 95 % interval as vertical error
+    bars, coloured by method (hollow markers: roofline predictions, where the study has both
+    kinds), and the y = x line; the title gives the median absolute error and n."""
+    checked = prediction.checked_rows(data.measurements)
+    from matplotlib.ticker import LogFormatter
+
+    figure = _figure(7.0, 6.0)
+    ax = figure.add_subplot()
+    sources = {(m.prediction or {}).get("source") for m in checked}
+    extent: list[float] = []
+    for key, trials in _by_series(checked).items():
+        by_source: dict[str | None, list[MeasurementInfo]] = {}
+        for m in trials:
+            by_source.setdefault((m.prediction or {}).get("source"), []).append(m)
+        for source, group in sorted(by_source.items(), key=lambda item: str(item[0])):
+            guesses = [prediction.predicted(m) for m in group]
+            xs, ys = [m.tokens_per_s for m in group], [g.value for g in guesses]
+            below = [g.value - g.low if g.has_interval else 0.0 for g in guesses]
+            above = [g.high - g.value if g.has_interval else 0.0 for g in guesses]
+            extent += xs + [y - b for y, b in zip(ys, below)] + [y + a for y, a in zip(ys, above)]
+            hollow = len(sources) > 1 and source == "roofline"
+            label = data.series_name(key) + (f", {source} prediction" if len(sources) > 1 and source else "")
+            color = data.series_color(key)
+            ax.errorbar(xs, ys, yerr=[below, above] if any(below) or any(above) else None, fmt="o", markersize=5,
+                        capsize=2, alpha=0.8, color=color, markerfacecolor="none" if hollow else color, label=label)
+    low, high = min(extent) / 1.15, max(extent) * 1.15
+    ax.plot([low, high], [low, high], color="black", linestyle="--", linewidth=1, label="predicted = measured")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_aspect("equal", adjustable="box")
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers (250, not 2.5 x 10^2), minor ticks labelled on a short range
+        axis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+        axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+    error, n = prediction.prediction_error(checked)
+    inside, intervals = prediction.within_interval(checked)
+    coverage = f",\n{inside} of {intervals} measured inside the predicted 95 % interval" if intervals else ""
+    _label(ax, "measured throughput (generated tokens/s)", "predicted throughput (generated tokens/s)",
+           f"Predicted (before the trial ran) against measured tokens/s\n"
+           f"median |predicted/measured - 1| = {error:.1%} over n = {n} screening trials{coverage}", legend_size=8)
+    ax.title.set_fontsize(10)
+    ax.grid(True, which="minor", alpha=0.15)
+    return figure
+
+
 # --- HTML --------------------------------------------------------------------------------------
 
 CSS = """
@@ -368,6 +419,9 @@ PLOT_CAPTIONS = {
                     "chosen profile (star).",
     "mtp_vs_draft": "MTP against the draft model: best paired speedup (error bars: 95 % intervals) and memory "
                     "overhead per batch size.",
+    "predicted_vs_measured": "Tokens/s the performance model predicted before each screening trial ran (error "
+                             "bars: the prediction's 95 % interval) against what the trial measured; on the "
+                             "dashed line the prediction was exact.",
 }
 NO_SPEEDUPS = ("This study was only screened (one run per configuration): speedups are measured paired with the "
                "baseline in the confirmation phase, so none is reported and figures have no interval.")
@@ -407,6 +461,9 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
     ]
     if not pngs:
         parts.append("<p>No complete trial: nothing to plot.</p>")
+    accuracy = _prediction_html(data.measurements)
+    if accuracy:
+        parts.append(accuracy)
     for name, png in pngs.items():
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         caption = PLOT_CAPTIONS.get(name, name)
@@ -417,6 +474,35 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
     parts += ["<h2>All trials</h2>", _trials_table(data)]
     parts.append(f"<p class='meta'>Written by autotune {e(__version__)}.</p></body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _prediction_html(rows: Sequence[MeasurementInfo]) -> str:
+    """One note on how well the performance model predicted the screening trials; empty when no
+    trial has a prediction."""
+    if not _has_predictions(rows):
+        return ""
+    error, n = prediction.prediction_error(rows)
+    if error is None:
+        return ("<p class='note'>The performance model made predictions, but no screening trial with one "
+                "completed: nothing to compare.</p>")
+    inside, intervals = prediction.within_interval(rows)
+    coverage = f"; {inside} of {intervals} measured inside the predicted 95 % interval" if intervals else ""
+    return (f"<p class='note'>The performance model predicted {n} screening trial{'s' * (n != 1)} before they "
+            f"ran: median absolute error {error:.1%} (|predicted / measured - 1|){coverage}.</p>")
+
+
+def _has_predictions(rows: Sequence[MeasurementInfo]) -> bool:
+    return any(m.prediction for m in rows)
+
+
+def _predicted(m: MeasurementInfo) -> str:
+    """``"1,790 [1,400, 2,290]"``, the value alone without an interval, a dash without a prediction."""
+    guess = prediction.predicted(m)
+    if guess is None:
+        return "&ndash;"
+    if not guess.has_interval:
+        return _num(guess.value)
+    return f"{_num(guess.value)} [{_num(guess.low)}, {_num(guess.high)}]"
 
 
 def _num(value: float | int | None, digits: int = 3) -> str:
@@ -529,8 +615,11 @@ def _phase(m: MeasurementInfo) -> str:
 
 
 def _trials_table(data: StudyData) -> str:
-    """Every stored row: the screening trials, then the confirmation rows (earlier runs greyed)."""
-    headers = ["phase", "trial", "state", "method", "draft", "depth", "batch size", "n", "tokens/s", "TPOT p50 (ms)",
+    """Every stored row: the screening trials, then the confirmation rows (earlier runs greyed); when
+    the study has predictions, the predicted tokens/s and the prediction's error after tokens/s."""
+    predicted = _has_predictions(data.measurements)
+    headers = ["phase", "trial", "state", "method", "draft", "depth", "batch size", "n", "tokens/s",
+               *(["predicted tokens/s", "error"] if predicted else []), "TPOT p50 (ms)",
                "speedup (x)", "acceptance rate", "peak memory (MiB)", "note"]
     deciding = {m.key for m in decision.deciding_rows(data.measurements)}
     latest = max((run for m in data.measurements if (run := decision.confirmation_run(m)) is not None), default=None)
@@ -549,14 +638,17 @@ def _trials_table(data: StudyData) -> str:
             notes.append("measured while the machine was busy")
         if m.extra.get("implausible"):
             notes.append(f"speedups withheld: {m.extra['implausible']}")
+        error = prediction.relative_error(m)
         rows.append([html.escape(_phase(m)), str(m.trial_number), html.escape(m.state), html.escape(m.method),
                      html.escape(draft) if m.draft else draft, str(m.depth), str(m.batch_size),
                      str(m.repetitions) if measured else "&ndash;",
                      _estimate(m.estimate("tokens_per_s")) if measured else "&ndash;",
+                     *([_predicted(m), "&ndash;" if error is None else html.escape(format_error(error))]
+                       if predicted else []),
                      _estimate(m.estimate("tpot_ms_p50")) if measured else "&ndash;",
                      _speedup(speedup, baseline=m.method == decision.BASELINE),
                      _num(m.acceptance_rate), memory, html.escape("; ".join(notes))])
         run = decision.confirmation_run(m)
         superseded = run is not None and latest is not None and run < latest
         classes.append("failed" if not measured else "superseded" if superseded or (m.key not in deciding and m.confirmed) else "")
-    return _table(headers, rows, text_columns=(0, 2, 3, 4, 13), row_classes=classes)
+    return _table(headers, rows, text_columns=(0, 2, 3, 4, len(headers) - 1), row_classes=classes)
