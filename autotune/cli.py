@@ -535,6 +535,54 @@ def export_command(db_url, profile_id, fmt, output, force) -> None:
     click.echo(str(write_export(db_url, profile_id, fmt, output=output, force=force)))
 
 
+def _accelerator_names() -> str:
+    from autotune.hardware.catalog import accelerator_names
+
+    return ", ".join(accelerator_names())
+
+
+@command(cli, "plan")
+@click.option("--hardware", required=True,
+              help=f"A catalog accelerator ({_accelerator_names()}) or a stored hardware profile's name or fingerprint.")
+@click.option("--model", required=True, help="Stored target model, by name or fingerprint (tuned once on any machine).")
+@click.option("--workload", type=click.Path(dir_okay=False), default=None,
+              help="JSONL workload whose stored acceptance to use (default: the built-in one).")
+@click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two 1..256 that fit).")
+@click.option("--max-depth", type=int, default=None, help="Deepest speculation to consider (default: the deepest measured).")
+@click.option("--export", "export_format", type=click.Choice(["trtllm", "trtllm-bench", "vllm", "sglang", "json"]),
+              default=None, help="Also write the recommended plan as a serving config, marked PREDICTED.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Export file (default: under profiles/); needs --export.")
+@click.option("--force", is_flag=True, help="Overwrite an existing export file.")
+@json_option
+def plan_command(db_url, hardware, model, workload, batch_sizes, max_depth, export_format, output, force, as_json) -> None:
+    """Predict the best speculative configuration per batch size on hardware you do not have.
+
+    Acceptance comes from the profiles `autotune tune` stored for the target on the workload (it does
+    not depend on the hardware); step costs from a roofline of the device (bandwidth, FLOP/s, launch
+    overhead). Every figure is a prediction with a 95 % interval, never a measurement.
+
+    \b
+    Examples:
+      autotune plan --hardware h200 --model autotune-byte-target
+      autotune plan --hardware b200 --model autotune-byte-target --batch-sizes 1,8,64 --json
+      autotune plan --hardware h100-sxm --model autotune-byte-target --export trtllm -o h100.yaml
+    """
+    from autotune.planning import parse_batch_sizes, plan_deployment, write_plan_export
+
+    if output is not None and export_format is None:
+        raise OneLineError("--output names the export file: pass --export FORMAT too")
+    plan = plan_deployment(db_url, hardware=hardware, model=model, workload=workload,
+                           batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth)
+    path = write_plan_export(plan, export_format, output, force) if export_format else None
+    if as_json:
+        click.echo(json.dumps({**plan.to_dict(), "export": str(path) if path else None}, indent=2, default=str))
+        return
+    render.print_plan(plan)
+    if path is not None:
+        click.echo(f"wrote {path} ({export_format}, marked PREDICTED)")
+
+
 @command(cli, "report")
 @click.argument("study")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default="report", show_default=True)

@@ -168,9 +168,11 @@ def trtllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> 
 
 
 def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan) -> list[str]:
+    measure = (f"autotune export {profile.id} --format trtllm-bench" if not profile.details.get("predicted")
+               else "trtllm-bench --extra_llm_api_options THIS_FILE, or `autotune tune` on the machine")
     notes = _header(profile) + [
         "Serve:    trtllm-serve MODEL --backend pytorch --extra_llm_api_options THIS_FILE",
-        f"Measure:  autotune export {profile.id} --format trtllm-bench  (trtllm-bench reads the same file)",
+        f"Measure:  {measure}  (trtllm-bench reads the same file)",
         f"MODEL = {serving_model(profile.target)}",
         "Keys checked against tensorrt_llm/llmapi/llm_args.py (TensorRT-LLM 1.0, 1.2, main 2026); see autotune/export.py.",
     ]
@@ -233,7 +235,8 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         spec = json.dumps(vllm_speculative_config(profile, plan), separators=(", ", ": "))
         lines.append(["--speculative-config", spec])
     notes = _header(profile) + ["vLLM's SpeculativeConfig (vllm/config/speculative.py); method 'mtp' needs a vLLM that knows it (older: 'deepseek_mtp')."]
-    return _script(notes + _unscheduled_notes(plan, "vLLM") + schedule_notes(profile) + _builtin_notes(profile), lines)
+    unscheduled = _unscheduled_notes(plan, "vLLM", bool(profile.details.get("predicted")))
+    return _script(notes + unscheduled + schedule_notes(profile) + _builtin_notes(profile), lines)
 
 
 def vllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
@@ -268,16 +271,18 @@ def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         if profile.method == "draft":
             lines.append(["--speculative-draft-model-path", serving_model(profile.draft)])
             notes.append("STANDALONE (a separate draft model) needs SGLang >= 0.5.")
-    return _script(notes + _unscheduled_notes(plan, "SGLang") + schedule_notes(profile) + _builtin_notes(profile), lines)
+    unscheduled = _unscheduled_notes(plan, "SGLang", bool(profile.details.get("predicted")))
+    return _script(notes + unscheduled + schedule_notes(profile) + _builtin_notes(profile), lines)
 
 
-def _unscheduled_notes(plan: ServingPlan, engine: str) -> list[str]:
+def _unscheduled_notes(plan: ServingPlan, engine: str, predicted: bool = False) -> list[str]:
     """What the engine cannot express: speculation switched off or shortened by batch size."""
     if plan.max_concurrency is None and plan.draft_len_schedule is None:
         return []
     measured = ", ".join(f"{b}: {d}" for b, d in plan.depths.items())
     return [
-        f"{engine} speculates at every batch size with the same draft length; autotune measured the best",
+        f"{engine} speculates at every batch size with the same draft length; autotune "
+        f"{'predicted' if predicted else 'measured'} the best",
         f"draft length per batch size as {{{measured}}} (0: speculation did not beat none).",
         "Cap the batch size or run separate servers if the load sits where the draft length drops.",
     ]
@@ -293,7 +298,14 @@ def serving_model(model: ModelInfo | None) -> str:
     return model.name if model.is_builtin else model.source
 
 
+def predicted_line(profile: DeploymentProfile) -> str:
+    """The first line of a plan's export: it is a prediction (``autotune plan``), not a measurement."""
+    return f"PREDICTED by autotune plan (roofline for {profile.hardware.name}), not measured"
+
+
 def _header(profile: DeploymentProfile) -> list[str]:
+    if profile.details.get("predicted"):
+        return _predicted_header(profile)
     draft = f" with draft {profile.draft.name} ({profile.draft.fingerprint})" if profile.draft else ""
     source = f"deployment profile {profile.id if profile.id is not None else '(unsaved)'}"
     if profile.chosen_trial is not None:
@@ -312,9 +324,23 @@ def _header(profile: DeploymentProfile) -> list[str]:
     return lines
 
 
+def _predicted_header(profile: DeploymentProfile) -> list[str]:
+    draft = f" with draft {profile.draft.name} ({profile.draft.fingerprint})" if profile.draft else ""
+    return [
+        predicted_line(profile),
+        f"autotune {__version__} plan: {profile.label()}{draft} at batch size {profile.batch_size}",
+        f"target {profile.target.name} ({profile.target.fingerprint}) on {profile.hardware.name}",
+        f"acceptance measured on workload {profile.study.workload_name}; step costs from a roofline, never timed",
+        "predicted: " + measured_text(profile),
+    ]
+
+
 def measured_text(profile: DeploymentProfile) -> str:
     """``"841.8 tokens/s ±8.4 % (n=7), 2.19x [1.89, 2.53] vs none, TPOT p50 8.10 ms ±2.0 %, 95 % intervals"``
-    for a confirmed profile; the values and ``"one screening run, no interval"`` for one that is not."""
+    for a confirmed profile; the values and ``"one screening run, no interval"`` for one that is not;
+    for a plan's profile the predicted values, said to be predicted."""
+    if profile.details.get("predicted"):
+        return _predicted_text(profile)
     tokens, tpot, speedup = (profile.estimate(name) for name in ("tokens_per_s", "tpot_ms_p50", "speedup"))
     intervals = any(e is not None and e.has_interval for e in (tokens, tpot, speedup))
     figures = []
@@ -334,6 +360,20 @@ def measured_text(profile: DeploymentProfile) -> str:
     return ", ".join(figures) + " (one screening run, no interval)"
 
 
+def _predicted_text(profile: DeploymentProfile) -> str:
+    """``"1234.5 tokens/s [800.2, 1905.0], 2.10x vs none, TPOT p50 1.23 ms (predicted, not measured; ...)"``."""
+    figures = []
+    if profile.tokens_per_s is not None:
+        low, high = profile.details.get("tokens_per_s_low"), profile.details.get("tokens_per_s_high")
+        bounds = f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else ""
+        figures.append(f"{profile.tokens_per_s:.1f} tokens/s{bounds}")
+    if profile.speedup is not None and profile.method != "none":
+        figures.append(f"{profile.speedup:.2f}x vs none")
+    if profile.tpot_ms_p50 is not None:
+        figures.append(f"TPOT p50 {profile.tpot_ms_p50:.2f} ms")
+    return (", ".join(figures) or "no figures") + " (predicted, not measured; 95 % intervals of the prediction)"
+
+
 def _width(estimate) -> str:  # noqa: ANN001 - autotune.analysis.intervals.Estimate
     width = estimate.relative_half_width
     return "" if width is None else f" ±{100 * width:.1f} %"
@@ -345,6 +385,11 @@ def schedule_notes(profile: DeploymentProfile) -> list[str]:
     rows = [row for row in profile.per_batch_size if row.get("method") is not None]
     if not rows:
         return []
+    if profile.details.get("predicted"):
+        return ["Predicted per batch size (depth to serve; predicted speedup vs none), not measured:"] + [
+            f"  batch size {row['batch_size']}: depth {_depth(row)} ({_table_label(row)}"
+            + (f", predicted {row['speedup']:.2f}x" if row.get("speedup") is not None else "") + ")"
+            for row in sorted(rows, key=lambda r: int(r["batch_size"]))]
     lines = ["Measured per batch size (depth to serve; speedup vs none, 95 % interval where confirmed):"]
     for row in sorted(rows, key=lambda r: int(r["batch_size"])):
         lines.append(f"  batch size {row['batch_size']}: depth {_depth(row)} ({_table_label(row)}{_row_speedup(row)})"

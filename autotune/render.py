@@ -395,20 +395,30 @@ def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
     """``autotune plan``: the title saying it is predicted, one row per batch size (best
     configuration, predicted tokens/s with its 95 % interval, speedup, TPOT, memory, fit), the
     basis and the notes."""
+
+    def compact(value: float) -> str:  # 47639 -> "47.6k": keeps the interval column narrow
+        for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g}{suffix}"
+        return format_value(value)
+
     console = stdout()
     console.print(f"[bold]{plan.title}[/bold]")
-    table = Table(title=f"{plan.target.name} on {plan.hardware.name}: predicted best configuration per batch size")
-    for column in ("batch", "best config", "predicted tok/s [low, high]", "speedup", "TPOT p50 ms", "memory GiB", "fits"):
-        table.add_column(column, justify="left" if column in ("best config", "fits") else "right")
+    table = Table(title=f"{plan.target.name} on {plan.hardware.name}, per batch size")
+    for column in ("batch", "best config", "pred. tok/s [95 %]", "speedup", "TPOT ms", "mem GiB", "fits"):
+        table.add_column(column, justify="left" if column in ("best config", "fits") else "right",
+                         no_wrap=column != "best config")
     for row in plan.rows:
-        config = row.label + (f" (fastest: {row.leader})" if row.leader else "")
         table.add_row(
-            str(row.batch_size), config,
-            f"{format_value(row.predicted_tokens_per_s)} [{format_value(row.predicted_tokens_per_s_low)}, "
-            f"{format_value(row.predicted_tokens_per_s_high)}]",
+            str(row.batch_size), row.label,
+            f"{compact(row.predicted_tokens_per_s)} [{compact(row.predicted_tokens_per_s_low)}, "
+            f"{compact(row.predicted_tokens_per_s_high)}]",
             f"{row.predicted_speedup:.2f}x", format_value(row.predicted_tpot_ms_p50),
             f"{row.memory_bytes / GIB:.3g}", "yes" if row.fits else f"no (> {row.memory_limit_bytes / GIB:.3g})",
         )
     console.print(table)
+    for row in plan.rows:
+        if row.leader:
+            console.print(f"batch {row.batch_size}: {row.label} is within 2 % of the fastest, {row.leader}, and simpler")
     for line in plan.basis_lines() + plan.notes:
         console.print(line)

@@ -104,9 +104,12 @@ class _Grid:
 class CostProfile:
     """Step and prefill costs from a set of :class:`CostPoint` (see the module doc)."""
 
-    def __init__(self, points: Iterable[CostPoint], source: str = "timed") -> None:
+    def __init__(self, points: Iterable[CostPoint], source: str = "timed", spread: float | None = None) -> None:
         self.points = list(points)
         self.source = source
+        # A fixed relative uncertainty for points that were not timed (a roofline's), used instead
+        # of the spread between timing rounds when given.
+        self._fixed_spread = spread
         if not any(p.method == BASELINE for p in self.points):
             raise ValueError("a cost profile needs the baseline's points (method none)")
         step: dict[tuple[str, str | None], dict[tuple[int, int], list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -148,7 +151,9 @@ class CostProfile:
     @property
     def spread(self) -> float:
         """Relative standard deviation of a timed step between rounds (median over points; 0 for a
-        roofline): the cost part of a prediction's uncertainty."""
+        roofline unless given to the constructor): the cost part of a prediction's uncertainty."""
+        if self._fixed_spread is not None:
+            return self._fixed_spread
         spreads = [s for grid in self._step.values() for s in grid.spreads]
         return statistics.median(spreads) if spreads else 0.0
 

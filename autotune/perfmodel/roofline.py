@@ -1,0 +1,359 @@
+"""Roofline step costs: what a decoding step would cost on a device nobody has timed here.
+
+A forward pass over ``rows`` sequences, ``n`` new tokens each, attending to ``context`` cached
+tokens per row (DESIGN.md section 3)::
+
+    time  = max(bytes / bandwidth, flops / peak) + overhead
+    bytes = weights read once + rows * context * KV bytes per token         (the KV cache read)
+    flops = 2 * params * rows * n + 4 * rows * n * context * heads * head_dim per layer  (attention)
+    KV bytes per token = layers * 2 * kv_heads * head_dim * dtype bytes    (MLA: latent + RoPE key)
+
+Weights and KV cache are read once whatever ``n`` is, which is why verifying k tokens per row
+costs about one decoding step while the pass is memory-bound (small batches) and about k steps
+once it is compute-bound (large batches): the best depth shrinks as the batch grows (MagicDec).
+MoE layers read only the experts the batch's tokens route to (``1 - (1 - k/E)^T`` of them, for T
+tokens and top-k of E experts) and compute with the k routed ones.
+
+Per configuration, at ``b`` rows (:func:`roofline_cost`):
+
+* none: one target pass, n = 1;
+* draft: ``depth`` passes of the draft model (its own shape), n = 1, then the target verifying
+  n = depth + 1;
+* mtp: ``depth`` MTP module passes (one decoder layer plus the projection and the shared head,
+  run inside the target's graph: no per-pass overhead), then the target verifying depth + 1;
+* ngram: the proposal is a host-side lookup (~0), then the target verifying depth + 1;
+* prefill: ``b`` prompts through the target (and the draft model, or the MTP modules used).
+
+``overhead`` is the device's assumed per-pass and per-layer launch cost
+(:mod:`autotune.hardware.catalog`). The figures are peaks: the kernels reach part of them, which
+is what :data:`ROOFLINE_SPREAD` stands for.
+
+Pure Python: the planner (:mod:`autotune.planning`) builds the shapes from stored model configs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from autotune.errors import ConfigurationError
+from autotune.hardware.catalog import AcceleratorSpec
+from autotune.perfmodel.cost import BASELINE, CostPoint, CostProfile
+from autotune.preflight.architecture import mtp_layers
+from autotune.preflight.models import config_param
+
+# One-sigma relative uncertainty of a roofline step time. The roofline takes peak bandwidth and
+# FLOP/s, which real kernels reach only in part (decoding GEMVs typically 70-90 % of the peak
+# bandwidth, small GEMMs and attention much less of the FLOP/s), and its launch overhead is an
+# assumption; 25 % covers that range. It is an assumption, not a fit: no measurement backs it.
+ROOFLINE_SPREAD = 0.25
+MAX_GRID_BATCH = 1 << 16
+
+# Bytes per element of a config.json ``torch_dtype``; quantised checkpoints state their format
+# in ``quantization_config`` (fp8: one byte per weight).
+_DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float8_e4m3fn": 1}
+_QUANT_BYTES = {"fp8": 1.0, "fbgemm_fp8": 1.0, "awq": 0.5, "gptq": 0.5, "mxfp4": 0.5}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the roofline needs of a transformer (see the module doc).
+
+    ``params`` counts every weight (embeddings and MTP modules included; None: estimated from the
+    shape); ``bytes_per_param`` and ``kv_bytes`` are the weights' and the KV cache's bytes per
+    element; ``kv_width``: cached elements per layer and token (None: ``2 * kv_heads * head_dim``;
+    MLA caches a latent). MoE: ``experts`` routed experts of ``expert_d_ff`` in ``moe_layers``
+    layers, ``experts_per_token`` of them per token (0: dense).
+    """
+
+    layers: int
+    d_model: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    d_ff: int
+    vocab: int
+    n_mtp: int = 0
+    params: int | None = None
+    bytes_per_param: float = 2.0
+    kv_bytes: float = 2.0
+    kv_width: int | None = None
+    tied_embeddings: bool = False
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_d_ff: int = 0
+    moe_layers: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "d_model", "heads", "kv_heads", "head_dim", "vocab"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"ModelShape.{name} must be a positive integer, got {value!r}")
+
+    # -- construction ---------------------------------------------------------------------------------
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], *, params: int | None = None, n_mtp: int | None = None,
+                    bytes_per_param: float | None = None) -> ModelShape:
+        """The shape of a stored model's ``config``: the built-in models' keys (d_model, n_layers,
+        n_heads, d_ff, vocab_size, n_mtp) or a Hugging Face config.json (hidden_size,
+        num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, intermediate_size,
+        MoE and MLA keys; ``text_config`` nesting is followed). ValueError when sizes are missing."""
+        if "d_model" in config and "n_layers" in config:
+            return cls._from_builtin(config, params, n_mtp, bytes_per_param)
+        return cls._from_hf(config, params, n_mtp, bytes_per_param)
+
+    @classmethod
+    def _from_builtin(cls, config: Mapping[str, Any], params: int | None, n_mtp: int | None,
+                      bytes_per_param: float | None) -> ModelShape:
+        d, heads = int(config["d_model"]), int(config["n_heads"])
+        return cls(layers=int(config["n_layers"]), d_model=d, heads=heads, kv_heads=heads, head_dim=d // heads,
+                   d_ff=int(config["d_ff"]), vocab=int(config["vocab_size"]),
+                   n_mtp=int(config.get("n_mtp", 0)) if n_mtp is None else n_mtp, params=params,
+                   bytes_per_param=bytes_per_param or 2.0)
+
+    @classmethod
+    def _from_hf(cls, config: Mapping[str, Any], params: int | None, n_mtp: int | None,
+                 bytes_per_param: float | None) -> ModelShape:
+        def get(name: str, default: Any = None) -> Any:
+            return config_param(config, name, default)
+
+        missing = [name for name in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+                   if not get(name)]
+        if missing:
+            raise ValueError(f"the model config lacks {', '.join(missing)}: the roofline needs the model's sizes")
+        d, layers, heads = int(get("hidden_size")), int(get("num_hidden_layers")), int(get("num_attention_heads"))
+        kv_heads = int(get("num_key_value_heads") or heads)
+        head_dim = int(get("head_dim") or d // heads)
+        kv_width = None
+        if get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3): one latent and one RoPE key per layer
+            kv_width = int(get("kv_lora_rank")) + int(get("qk_rope_head_dim") or 0)
+            head_dim = int(get("qk_nope_head_dim") or 0) + int(get("qk_rope_head_dim") or 0) or head_dim
+        experts = int(get("n_routed_experts") or get("num_local_experts") or get("num_experts") or 0)
+        per_token = int(get("num_experts_per_tok") or 0) if experts else 0
+        d_ff = int(get("intermediate_size") or 4 * d)
+        expert_d_ff = int(get("moe_intermediate_size") or d_ff) if experts else 0
+        moe_layers = layers - int(get("first_k_dense_replace") or 0) if experts else 0
+        return cls(layers=layers, d_model=d, heads=heads, kv_heads=kv_heads, head_dim=head_dim, d_ff=d_ff,
+                   vocab=int(get("vocab_size")), n_mtp=mtp_layers(config) if n_mtp is None else n_mtp, params=params,
+                   bytes_per_param=bytes_per_param or _config_bytes(config), kv_bytes=_config_dtype_bytes(config),
+                   kv_width=kv_width, tied_embeddings=bool(get("tie_word_embeddings", False)), experts=experts,
+                   experts_per_token=per_token, expert_d_ff=expert_d_ff, moe_layers=max(moe_layers, 0))
+
+    def with_dtype(self, dtype_bytes: float) -> ModelShape:
+        """The same model computed (weights and KV cache) in a dtype of ``dtype_bytes`` bytes."""
+        return replace(self, bytes_per_param=dtype_bytes, kv_bytes=dtype_bytes)
+
+    # -- sizes ------------------------------------------------------------------------------------------
+
+    @property
+    def kv_elements_per_layer(self) -> int:
+        return self.kv_width if self.kv_width is not None else 2 * self.kv_heads * self.head_dim
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV cache bytes per token and sequence of the main layers."""
+        return self.layers * self.kv_elements_per_layer * self.kv_bytes
+
+    @property
+    def mtp_kv_bytes_per_token(self) -> float:
+        """KV cache bytes per token of one MTP module (one decoder layer)."""
+        return self.kv_elements_per_layer * self.kv_bytes
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab * self.d_model
+
+    def _estimated_layer_params(self) -> int:
+        attention = 2 * self.d_model * self.heads * self.head_dim + 2 * self.d_model * self.kv_heads * self.head_dim
+        if self.experts:
+            mlp = self.experts * 3 * self.d_model * self.expert_d_ff + self.d_model * self.experts
+        else:
+            mlp = 3 * self.d_model * self.d_ff  # gated MLP: gate, up, down
+        return attention + mlp
+
+    @property
+    def total_params(self) -> int:
+        """Every weight: the stored count, else the shape's estimate."""
+        if self.params:
+            return int(self.params)
+        layer = self._estimated_layer_params()
+        head = 0 if self.tied_embeddings else self.embedding_params
+        return self.layers * layer + self.embedding_params + head + self.n_mtp * (layer + 2 * self.d_model ** 2)
+
+    @property
+    def layer_params(self) -> float:
+        """One decoder layer's weights, on average (MLA, MoE and odd layers included), from the total."""
+        head = 0 if self.tied_embeddings else self.embedding_params
+        body = self.total_params - self.embedding_params - head - self.n_mtp * 2 * self.d_model ** 2
+        return max(body / (self.layers + self.n_mtp), 1.0)
+
+    @property
+    def expert_fraction(self) -> float:
+        """The share of an average layer's weights in routed experts (0 for a dense model)."""
+        if not self.experts or not self.experts_per_token:
+            return 0.0
+        routed = self.moe_layers * self.experts * 3 * self.d_model * self.expert_d_ff
+        return min(routed / (self.layer_params * self.layers), 0.99)
+
+    @property
+    def mtp_module_params(self) -> float:
+        """One MTP module: a decoder layer and the projection of [hidden; embedding] (the head is shared)."""
+        return self.layer_params + 2 * self.d_model ** 2
+
+    def weight_bytes(self, with_mtp: bool = True) -> float:
+        """Bytes of the weights in memory (the MTP modules only when they are used)."""
+        params = self.total_params - (0 if with_mtp else self.n_mtp * self.mtp_module_params)
+        return params * self.bytes_per_param
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "total_params": self.total_params, "kv_bytes_per_token": self.kv_bytes_per_token}
+
+
+# -- one pass -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PassTime:
+    """The roofline of one forward pass: bytes, FLOPs, and the times they take."""
+
+    bytes: float
+    flops: float
+    memory_s: float
+    compute_s: float
+    overhead_s: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.memory_s, self.compute_s) + self.overhead_s
+
+    @property
+    def bound(self) -> str:
+        """``"memory"`` or ``"compute"``: which roof the pass sits under."""
+        return "memory" if self.memory_s >= self.compute_s else "compute"
+
+
+def forward_pass(spec: AcceleratorSpec, shape: ModelShape, rows: int, tokens: float, context: float, *,
+                 layers: float | None = None, head: bool = True, extra_params: float = 0.0,
+                 pass_overhead: bool = True) -> PassTime:
+    """``rows`` sequences through ``layers`` decoder layers (default: all) and the head, ``tokens``
+    new tokens per row attending to ``context`` cached ones (module doc). ``extra_params``: dense
+    weights besides (an MTP module's projection); ``pass_overhead``: the pass is launched on its
+    own (False for MTP modules, which run inside the target's graph)."""
+    n_layers = shape.layers if layers is None else layers
+    total_tokens = rows * tokens
+    layer = shape.layer_params
+    expert = layer * shape.expert_fraction
+    dense = layer - expert
+    if expert:
+        share = shape.experts_per_token / shape.experts
+        touched = 1.0 - (1.0 - share) ** total_tokens  # experts some token of the batch routes to
+        read_layer, compute_layer = dense + expert * touched, dense + expert * share
+    else:
+        read_layer = compute_layer = layer
+    head_params = shape.embedding_params if head else 0
+    weights = n_layers * read_layer + head_params + extra_params
+    matmul = n_layers * compute_layer + head_params + extra_params
+    kv_read = rows * context * n_layers * shape.kv_elements_per_layer * shape.kv_bytes
+    attention = 4 * total_tokens * context * n_layers * shape.heads * shape.head_dim
+    num_bytes = weights * shape.bytes_per_param + kv_read
+    flops = 2 * matmul * total_tokens + attention
+    overhead_us = (spec.pass_overhead_us if pass_overhead else 0.0) + (n_layers + (1 if not pass_overhead else 0)) \
+        * spec.layer_overhead_us
+    return PassTime(num_bytes, flops, num_bytes / (spec.memory_bw_gbps * 1e9), flops / (spec.peak_tflops * 1e12),
+                    overhead_us * 1e-6)
+
+
+def target_step_s(spec: AcceleratorSpec, target: ModelShape, rows: int, tokens: float, context: float) -> float:
+    """The target verifying ``tokens`` per row (1: a plain decoding step)."""
+    return forward_pass(spec, target, rows, tokens, context).seconds
+
+
+def mtp_token_s(spec: AcceleratorSpec, target: ModelShape, rows: int, context: float) -> float:
+    """One MTP module drafting one token per row: a layer, the projection and the shared head."""
+    return forward_pass(spec, target, rows, 1, context, layers=1, extra_params=2 * target.d_model ** 2,
+                        pass_overhead=False).seconds
+
+
+def prefill_s(spec: AcceleratorSpec, shape: ModelShape, rows: int, prompt_tokens: int, *,
+              layers: float | None = None, pass_overhead: bool = True) -> float:
+    """``rows`` prompts of ``prompt_tokens`` through the model (each token attends to half the
+    prompt on average)."""
+    extra = 2 * shape.d_model ** 2 if layers is not None else 0.0
+    return forward_pass(spec, shape, rows, prompt_tokens, prompt_tokens / 2, layers=layers, extra_params=extra,
+                        pass_overhead=pass_overhead).seconds
+
+
+# -- the cost profile ---------------------------------------------------------------------------------
+
+
+def grid_batch_sizes(batch_sizes: Iterable[int]) -> list[int]:
+    """The batch sizes the profile holds: those asked, plus 1 and the powers of two below the largest
+    (a workload's tail runs at fewer rows, and the profile interpolates between its points)."""
+    asked = sorted({int(b) for b in batch_sizes})
+    if not asked or asked[0] < 1 or asked[-1] > MAX_GRID_BATCH:
+        raise ConfigurationError(f"batch sizes must be between 1 and {MAX_GRID_BATCH}, got {asked}")
+    grid, size = set(asked), 1
+    while size < asked[-1]:
+        grid.add(size)
+        size *= 2
+    return sorted(grid)
+
+
+def roofline_cost(
+    spec: AcceleratorSpec,
+    target: ModelShape,
+    drafts: Mapping[str, ModelShape],
+    batch_sizes: Iterable[int],
+    depths: Iterable[int],
+    context_tokens: float,
+    prompt_tokens: int,
+    methods: Iterable[str] | None = None,
+) -> CostProfile:
+    """A :class:`CostProfile` (source ``"roofline"``) of the baseline and every asked method at
+    every depth and batch size (module doc). ``drafts``: draft label -> shape; ``context_tokens``:
+    cached tokens a row attends to during decoding (on average); ``prompt_tokens``: the prompt
+    each row prefills (the longest). ``methods``: default none, ngram, mtp when the target has MTP
+    modules, draft when drafts are given."""
+    wanted = set(methods) if methods is not None else {BASELINE, "ngram", *(("mtp",) if target.n_mtp else ()),
+                                                        *(("draft",) if drafts else ())}
+    depth_list = sorted({int(d) for d in depths})
+    if depth_list and depth_list[0] < 1:
+        raise ConfigurationError(f"depths must be >= 1, got {depth_list}")
+    prompt = max(int(prompt_tokens), 1)
+    points: list[CostPoint] = []
+    for rows in grid_batch_sizes(batch_sizes):
+        tokens = rows * prompt
+        base_prefill = prefill_s(spec, target, rows, prompt)
+        points.append(CostPoint(BASELINE, None, 0, rows, 0.0, target_step_s(spec, target, rows, 1, context_tokens),
+                                base_prefill, tokens))
+        for depth in depth_list:
+            verify = target_step_s(spec, target, rows, depth + 1, context_tokens)
+            if "ngram" in wanted:
+                points.append(CostPoint("ngram", None, depth, rows, 0.0, verify, base_prefill, tokens, float(depth)))
+            if "mtp" in wanted:
+                modules = max(1, min(depth, target.n_mtp or depth))  # deeper drafts reuse the last module
+                prefill = base_prefill + modules * prefill_s(spec, target, rows, prompt, layers=1, pass_overhead=False)
+                propose = depth * mtp_token_s(spec, target, rows, context_tokens)
+                points.append(CostPoint("mtp", None, depth, rows, propose, verify, prefill, tokens, float(depth)))
+            if "draft" in wanted:
+                for label, draft in drafts.items():
+                    propose = depth * target_step_s(spec, draft, rows, 1, context_tokens)
+                    prefill = base_prefill + prefill_s(spec, draft, rows, prompt)
+                    points.append(CostPoint("draft", label, depth, rows, propose, verify, prefill, tokens, float(depth)))
+    return CostProfile(points, source="roofline", spread=ROOFLINE_SPREAD)
+
+
+def _config_dtype_bytes(config: Mapping[str, Any]) -> float:
+    dtype = str(config_param(config, "torch_dtype") or config_param(config, "dtype") or "").removeprefix("torch.")
+    return float(_DTYPE_BYTES.get(dtype, 2))
+
+
+def _config_bytes(config: Mapping[str, Any]) -> float:
+    """Bytes per weight: the quantisation format's where config.json names one, else the dtype's."""
+    quant = config_param(config, "quantization_config") or {}
+    method = str(quant.get("quant_method") or "").lower() if isinstance(quant, Mapping) else ""
+    if method in _QUANT_BYTES:
+        return _QUANT_BYTES[method]
+    return _config_dtype_bytes(config)
