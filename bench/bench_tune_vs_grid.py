@@ -40,7 +40,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, help="cap every request's max_tokens")
     parser.add_argument("--max-depth", type=int, default=8)
     parser.add_argument("--batch-sizes", type=lambda text: tuple(int(b) for b in text.split(",")))
-    parser.add_argument("--sampler", default="tpe", choices=("tpe", "gp", "random"))
+    parser.add_argument("--sampler", default="tpe", choices=("model", "tpe", "random"))
     parser.add_argument("--n-trials", type=int, default=DEFAULT_N_TRIALS, help="the tuned study's budget (default: tune's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="re-measurements of each winner")

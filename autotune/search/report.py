@@ -16,6 +16,7 @@ from autotune.analysis.decision import (
     per_batch_size,
     summary_lines,
 )
+from autotune.analysis.prediction import prediction_error
 from autotune.search.objective import Objective
 from autotune.store.results import TrialRow
 
@@ -113,6 +114,7 @@ class TuneResult:
     model_loads_this_run: int
     elapsed_s: float
     rows: list[TrialRow] = field(default_factory=list)
+    sampler: str = "model"
 
     @property
     def profile(self) -> ProfileChoice | None:
@@ -123,10 +125,24 @@ class TuneResult:
         return None if self.profile is None else self.profile.slo_met
 
     def summary_lines(self) -> list[str]:
-        """The analysis' summary, then the drafts the preflight left out and why."""
+        """The analysis' summary, the performance model's record, what the study cost in trials and
+        model loads, then the drafts the preflight left out and why."""
         excluded = self.search_space.get("excluded_drafts") or {}
-        return self.analysis.summary + [f"Draft {label} left out by the preflight: {reason}"
-                                        for label, reason in excluded.items()]
+        return self.analysis.summary + self.model_lines() + [f"Draft {label} left out by the preflight: {reason}"
+                                                             for label, reason in excluded.items()]
+
+    def model_lines(self) -> list[str]:
+        error, count = prediction_error(self.rows)
+        counts = self.analysis.counts
+        lines = [f"Measured {counts.total} screening trials ({self.sampler} sampler) with "
+                 f"{self.analysis.model_loads} model loads ({self.model_loads_this_run} by this run, step timings and "
+                 "confirmation included)"
+                 + (f"; the model-guided search stopped when nothing unmeasured could beat the best measured at its "
+                    f"batch size" if self.sampler == "model" and self.status == "complete" else "") + "."]
+        if error is not None:
+            lines.append(f"Performance model: median |predicted / measured - 1| = {error:.1%} over {count} trials "
+                         "predicted before they ran.")
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         analysis = self.analysis
@@ -151,5 +167,7 @@ class TuneResult:
             "worker_starts": self.worker_starts,
             "model_loads_this_run": self.model_loads_this_run,
             "elapsed_s": self.elapsed_s,
+            "sampler": self.sampler,
+            "prediction_error": dict(zip(("median_abs", "trials"), prediction_error(self.rows))),
             "trials": [row.to_dict() for row in self.rows],
         }

@@ -414,7 +414,7 @@ class Tuner:
             objective=self.plan.objective.kind, slo=self.plan.objective.slo.to_dict(), n_trials=self.plan.n_trials,
             hardware=self.plan.hardware.name, search_space=self.plan.search_space_record(), analysis=analysis,
             trials_this_run=self.trials_run, worker_starts=self.worker.starts, model_loads_this_run=self.worker.loads,
-            elapsed_s=elapsed_s, rows=rows,
+            elapsed_s=elapsed_s, rows=rows, sampler=self.options.sampler_name,
         )
 
     def _draft_ids(self) -> dict[str, int]:
