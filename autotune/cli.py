@@ -338,7 +338,10 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
     the recommended profile.
 
     Screening: each trial runs real speculative decoding once in a worker process; the baseline (no
-    speculation) is measured first at each batch size. Confirmation: at each batch size, the
+    speculation) is measured first at each batch size. The default model-guided search first times
+    step costs and measures one maximum-depth run per proposer, then predicts every configuration
+    and measures only those whose optimistic prediction could beat the best measured at their batch
+    size; every trial is stored with its prediction (--sampler tpe|random|grid to compare). Confirmation: at each batch size, the
     finalists (every configuration whose screening figure, plus its noise, reaches the best) and the
     baseline are re-measured in alternating rounds until their 95 % intervals are within --precision;
     configurations the paired comparison cannot separate are tied, and the simplest of the tied is
@@ -350,6 +353,7 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
     Examples:
       autotune tune
       autotune tune --trials 30 --slo-tpot-ms 8 --seed 1
+      autotune tune --sampler grid --study every-point
       autotune tune --study team-a --db postgresql://me@dbhost/autotune
       autotune tune --engine trtllm --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --batch-sizes 1,8,32
     """

@@ -54,6 +54,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-depth", type=int, default=8)
     parser.add_argument("--batch-sizes", type=lambda text: tuple(int(b) for b in text.split(",")))
     parser.add_argument("--requests", type=int, help="use only the first N requests of the workload")
+    parser.add_argument("--grid-db", help="reuse the grid study (named 'grid') of an earlier run in this database")
     parser.add_argument("--json", dest="json_path", help="also write the figures to this JSON file")
     return parser.parse_args()
 
@@ -156,12 +157,14 @@ def main() -> None:
         workload = workload.head(args.requests)
     hardware = probe_hardware(quick=True)
 
-    def options(name: str, **changes: Any) -> TuneOptions:
-        folder = Path(tempfile.mkdtemp(prefix="bench-guided-"))
-        return TuneOptions(db_url=f"sqlite:///{folder / 'bench.db'}", study_name=name, workload=workload,
-                           max_depth=args.max_depth, batch_sizes=args.batch_sizes, hardware=hardware, **changes)
+    def options(name: str, db_url: str | None = None, **changes: Any) -> TuneOptions:
+        db_url = db_url or f"sqlite:///{Path(tempfile.mkdtemp(prefix='bench-guided-')) / 'bench.db'}"
+        return TuneOptions(db_url=db_url, study_name=name, workload=workload, max_depth=args.max_depth,
+                           batch_sizes=args.batch_sizes, hardware=hardware, **changes)
 
-    grid = execute(Run("grid", options("grid", sampler="grid", seed=0)))
+    # Resuming a finished study measures nothing: --grid-db reads the earlier grid back.
+    grid = execute(Run("grid", options("grid", args.grid_db, sampler="grid", seed=0)))
+    print(f"grid database: {grid.options.db_url}")
     runs = [execute(Run(f"tpe seed {s}", options(f"tpe-{s}", sampler="tpe", seed=s))) for s in seeds(args.tpe_seeds)]
     guided = [execute(Run(f"model seed {s}", options(f"model-{s}", seed=s))) for s in seeds(args.seeds)]
 

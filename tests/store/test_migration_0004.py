@@ -10,8 +10,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from sqlalchemy import Connection, MetaData, inspect, select
+from sqlalchemy import Connection, inspect, select
 from sqlalchemy.exc import IntegrityError
+
+from old_schema_rows import insert, insert_study, tables
 
 from autotune.store import migrate, open_database, results
 from autotune.store.models import DeploymentProfileRecord
@@ -21,33 +23,13 @@ REVISION = "0004_repeated_measurements"
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
 
 
-def tables(connection: Connection) -> dict:
-    metadata = MetaData()
-    metadata.reflect(connection, only=lambda name, _m: name.startswith("autotune_"))
-    return metadata.tables
-
-
-def insert(connection: Connection, table, **values) -> int:  # noqa: ANN001 - a reflected Table
-    return connection.execute(table.insert().values(**values).returning(table.c.id)).scalar_one()
 
 
 def write_0003_rows(connection: Connection) -> dict[str, int]:
     """A hardware profile, a target model, a study, two measurements and a profile, as 0003 stored them."""
     t = tables(connection)
     assert "phase" not in t["autotune_measurements"].c  # really the old schema
-    hardware = insert(
-        connection, t["autotune_hardware_profiles"], fingerprint="f" * 16, name="old cpu", device_type="cpu",
-        device_count=1, memory_total_bytes=1 << 30, spec={}, created_at=NOW,
-    )
-    target = insert(
-        connection, t["autotune_model_artifacts"], fingerprint="a" * 64, name="target", role="target",
-        source="builtin:target", num_params=10, num_mtp_modules=1, vocab_size=259, config={}, created_at=NOW,
-    )
-    study = insert(
-        connection, t["autotune_tuning_studies"], name="old", optuna_study_name="old", hardware_id=hardware,
-        target_model_id=target, engine="embedded", objective="throughput", search_space={}, slo={},
-        workload_name="w", workload_fingerprint="0" * 64, status="complete", created_at=NOW,
-    )
+    hardware, target, study = insert_study(connection, NOW)
     measurement = dict(
         study_id=study, method="none", depth=0, batch_size=4, state="complete", acceptance_by_position=[],
         extra={}, created_at=NOW,

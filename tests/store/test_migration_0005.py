@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import Connection, MetaData, inspect, select
+from sqlalchemy import Connection, inspect, select
+
+from old_schema_rows import insert, insert_study, tables
 
 from autotune.store import migrate, open_database, performance, results
 from autotune.store.models import DeploymentProfileRecord, MeasurementRecord
@@ -23,33 +25,13 @@ INTERVAL = {"value": 290.0, "low": 280.0, "high": 300.0, "n": 5, "confidence": 0
 PREDICTION = {"tokens_per_s": {"value": 300.0, "low": 270.0, "high": 330.0}, "sigma": 0.05, "source": "timed"}
 
 
-def tables(connection: Connection) -> dict:
-    metadata = MetaData()
-    metadata.reflect(connection, only=lambda name, _m: name.startswith("autotune_"))
-    return metadata.tables
-
-
-def insert(connection: Connection, table, **values) -> int:  # noqa: ANN001 - a reflected Table
-    return connection.execute(table.insert().values(**values).returning(table.c.id)).scalar_one()
 
 
 def write_0004_rows(connection: Connection) -> dict[str, int]:
     """Hardware, a target, a study with a screening and a confirmation trial, and its profile, as 0004 stored them."""
     t = tables(connection)
     assert "prediction" not in t["autotune_measurements"].c and not NEW_TABLES & set(t)  # really the old schema
-    hardware = insert(
-        connection, t["autotune_hardware_profiles"], fingerprint="f" * 16, name="old cpu", device_type="cpu",
-        device_count=1, memory_total_bytes=1 << 30, spec={}, created_at=NOW,
-    )
-    target = insert(
-        connection, t["autotune_model_artifacts"], fingerprint="a" * 64, name="target", role="target",
-        source="builtin:target", num_params=10, num_mtp_modules=1, vocab_size=259, config={}, created_at=NOW,
-    )
-    study = insert(
-        connection, t["autotune_tuning_studies"], name="old", optuna_study_name="old", hardware_id=hardware,
-        target_model_id=target, engine="embedded", objective="throughput", search_space={}, slo={},
-        workload_name="w", workload_fingerprint="0" * 64, status="complete", created_at=NOW,
-    )
+    hardware, target, study = insert_study(connection, NOW)
     measurement = dict(
         study_id=study, trial_number=1, method="mtp", depth=2, batch_size=4, state="complete",
         acceptance_by_position=[0.8, 0.6], extra={}, created_at=NOW,
