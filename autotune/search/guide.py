@@ -17,9 +17,11 @@ rows, every time a worker asks (under the study lock, so two workers never pick 
    ``TIE_MARGIN``; sigma holds the acceptance, cost and model uncertainty, and the model part is
    learned from single screening passes, so it carries the incumbent's noise too. With SLOs, a
    point is open only if its optimistic TPOT and TTFT meet them.
-4. **Order for loads.** The open point of the configuration measured last comes first (the worker
-   keeps that engine loaded, so every batch size of a configuration runs before the next load);
-   otherwise the open point with the largest optimistic gain over its incumbent.
+4. **Order for loads.** The configuration measured last goes on at another batch size where it is
+   the most promising open point (the worker keeps that engine loaded, so a configuration runs at
+   its batch sizes before the next load); otherwise the open point with the largest optimistic gain
+   over its incumbent. A configuration that is open at a batch size but not its most promising
+   point waits: measuring the leader there first may close it.
 5. **Stop** when no point is open: the study ends, then the confirmation phase re-measures the
    finalists with the full protocol.
 
@@ -104,7 +106,14 @@ def next_pick(
             scored.append((gain, candidate, prediction))
     if not scored:
         return None
-    same = [entry for entry in scored if last is not None and _same_config(entry[1], last)]
+    # The loaded configuration goes on where it is its batch size's best open point (where it is
+    # open but another point there is more promising, that one may close it: measure that first).
+    leaders = {}
+    for entry in scored:
+        size = entry[1].batch_size
+        if size not in leaders or entry[0] > leaders[size][0]:
+            leaders[size] = entry
+    same = [entry for entry in leaders.values() if last is not None and _same_config(entry[1], last)]
     gain, candidate, prediction = max(same or scored, key=lambda entry: entry[0])
     why = "not predictable yet" if prediction is None else (
         f"predicted {prediction.tokens_per_s:.0f} tok/s [{prediction.low:.0f}, {prediction.high:.0f}] could beat "

@@ -59,6 +59,8 @@ class TuneOptions:
     probed profile, None to probe quickly now. ``workload``: JSONL path, None for the built-in
     workload. ``heartbeat_interval_s``: how often a running trial says it is alive; one silent for
     ``grace_period_s`` (default 2 x interval) is failed and retried up to ``max_retry`` times.
+    ``sampler``: ``model`` (the model-guided search, :mod:`autotune.search.guide`; the default, except
+    for trtllm, whose default is ``tpe``), ``tpe``, ``random`` or ``grid`` (every point once).
     ``confirm``: end with the confirmation phase (:mod:`autotune.search.confirm`), whose protocol
     aims at ``precision`` (relative half-width of the 95 % intervals) with at most
     ``max_repetitions`` rounds and, once 3 are kept, no new round after ``confirm_seconds`` per

@@ -22,21 +22,22 @@ from autotune.store import open_database, performance, results
 SPACE = SearchSpace(("none", "mtp", "ngram"), (), 2, (1, 4))
 
 
-def cost() -> CostProfile:
+def cost(slow_mtp_at_4: bool = True) -> CostProfile:
     points = []
     for b in (1, 4):
         points.append(CostPoint("none", None, 0, b, 0.0, 0.010, 0.0, b * 8))
         for depth in (1, 2):
             # MTP at depth 2 is slow at batch 4 (compute-bound verify), fast at batch 1.
-            points.append(CostPoint("mtp", None, depth, b, 0.001, 0.010 + (0.02 * depth if b == 4 else 0), 0.0, b * 8))
+            slow = 0.02 * depth if b == 4 and slow_mtp_at_4 else 0
+            points.append(CostPoint("mtp", None, depth, b, 0.001, 0.010 + slow, 0.0, b * 8))
             points.append(CostPoint("ngram", None, depth, b, 0.002, 0.010, 0.0, b * 8))
     return CostProfile(points)
 
 
-def model(curves: dict | None = None) -> PerformanceModel:
+def model(curves: dict | None = None, slow_mtp_at_4: bool = True) -> PerformanceModel:
     default = {("mtp", None): AcceptanceCurve("mtp", (PositionCounts(1000, 900, 1000), PositionCounts(1000, 800, 1000))),
                ("ngram", None): AcceptanceCurve("ngram", (PositionCounts(1000, 100, 300), PositionCounts(1000, 50, 300)))}
-    return PerformanceModel(cost(), default if curves is None else curves, [8] * 4, [40] * 4)
+    return PerformanceModel(cost(slow_mtp_at_4), default if curves is None else curves, [8] * 4, [40] * 4)
 
 
 def row(label: Candidate, tokens_per_s: float, state: str = "complete") -> SimpleNamespace:
@@ -85,10 +86,17 @@ def test_a_measured_incumbent_closes_the_points_that_cannot_beat_it_by_the_tie_m
     assert pick is None
 
 
-def test_the_configuration_measured_last_goes_on_before_another_is_loaded() -> None:
-    m = model()
-    pick = guide.next_pick(SPACE, m, [], taken(Candidate("mtp", 1, 1)), anything, Slo(), last=Candidate("mtp", 1, 1))
-    assert (pick.candidate.method, pick.candidate.depth) == ("mtp", 1)
+def test_the_configuration_measured_last_goes_on_where_it_leads_its_batch_size() -> None:
+    m = model(slow_mtp_at_4=False)
+    rows = [row(Candidate("none", 0, b), m.predict("none", None, 0, b).tokens_per_s) for b in (1, 4)]
+    done = taken(Candidate("none", 0, 1), Candidate("none", 0, 4), Candidate("mtp", 2, 1))
+    # mtp@2 leads batch 4 too: it goes on there, although mtp@1 b1 would gain as much.
+    pick = guide.next_pick(SPACE, m, rows, done, anything, Slo(), last=Candidate("mtp", 2, 1))
+    assert pick.candidate == Candidate("mtp", 2, 4)
+    # mtp@1 is open at batch 4 but not its best point there: the leader, mtp@2 b4, comes first.
+    done = taken(Candidate("none", 0, 1), Candidate("none", 0, 4), Candidate("mtp", 1, 1))
+    pick = guide.next_pick(SPACE, m, rows, done, anything, Slo(), last=Candidate("mtp", 1, 1))
+    assert pick.candidate != Candidate("mtp", 1, 4) and pick.candidate.depth == 2  # the largest gain goes first
 
 
 def test_points_the_model_cannot_predict_stay_open_and_infeasible_ones_are_never_proposed() -> None:
