@@ -117,7 +117,7 @@ def test_an_slo_the_optimistic_prediction_misses_closes_the_point() -> None:
 
 
 def test_a_model_guided_study_predicts_every_trial_it_can_and_stops_on_its_own(options) -> None:
-    result = tune(replace(options, n_trials=40, confirm=False))
+    result = tune(replace(options, sampler="model", n_trials=40, confirm=False))
     rows = [r for r in result.rows if r.phase == "screening"]
     assert result.status == "complete" and len(rows) < 4 + 3 * 2 * 2 * 2  # fewer than the space's points
     labels = [r.label for r in rows]
@@ -142,8 +142,8 @@ def test_a_model_guided_study_predicts_every_trial_it_can_and_stops_on_its_own(o
 
 
 def test_a_second_study_reuses_the_stored_step_costs_and_acceptance(options) -> None:
-    first = tune(replace(options, n_trials=40, confirm=False))
-    second = tune(replace(options, study_name="again", n_trials=40, confirm=False))
+    first = tune(replace(options, sampler="model", n_trials=40, confirm=False))
+    second = tune(replace(options, sampler="model", study_name="again", n_trials=40, confirm=False))
     # No timing worker, and no calibration runs: the stored curves already reach the maximum depth.
     assert second.worker_starts < first.worker_starts
     rows = [r for r in second.rows if r.phase == "screening" and r.method != "none"]
@@ -167,7 +167,7 @@ def test_gp_is_gone_and_model_is_refused_for_trtllm(options) -> None:
 
 
 def test_an_enqueued_guided_trial_is_an_optuna_trial_with_its_parameters(options) -> None:
-    tune(replace(options, n_trials=5, confirm=False))
+    tune(replace(options, sampler="model", n_trials=5, confirm=False))
     trials = optuna.load_study(study_name="tiny", storage=options.db_url).trials
     assert [t.params for t in trials[:2]] == [{"batch_size": 1}, {"batch_size": 2}]
     assert all("method" in t.params for t in trials[2:]) and len(trials) == 5
