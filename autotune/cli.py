@@ -229,6 +229,43 @@ def db_downgrade_command(db_url: str | None, revision: str, as_json: bool) -> No
     emit(api.db_downgrade(db_url, revision), as_json, render.print_schema_status)
 
 
+@cli.group("models", cls=AutotuneGroup)
+def models_group() -> None:
+    """Convert the built-in models for other engines (Hugging Face folders for transformers / vLLM).
+
+    \b
+    Examples:
+      autotune models export-hf --out hf-models
+      autotune models export-hf --out hf-models --model draft --force
+    """
+
+
+@command(models_group, "export-hf", uses_db=False)
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the model folders into.")
+@click.option("--model", "which", type=click.Choice(["target", "draft", "both"]), default="both", show_default=True,
+              help="Which built-in model to export.")
+@click.option("--force", is_flag=True, help="Overwrite non-empty model folders.")
+def models_export_hf_command(out: str, which: str, force: bool) -> None:
+    """Write the built-in models as Hugging Face Llama folders: OUT/autotune-byte-target (with its MTP
+    modules in mtp.safetensors) and OUT/autotune-byte-draft.
+
+    \b
+    Examples:
+      autotune models export-hf --out hf-models
+      autotune models export-hf --out hf-models --model target --force
+    """
+    from pathlib import Path
+
+    from autotune.models.hf_export import export_builtin
+
+    try:
+        folders = export_builtin(Path(out), which, force=force)
+    except FileExistsError as exc:
+        raise OneLineError(str(exc)) from exc
+    for folder in folders:
+        click.echo(str(folder))
+
+
 engine_option = click.option(
     "--engine", type=click.Choice(["embedded", "trtllm"]), default="embedded", show_default=True,
     help="embedded: our PyTorch engine (CPU or CUDA); trtllm: TensorRT-LLM on an NVIDIA GPU (Hugging Face folders).",

@@ -13,7 +13,7 @@ from autotune.cli import cli
 from autotune.store.models import VERSION_TABLE
 
 # Commands that run without the profile database (no --db option).
-NO_DB_COMMANDS = {"measure", "preflight"}
+NO_DB_COMMANDS = {"measure", "preflight", "models export-hf"}
 
 
 def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
