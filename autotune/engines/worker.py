@@ -26,14 +26,37 @@ parent, which then stops the child.
 The child leads its own session (``os.setsid``), so that stopping it kills its whole process group:
 an engine that starts processes of its own (TensorRT-LLM's MPI ranks, tokenizer pools) leaves no
 orphan holding the GPU behind a timed-out or crashed trial.
+
+The child is *not* a daemonic multiprocessing process, because engines start processes of their
+own: vLLM runs its engine core in a new (multiprocessing) process and TensorRT-LLM its MPI ranks,
+and a daemonic child may not have children ("daemonic processes are not allowed to have
+children"). The guarantees the daemon flag gave are kept otherwise, so that the child never
+outlives the parent:
+
+* the parent stops it on :meth:`EngineWorker.stop`, on leaving the ``with`` block and after a
+  failure; an ``atexit`` hook stops every child still running when the interpreter exits without
+  ``stop()`` (multiprocessing would otherwise wait for the non-daemonic child at exit);
+* if the parent dies abruptly (SIGKILL), an idle child gets EOF on its pipe and exits; a child busy
+  in a long engine call is killed by the kernel, as it asks with ``prctl(PR_SET_PDEATHSIG,
+  SIGKILL)`` on Linux (checking the parent pid right after, since the parent may have died
+  before). The signal comes when the *thread* that started the child ends, so start workers from
+  a thread that lives as long as they do (autotune starts them from the main thread);
+* on POSIX the child starts a tiny reaper process in its process group that SIGKILLs the whole
+  group once the child is gone however it ended, so that the processes the engine started die
+  with it even when the parent could not kill the group.
 """
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import importlib
 import multiprocessing
+import multiprocessing.util  # its exit hook (joining non-daemonic children) must run after ours
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -51,6 +74,8 @@ FAILURE_KINDS = ("timeout", "oom", "crash", "unsupported", "engine_error")
 POLL_INTERVAL_S = 0.1
 STOP_GRACE_S = 5.0
 LOG_TAIL_LINES = 5
+REAPER_POLL_S = 0.2
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 class WorkerFailure(EngineError):
@@ -159,6 +184,7 @@ class EngineWorker:
         self._config = None
         self._child_loads = 0
         if process is not None:
+            _LIVE_CHILDREN.pop(process, None)
             if not force:
                 try:
                     conn.send(("close",))
@@ -188,12 +214,14 @@ class EngineWorker:
         self._log_path = Path(log)
         parent_conn, child_conn = self._context.Pipe()
         process = self._context.Process(
-            target=_serve, args=(child_conn, self.spec.factory, self.spec.kwargs, log), daemon=True,
+            target=_serve, args=(child_conn, self.spec.factory, self.spec.kwargs, log, os.getpid()),
+            daemon=False,  # engines start processes of their own (see the module docstring)
             name="autotune-engine-worker",
         )
         process.start()
         child_conn.close()  # the parent must not hold the child's end, or a dead child gives no EOF
         self._process, self._conn = process, parent_conn
+        _LIVE_CHILDREN[process] = self._log_path
         self.starts += 1
         self._loaded(self._wait_reply())  # the child's "ready" (or why it could not build the engine)
 
@@ -247,15 +275,32 @@ class EngineWorker:
         raise WorkerFailure(kind, reason)
 
 
+_LIVE_CHILDREN: dict[multiprocessing.process.BaseProcess, Path] = {}  # started, not yet stopped: their logs
+
+
+@atexit.register
+def _stop_live_children() -> None:
+    """At interpreter exit, kill every child not stopped (its worker dropped or never stopped);
+    registered after multiprocessing's own hook, so it runs first and that hook, which joins
+    non-daemonic children, finds none left to wait for."""
+    while _LIVE_CHILDREN:
+        process, log_path = _LIVE_CHILDREN.popitem()
+        _kill_group(process)
+        process.join()
+        log_path.unlink(missing_ok=True)
+
+
 # -- child side -------------------------------------------------------------------------------------
 
 
-def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str) -> None:
+def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str, parent_pid: int) -> None:
     """Child main loop: build the engine, then answer load/measure requests until told to close."""
+    _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(os, "setsid"):
         os.setsid()  # its own process group: the parent can kill everything it starts
     _redirect_output(log_path)
+    _start_reaper()
     try:
         engine = _resolve(factory)(**kwargs)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
@@ -274,6 +319,45 @@ def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str
         except Exception as exc:  # noqa: BLE001 - reported to the parent as a typed failure
             conn.send(("failed", _classify(exc)))
     engine.close()
+    for child in multiprocessing.active_children():  # left by the engine: do not wait for them at exit
+        child.kill()
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this child when the parent dies (Linux), even in a long engine call;
+    exit at once if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(1)
+
+
+_REAPER = (
+    "import os, signal, sys, time\n"
+    "while os.getppid() == int(sys.argv[1]):\n"
+    "    time.sleep(float(sys.argv[2]))\n"
+    "os.killpg(0, signal.SIGKILL)\n"
+)
+
+
+def _start_reaper() -> None:
+    """Start a process in the child's group that kills the group once the child is gone (the child
+    killed with its parent leaves no grandchild behind). POSIX only; best effort."""
+    if not hasattr(os, "killpg"):
+        return
+    global _reaper
+    try:
+        _reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", _REAPER, str(os.getpid()), str(REAPER_POLL_S)],
+                                   stdin=subprocess.DEVNULL)
+    except OSError:
+        pass
+
+
+_reaper: subprocess.Popen | None = None  # the child's reaper (kept referenced: it outlives any call)
 
 
 def _handle(engine: Any, message: tuple) -> dict[str, Any]:

@@ -157,3 +157,97 @@ def test_a_factory_that_cannot_be_imported_is_an_engine_error() -> None:
             worker.measure(EngineConfig("none"), WORKLOAD, 1)
     assert failure.value.kind == "engine_error"
     assert "cannot import engine factory 'autotune.no_such_module:Engine'" in failure.value.reason
+
+
+# -- engines that start processes of their own (vLLM's engine core, TensorRT-LLM's MPI ranks) --------
+
+SPAWNING_FACTORY = "spawning_engine:SpawningEngine"  # tests/engines is on sys.path, as for FaultyEngine
+
+
+def _spawning_worker(target_file: str, pid_dir: Path, timeout_s: float = 60) -> EngineWorker:
+    return EngineWorker(EngineSpec(SPAWNING_FACTORY, {"target": target_file, "pid_dir": str(pid_dir)}), timeout_s)
+
+
+def _wait_for_pid(path: Path, timeout_s: float = 30) -> int:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"no {path.name} pid within {timeout_s:g} s"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def _all_gone(pids: list[int], timeout_s: float = 5) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while any(_running(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_an_engine_may_start_processes_of_its_own(target_file, tmp_path) -> None:
+    with _spawning_worker(target_file, tmp_path) as worker:
+        assert worker.measure(EngineConfig("none"), WORKLOAD, 1).output_tokens == 7
+        assert not worker._process.daemon
+        pids = [_wait_for_pid(tmp_path / "child"), _wait_for_pid(tmp_path / "grandchild")]
+        assert all(_running(pid) for pid in pids)
+        started = time.monotonic()
+        worker.stop()
+        assert time.monotonic() - started < 4  # the engine's own child does not hold up the worker's exit
+    assert _all_gone(pids)
+
+
+def test_a_timeout_kills_the_engines_processes_too(target_file, tmp_path) -> None:
+    with _spawning_worker(target_file, tmp_path) as worker:
+        worker.measure(EngineConfig("none"), WORKLOAD, 1)
+        pids = [_wait_for_pid(tmp_path / "child"), _wait_for_pid(tmp_path / "grandchild"), worker._process.pid]
+        worker.timeout_s = 1.5
+        with pytest.raises(WorkerFailure) as failure:
+            worker.measure(EngineConfig("none"), Workload("hang", WORKLOAD.requests), 1)
+        assert failure.value.kind == "timeout"
+        assert _all_gone(pids)
+
+
+def test_a_parent_killed_by_sigkill_leaves_no_worker_behind(target_file, tmp_path) -> None:
+    script = (
+        "import sys\n"
+        "from autotune.engines.base import EngineConfig\n"
+        "from autotune.engines.worker import EngineSpec, EngineWorker\n"
+        "from autotune.workload import Request, Workload\n"
+        "target, pid_dir = sys.argv[1:]\n"
+        f"worker = EngineWorker(EngineSpec({SPAWNING_FACTORY!r}, {{'target': target, 'pid_dir': pid_dir}}), 60)\n"
+        "worker.measure(EngineConfig('none'), Workload('hang', [Request('x', 1)]), 1)  # busy for an hour\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    parent = subprocess.Popen([sys.executable, "-c", script, target_file, str(tmp_path)], env=environment)
+    try:
+        worker_pid = _wait_for_pid(tmp_path / "worker", timeout_s=60)
+        pids = [worker_pid, _wait_for_pid(tmp_path / "child"), _wait_for_pid(tmp_path / "grandchild")]
+        assert all(_running(pid) for pid in pids)
+        parent.kill()  # SIGKILL: no stop(), no atexit, no finally
+        parent.wait()
+        assert _all_gone(pids, timeout_s=5)
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+@pytest.mark.parametrize("ending", ["", "del worker\n"])  # the worker kept, or dropped unstopped
+def test_interpreter_exit_without_stop_does_not_wait_for_the_worker(target_file, tmp_path, ending) -> None:
+    script = (
+        "import sys\n"
+        "from autotune.engines.base import EngineConfig\n"
+        "from autotune.engines.worker import EngineSpec, EngineWorker\n"
+        "from autotune.workload import Request, Workload\n"
+        "target, pid_dir = sys.argv[1:]\n"
+        f"worker = EngineWorker(EngineSpec({SPAWNING_FACTORY!r}, {{'target': target, 'pid_dir': pid_dir}}), 60)\n"
+        "worker.measure(EngineConfig('none'), Workload('tiny', [Request('x', 1)]), 1)\n"
+        "print(worker._process.pid, flush=True)\n"  # and exit without worker.stop()
+        + ending
+    )
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    done = subprocess.run([sys.executable, "-c", script, target_file, str(tmp_path)], env=environment,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    pids = [int(done.stdout.split()[-1]), _wait_for_pid(tmp_path / "child"), _wait_for_pid(tmp_path / "grandchild")]
+    assert _all_gone(pids)
