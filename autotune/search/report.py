@@ -137,8 +137,8 @@ class TuneResult:
         lines = [f"Measured {counts.total} screening trials ({self.sampler} sampler) with "
                  f"{self.analysis.model_loads} model loads ({self.model_loads_this_run} by this run, step timings and "
                  "confirmation included)"
-                 + (f"; the model-guided search stopped when nothing unmeasured could beat the best measured at its "
-                    f"batch size" if self.sampler == "model" and self.status == "complete" else "") + "."]
+                 + ("; the model-guided search stopped when nothing unmeasured could beat the best measured at its "
+                    "batch size" if self.sampler == "model" and self.status == "complete" else "") + "."]
         if error is not None:
             lines.append(f"Performance model: median |predicted / measured - 1| = {error:.1%} over {count} trials "
                          "predicted before they ran.")

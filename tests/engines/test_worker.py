@@ -208,18 +208,26 @@ def test_a_timeout_kills_the_engines_processes_too(target_file, tmp_path) -> Non
         assert _all_gone(pids)
 
 
-def test_a_parent_killed_by_sigkill_leaves_no_worker_behind(target_file, tmp_path) -> None:
-    script = (
+def _parent_script(workload: str) -> str:
+    """A parent process measuring the spawning engine on ``workload`` ("hang": for an hour)."""
+    return (
         "import sys\n"
         "from autotune.engines.base import EngineConfig\n"
         "from autotune.engines.worker import EngineSpec, EngineWorker\n"
         "from autotune.workload import Request, Workload\n"
         "target, pid_dir = sys.argv[1:]\n"
         f"worker = EngineWorker(EngineSpec({SPAWNING_FACTORY!r}, {{'target': target, 'pid_dir': pid_dir}}), 60)\n"
-        "worker.measure(EngineConfig('none'), Workload('hang', [Request('x', 1)]), 1)  # busy for an hour\n"
+        f"worker.measure(EngineConfig('none'), Workload({workload!r}, [Request('x', 1)]), 1)\n"
     )
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
-    parent = subprocess.Popen([sys.executable, "-c", script, target_file, str(tmp_path)], env=environment)
+
+
+def _environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+
+
+def test_a_parent_killed_by_sigkill_leaves_no_worker_behind(target_file, tmp_path) -> None:
+    script = _parent_script("hang")  # busy for an hour
+    parent = subprocess.Popen([sys.executable, "-c", script, target_file, str(tmp_path)], env=_environment())
     try:
         worker_pid = _wait_for_pid(tmp_path / "worker", timeout_s=60)
         pids = [worker_pid, _wait_for_pid(tmp_path / "child"), _wait_for_pid(tmp_path / "grandchild")]
@@ -234,19 +242,8 @@ def test_a_parent_killed_by_sigkill_leaves_no_worker_behind(target_file, tmp_pat
 
 @pytest.mark.parametrize("ending", ["", "del worker\n"])  # the worker kept, or dropped unstopped
 def test_interpreter_exit_without_stop_does_not_wait_for_the_worker(target_file, tmp_path, ending) -> None:
-    script = (
-        "import sys\n"
-        "from autotune.engines.base import EngineConfig\n"
-        "from autotune.engines.worker import EngineSpec, EngineWorker\n"
-        "from autotune.workload import Request, Workload\n"
-        "target, pid_dir = sys.argv[1:]\n"
-        f"worker = EngineWorker(EngineSpec({SPAWNING_FACTORY!r}, {{'target': target, 'pid_dir': pid_dir}}), 60)\n"
-        "worker.measure(EngineConfig('none'), Workload('tiny', [Request('x', 1)]), 1)\n"
-        "print(worker._process.pid, flush=True)\n"  # and exit without worker.stop()
-        + ending
-    )
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
-    done = subprocess.run([sys.executable, "-c", script, target_file, str(tmp_path)], env=environment,
+    script = _parent_script("tiny") + "print(worker._process.pid, flush=True)\n" + ending  # no worker.stop()
+    done = subprocess.run([sys.executable, "-c", script, target_file, str(tmp_path)], env=_environment(),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     pids = [int(done.stdout.split()[-1]), _wait_for_pid(tmp_path / "child"), _wait_for_pid(tmp_path / "grandchild")]
