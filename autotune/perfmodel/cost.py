@@ -88,16 +88,18 @@ class _Grid:
     """Mean values over rounds on a (depth, batch size) grid, interpolated in both."""
 
     def __init__(self, values: Mapping[tuple[int, int], list[float]]) -> None:
-        self.mean = {key: statistics.fmean(v) for key, v in values.items()}
-        self.depths = sorted({d for d, _ in self.mean})
+        mean = {key: statistics.fmean(v) for key, v in values.items()}
+        self.depths = sorted({d for d, _ in mean})
+        # Per depth, the timed batch sizes and their means, sorted once: ``at`` runs every simulated step.
+        self.rows = []
+        for d in self.depths:
+            sizes = sorted(b for dd, b in mean if dd == d)
+            self.rows.append((sizes, [mean[(d, b)] for b in sizes]))
         self.spreads = [statistics.stdev(v) / statistics.fmean(v) for v in values.values()
                         if len(v) > 1 and statistics.fmean(v) > 0]
 
     def at(self, depth: float, batch_size: float) -> float:
-        by_depth = []
-        for d in self.depths:
-            sizes = sorted(b for dd, b in self.mean if dd == d)
-            by_depth.append(interpolate(sizes, [self.mean[(d, b)] for b in sizes], batch_size))
+        by_depth = [interpolate(sizes, means, batch_size) for sizes, means in self.rows]
         return interpolate(self.depths, by_depth, depth)
 
 

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotune.engines.base import Measurement
 from autotune.perfmodel.acceptance import AcceptanceCurve
 from autotune.perfmodel.cost import BASELINE, CostProfile
 from autotune.perfmodel.simulate import SimulatedRun, simulate
@@ -43,15 +44,6 @@ ConfigKey = tuple[str, "str | None"]  # (method, draft label or None)
 
 def config_key(method: str, draft: str | None) -> ConfigKey:
     return method, draft if method == "draft" else None
-
-
-def _percentile(values: Sequence[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low, high = math.floor(rank), math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 @dataclass(frozen=True)
@@ -156,8 +148,9 @@ class PerformanceModel:
         sigma = math.sqrt(sum(s * s for s in sigmas.values()))
         tpot = [t / correction for t in raw.run.tpot_ms()]
         ttft = [t / correction for t in raw.run.ttft_ms()]
-        latency = {f"{name}_p{q}": _percentile(values, q) for name, values in (("tpot_ms", tpot), ("ttft_ms", ttft))
-                   for q in (50, 90, 99)}
+        # The same percentiles, computed the same way, as a measurement's.
+        latency = {f"{name}_p{q}": value for name, values in (("tpot_ms", tpot), ("ttft_ms", ttft))
+                   for q, value in zip((50, 90, 99), Measurement.latency_percentiles(values))}
         return Prediction(value, value * math.exp(-Z95 * sigma), value * math.exp(Z95 * sigma), sigma, sigmas,
                           raw.omega, correction, self.cost.source, latency)
 

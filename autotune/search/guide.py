@@ -59,13 +59,12 @@ class Pick:
 def calibration_runs(space: SearchSpace, model: PerformanceModel | None, feasible: Any) -> list[Candidate]:
     """One run at the maximum depth per proposer whose curve does not reach it (step 1)."""
     runs = []
-    for method in space.sampled_methods:
-        for draft in (space.drafts if method == "draft" else (None,)):
-            if model is not None and model.can_predict(method, draft, space.max_depth):
-                continue
-            sizes = [b for b in reversed(space.batch_sizes) if feasible(Candidate(method, space.max_depth, b, draft))]
-            if sizes:
-                runs.append(Candidate(method, space.max_depth, sizes[0], draft))
+    for method, draft in space.proposers():
+        if model is not None and model.can_predict(method, draft, space.max_depth):
+            continue
+        sizes = [b for b in reversed(space.batch_sizes) if feasible(Candidate(method, space.max_depth, b, draft))]
+        if sizes:
+            runs.append(Candidate(method, space.max_depth, sizes[0], draft))
     return runs
 
 
@@ -127,7 +126,7 @@ def _gain(prediction: Prediction | None, incumbent: float | None, slo: Any, z: f
         return math.inf
     if slo.limits and any(_optimistic(prediction, name, z) > limit for name, limit in slo.limits.items()):
         return None
-    optimistic = prediction.tokens_per_s * math.exp(z * prediction.sigma)
+    optimistic = prediction.bound(z)[1]
     if incumbent is None:
         return math.log(optimistic)
     bar = incumbent * (1 + TIE_MARGIN)

@@ -55,7 +55,6 @@ class StudyModeling:
         self.database = database
         self.study_id = study_id
         self.cost: CostProfile | None = None
-        self.timing_failure: str | None = None
         with database.session() as session:
             study = session.get(StudyRecord, study_id)
             self.hardware_id, self.target_id = study.hardware_id, study.target_model_id
@@ -67,11 +66,10 @@ class StudyModeling:
         """What the timing runs load: the baseline, and every proposer at the timed depths."""
         space = self.plan.space
         configs: list[tuple[EngineConfig, ConfigKey]] = [(EngineConfig(BASELINE_METHOD), (BASELINE_METHOD, None))]
-        for method in space.sampled_methods:
-            for draft in (space.drafts if method == "draft" else (None,)):
-                for depth in timed_depths(space.max_depth):
-                    configs.append((Candidate(method, depth, 1, draft).engine_config(self.plan.draft_engine_args),
-                                    (method, draft)))
+        for method, draft in space.proposers():
+            for depth in timed_depths(space.max_depth):
+                configs.append((Candidate(method, depth, 1, draft).engine_config(self.plan.draft_engine_args),
+                                (method, draft)))
         return configs
 
     def timing_batch_sizes(self) -> list[int]:
@@ -104,7 +102,7 @@ class StudyModeling:
             points = worker.time_steps([config for config, _ in configs], self.plan.workload, self.timing_batch_sizes(),
                                        steps=TIMING_STEPS, rounds=TIMING_ROUNDS)
         except WorkerFailure as failure:
-            self.timing_failure = failure.reason
+            progress(f"no step-cost timings ({failure.kind}: {failure.reason}): trials are stored without predictions")
             return
         label_of = {config: key for config, key in configs}
         labelled = []
@@ -128,9 +126,7 @@ class StudyModeling:
 
     def curves(self) -> dict[ConfigKey, AcceptanceCurve]:
         """The stored acceptance curves of this study's proposers on its workload."""
-        space = self.plan.space
-        wanted = {self._proposer(method, draft): (method, draft) for method in space.sampled_methods
-                  for draft in (space.drafts if method == "draft" else (None,))}
+        wanted = {self._proposer(method, draft): (method, draft) for method, draft in self.plan.space.proposers()}
         with self.database.session() as session:
             records = performance.acceptance_profiles(session, target_model_id=self.target_id,
                                                       workload_fingerprint=self.plan.workload.sha256)

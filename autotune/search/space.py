@@ -139,13 +139,16 @@ class SearchSpace:
         """Method none at every batch size: what every trial's speedup is measured against."""
         return [Candidate(BASELINE_METHOD, 0, b) for b in self.batch_sizes]
 
+    def proposers(self) -> list[tuple[str, str | None]]:
+        """(method, draft label) of every proposer: each sampled method, method draft once per draft."""
+        return [(method, draft) for method in self.sampled_methods
+                for draft in (self.drafts if method == "draft" else (None,))]
+
     def candidates(self) -> list[Candidate]:
         """Every point of the space, baselines first."""
         speculative = [
             Candidate(method, depth, batch_size, draft)
-            for method in self.methods
-            if method != BASELINE_METHOD
-            for draft in (self.drafts if method == "draft" else (None,))
+            for method, draft in self.proposers()
             for depth in range(1, self.max_depth + 1)
             for batch_size in self.batch_sizes
         ]

@@ -126,10 +126,8 @@ class Tuner:
                                                make_sampler(self.options.sampler_name, self.options.seed))
         self.draft_ids = self._draft_ids()
         self.modeling = StudyModeling(self.plan, self.database, self.study_id)
-        loads_before = self.worker.loads
         with named_lock(self.database.engine, self.plan.name):  # concurrent workers time the step costs once
             self.modeling.prepare(self.worker, self._say)
-        self.timing_loads = self.worker.loads - loads_before
         self.planned = self.plan.planned()
         self.explore = random.Random(self.options.seed)
         with self.database.session() as session:
