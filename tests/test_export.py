@@ -42,9 +42,9 @@ SPEC_CLASS = {"mtp": "MTPDecodingConfig", "ngram": "NGramDecodingConfig", "draft
 # tensorrt_llm/commands/bench.py and tensorrt_llm/bench/benchmark/throughput.py
 TRTLLM_BENCH_FLAGS = {"--model", "--model_path", "--backend", "--dataset", "--extra_llm_api_options", "--max_batch_size",
                       "--max_num_tokens", "--concurrency", "--streaming", "--report_json", "--num_requests", "--warmup"}
-# vllm/config/speculative.py SpeculativeConfig, and the serve flags of vllm/engine/arg_utils.py
+# vllm/config/speculative.py SpeculativeConfig, and the serve flags of vllm/engine/arg_utils.py (vLLM 0.32.0)
 VLLM_SPEC_FIELDS = {"method", "model", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min",
-                    "draft_tensor_parallel_size"}
+                    "draft_tensor_parallel_size", "num_speculative_tokens_per_batch_size"}
 VLLM_METHODS = {"ngram", "draft_model", "mtp", "deepseek_mtp", "eagle", "eagle3", "medusa"}
 VLLM_FLAGS = {"--max-num-seqs", "--max-num-batched-tokens", "--speculative-config", "--gpu-memory-utilization"}
 # sglang/srt/server_args.py
@@ -185,21 +185,23 @@ def flags(words: list[str]) -> set[str]:
     return {w for w in words if w.startswith("--")}
 
 
-def run_script(script: str, tmp_path: Path, program: str, env: dict[str, str] | None = None) -> tuple[list[str], str]:
-    """Run ``script`` with a fake ``program`` on PATH that records its arguments (and the config file)."""
+def run_script(script: str, tmp_path: Path, program: str, env: dict[str, str] | None = None,
+               args: tuple[str, ...] = ()) -> tuple[list[str], str]:
+    """Run ``script`` (with ``args``) with a fake ``program`` on PATH that records its arguments (and
+    the config file)."""
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir(exist_ok=True)
     fake = fake_bin / program
-    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RECORD"\n'
+    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\0" "$@" > "$RECORD"\n'
                     'for a in "$@"; do [[ "$a" == *.yaml ]] && cat "$a" > "$RECORD.yaml"; done; exit 0\n')
     fake.chmod(0o755)
     path = tmp_path / "script.sh"
     path.write_text(script)
     record = tmp_path / "record"
     run_env = {"PATH": f"{fake_bin}:{os.environ['PATH']}", "RECORD": str(record), **(env or {})}
-    subprocess.run(["bash", str(path)], check=True, env=run_env, cwd=tmp_path, capture_output=True, timeout=30)
+    subprocess.run(["bash", str(path), *args], check=True, env=run_env, cwd=tmp_path, capture_output=True, timeout=30)
     config = Path(f"{record}.yaml")
-    return record.read_text().splitlines(), config.read_text() if config.exists() else ""
+    return record.read_text().split("\0")[:-1], config.read_text() if config.exists() else ""
 
 
 @pytest.mark.parametrize("method", sorted(PROFILES))
@@ -224,12 +226,29 @@ def test_trtllm_bench_script_demands_a_dataset(tmp_path: Path) -> None:
     assert b"set DATASET" in failure.value.stderr
 
 
+def vllm_lookup(schedule: list[list[int]], max_num_seqs: int, max_depth: int) -> dict[int, int]:
+    """Batch size -> draft length as vLLM 0.32.0 reads ``num_speculative_tokens_per_batch_size``
+    (vllm/v1/spec_decode/dynamic/utils.py), with its validation: inclusive ranges, sorted, disjoint,
+    the first starting at 1, depths >= 0; gaps and the tail carry the previous depth; clamped to
+    ``num_speculative_tokens``."""
+    assert schedule and schedule[0][0] == 1
+    assert all(len(entry) == 3 and 0 < entry[0] <= entry[1] and entry[2] >= 0 for entry in schedule)
+    assert all(a[1] < b[0] for a, b in zip(schedule, schedule[1:]))
+    lookup = {}
+    for batch_size in range(1, max_num_seqs + 1):
+        depth = [d for first, _, d in schedule if first <= batch_size][-1]  # its range's, or carried forward
+        lookup[batch_size] = min(depth, max_depth)
+    return lookup
+
+
 @pytest.mark.parametrize("method", sorted(PROFILES))
 def test_vllm_script(method: str, tmp_path: Path) -> None:
     profile = PROFILES[method]
     script = export.export_profile(profile, "vllm")
-    args, _ = run_script(script, tmp_path, "vllm")
+    args, _ = run_script(script, tmp_path, "vllm", args=("--host", "127.0.0.1", "--port", "8123"))
     assert args[:2] == ["serve", "/models/tiny-target"]
+    assert args[-4:] == ["--host", "127.0.0.1", "--port", "8123"]  # the script's arguments go on to vllm serve
+    args = args[:-4]
     assert flags(args) <= VLLM_FLAGS
     plan = serving_plan(profile)
     assert args[args.index("--max-num-seqs") + 1] == str(plan.max_batch_size)
@@ -240,7 +259,106 @@ def test_vllm_script(method: str, tmp_path: Path) -> None:
     assert set(spec) <= VLLM_SPEC_FIELDS and spec["method"] in VLLM_METHODS
     assert spec["num_speculative_tokens"] == plan.max_draft_len
     expected = {"mtp": {}, "draft": {"model": "/models/tiny-draft"}, "ngram": {"prompt_lookup_max": 4, "prompt_lookup_min": 1}}
-    assert {k: v for k, v in spec.items() if k not in ("method", "num_speculative_tokens")} == expected[method]
+    rest = {k: v for k, v in spec.items() if k not in ("method", "num_speculative_tokens", "num_speculative_tokens_per_batch_size")}
+    assert rest == expected[method]
+    schedule = spec.get("num_speculative_tokens_per_batch_size")
+    if schedule is None:
+        assert len(set(plan.depths.values())) == 1
+        return
+    # Every batch size up to --max-num-seqs lies in a range (none is left to vLLM's gap rule), and
+    # vLLM reads the measured depth at each measured batch size.
+    covered = [b for first, last, _ in schedule for b in range(first, last + 1)]
+    assert covered == list(range(1, plan.max_batch_size + 1))
+    lookup = vllm_lookup(schedule, plan.max_batch_size, spec["num_speculative_tokens"])
+    assert {b: lookup[b] for b in plan.depths} == plan.depths
+
+
+def test_vllm_schedules_the_draft_length_per_batch_size() -> None:
+    """The measured draft length per batch size (mtp: {1: 4, 2: 4, 4: 2, 8: 0, 16: 0}) as vLLM's
+    inclusive ranges, each depth held up to the next measured batch size; 0 switches speculation off."""
+    def schedule(name: str):  # noqa: ANN202
+        spec = json.loads(command_words(export.export_profile(PROFILES[name], "vllm"), "vllm")[-2])
+        return spec.get("num_speculative_tokens_per_batch_size")
+
+    assert schedule("mtp") == [[1, 3, 4], [4, 7, 2], [8, 16, 0]]
+    assert schedule("draft") == [[1, 7, 2], [8, 8, 0]]  # speculation off from batch size 8
+    assert schedule("ngram") is None  # depth 3 at every measured batch size
+    one = factory.profile_data("mtp", 3, 1, {4: ("mtp", 3), 8: ("mtp", 1)})
+    assert export.vllm_batch_schedule(serving_plan(one)) == [[1, 7, 3], [8, 8, 1]]  # batch size 1 added by the plan
+    text = export.export_profile(PROFILES["mtp"], "vllm")
+    assert "speculates at every batch size" not in text and "num_speculative_tokens_per_batch_size: [first" in text
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_vllm_accepts_the_exported_arguments(vllm_python: Path, tmp_path: Path) -> None:
+    """vLLM 0.32.0's own ``vllm serve`` parser and SpeculativeConfig fields take every exported
+    script's arguments, and its schedule lookup gives the measured depths."""
+    from vllm_support import vllm_env
+
+    exported = {}
+    for method, profile in PROFILES.items():
+        words = command_words(export.export_profile(profile, "vllm"), "vllm")
+        assert words[:2] == ["vllm", "serve"] and words[-1] == "$@"
+        exported[method] = words[2:-1]
+    check = r"""
+import dataclasses, json, sys
+from vllm.config.speculative import SpeculativeConfig
+from vllm.engine.arg_utils import EngineArgs
+from vllm.entrypoints.launchers.cli_args import make_arg_parser
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+fields = {f.name for f in dataclasses.fields(SpeculativeConfig)}
+out = {}
+for method, argv in json.loads(sys.argv[1]).items():
+    args = make_arg_parser(FlexibleArgumentParser(prog="vllm serve")).parse_args(argv)
+    engine = EngineArgs.from_cli_args(args)
+    spec = engine.speculative_config or {}
+    schedule = spec.get("num_speculative_tokens_per_batch_size")
+    out[method] = {
+        "model": args.model_tag, "max_num_seqs": engine.max_num_seqs, "unknown": sorted(set(spec) - fields),
+        "lookup": build_dynamic_sd_schedule_lookup(schedule, engine.max_num_seqs, spec["num_speculative_tokens"])
+        if schedule else None,
+    }
+print(json.dumps(out))
+"""
+    result = subprocess.run([str(vllm_python), "-c", check, json.dumps(exported)], capture_output=True, text=True,
+                            timeout=300, env=vllm_env(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    parsed = json.loads(result.stdout.strip().splitlines()[-1])
+    for method, profile in PROFILES.items():
+        plan = serving_plan(profile)
+        assert parsed[method]["model"] == "/models/tiny-target"
+        assert parsed[method]["max_num_seqs"] == plan.max_batch_size and parsed[method]["unknown"] == []
+        lookup = parsed[method]["lookup"]
+        if lookup is not None:
+            assert {b: lookup[b] for b in plan.depths} == plan.depths
+
+
+def test_every_exported_value_is_shell_quoted(tmp_path: Path) -> None:
+    """A path with spaces, quotes, ``$(...)``, a backtick and line breaks (one before the YAML
+    here-document's end word) reaches the engine as written, runs nothing, and breaks no comment."""
+    hostile = "/models/it's a \"$(touch pwned)\" `touch pwned2` $HOME\nYAML\nrm -rf x"
+    profile = factory.profile_data("draft", 2, 2, {1: ("draft", 2), 2: ("draft", 2), 8: ("none", 0)},
+                                   draft_source=hostile)
+    profile = replace(profile, target=replace(profile.target, source=hostile + "-target"))
+    for fmt, program in (("vllm", "vllm"), ("sglang", "python"), ("trtllm-bench", "trtllm-bench")):
+        script = export.export_profile(profile, fmt)
+        header = script.split("set -euo pipefail")[0].splitlines()[1:]
+        assert header and all(line.startswith("#") for line in header)
+        env = {"DATASET": "d.jsonl"} if fmt == "trtllm-bench" else None
+        args, config = run_script(script, tmp_path, program, env)
+        if fmt == "vllm":
+            assert args[1] == hostile + "-target"
+            assert json.loads(args[args.index("--speculative-config") + 1])["model"] == hostile
+        elif fmt == "sglang":
+            assert args[args.index("--model-path") + 1] == hostile + "-target"
+            assert args[args.index("--speculative-draft-model-path") + 1] == hostile
+        else:
+            assert args[args.index("--model_path") + 1] == hostile + "-target"
+            assert yaml.safe_load(config)["speculative_config"]["speculative_model_dir"] == hostile
+    assert not list(tmp_path.glob("pwned*"))
 
 
 @pytest.mark.parametrize("method", sorted(PROFILES))
@@ -260,10 +378,9 @@ def test_sglang_script(method: str, tmp_path: Path) -> None:
 
 
 def test_engines_without_a_batch_switch_say_so() -> None:
-    for fmt in ("vllm", "sglang"):
-        text = export.export_profile(PROFILES["mtp"], fmt)
-        assert "speculates at every batch size" in text and "{1: 4, 2: 4, 4: 2, 8: 0, 16: 0}" in text
-        assert "speculates at every batch size" not in export.export_profile(PROFILES["none"], fmt)
+    text = export.export_profile(PROFILES["mtp"], "sglang")
+    assert "speculates at every batch size" in text and "{1: 4, 2: 4, 4: 2, 8: 0, 16: 0}" in text
+    assert "speculates at every batch size" not in export.export_profile(PROFILES["none"], "sglang")
 
 
 def test_json_export_is_the_whole_profile() -> None:
