@@ -247,7 +247,7 @@ def models_group() -> None:
 @click.option("--force", is_flag=True, help="Overwrite non-empty model folders.")
 def models_export_hf_command(out: str, which: str, force: bool) -> None:
     """Write the built-in models as Hugging Face Llama folders: OUT/autotune-byte-target (with its MTP
-    modules in mtp.safetensors) and OUT/autotune-byte-draft.
+    modules in mtp/model.safetensors) and OUT/autotune-byte-draft.
 
     \b
     Examples:

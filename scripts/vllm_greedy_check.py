@@ -73,21 +73,6 @@ def delta(after: dict, before: dict) -> dict:
     return out
 
 
-def without_mtp(folder: Path) -> Path:
-    """``folder`` itself, or a temporary copy (symlinks) without ``mtp.safetensors``: vLLM's Llama
-    loader reads every *.safetensors file of a folder and rejects the MTP weights with
-    "ValueError: There is no module or parameter named 'mtp_layers' in LlamaModel"."""
-    if not (folder / "mtp.safetensors").exists():
-        return folder
-    import tempfile
-
-    copy = Path(tempfile.mkdtemp(prefix=f"{folder.name}-nomtp-"))
-    for item in folder.iterdir():
-        if item.name != "mtp.safetensors":
-            (copy / item.name).symlink_to(item.resolve())
-    return copy
-
-
 def run_vllm(args: argparse.Namespace, prompts: list[list[int]], max_tokens: list[int]) -> tuple[list[list[int]], dict, float, float]:
     # Without an explicit KV cache size vLLM's CPU backend wants 0.92 of the NUMA node's memory and
     # refuses to start ("Available memory on node 0 ... is less than desired CPU memory utilization")
@@ -96,7 +81,7 @@ def run_vllm(args: argparse.Namespace, prompts: list[list[int]], max_tokens: lis
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    model = without_mtp(args.model)
+    model = args.model
     kwargs = dict(
         model=str(model),
         tokenizer=str(model),
@@ -110,7 +95,7 @@ def run_vllm(args: argparse.Namespace, prompts: list[list[int]], max_tokens: lis
     if args.spec_draft is not None:
         kwargs["speculative_config"] = {
             "method": "draft_model",
-            "model": str(without_mtp(args.spec_draft)),
+            "model": str(args.spec_draft),
             "num_speculative_tokens": args.spec_depth,
         }
     t0 = time.perf_counter()

@@ -95,3 +95,20 @@ def gpu() -> Callable[[int], HardwareProfile]:
         return HardwareProfile("f" * 16, "test-gpu", "cuda", 1, {"devices": [device], "benchmarked_device": 0}, ())
 
     return make
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    """The python of the venv with vLLM (see tests/vllm_support.py): skip without one, fail when broken."""
+    from vllm_support import vllm_python as find
+
+    return find()
+
+
+@pytest.fixture(scope="session")
+def hf_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The built-in target and draft exported as Hugging Face folders ("target", "draft"), once per session."""
+    from autotune.models.hf_export import export_builtin
+
+    target, draft = export_builtin(tmp_path_factory.mktemp("hf-models"), "both")
+    return {"target": target, "draft": draft}

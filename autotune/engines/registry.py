@@ -1,7 +1,7 @@
-"""Engines by name: ``create_engine("embedded" | "trtllm", ...)`` for measuring in this process's
+"""Engines by name: ``create_engine("embedded" | "trtllm" | "vllm", ...)`` for measuring in this process's
 caller, ``engine_spec(...)`` for an :class:`~autotune.engines.worker.EngineWorker` (the tuner).
 
-Importing this module loads neither torch nor tensorrt_llm: each engine is imported when created.
+Importing this module loads neither torch nor tensorrt_llm nor vllm: each engine is imported when created.
 """
 
 from __future__ import annotations
@@ -12,19 +12,26 @@ from autotune.engines.base import Engine
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
 
-ENGINES = ("embedded", "trtllm")
+ENGINES = ("embedded", "trtllm", "vllm")
+# Engines that run Hugging Face model folders (the target is required) in worker processes of their own.
+FOLDER_ENGINES = ("trtllm", "vllm")
 EMBEDDED_FACTORY = "autotune.engines.embedded.engine:EmbeddedEngine"
 
 
 def check_engine(name: str) -> None:
     """ConfigurationError for an unknown engine; for ``trtllm`` without TensorRT-LLM installed,
-    :class:`~autotune.engines.trtllm.TensorRtLlmNotInstalledError` (nothing is started)."""
+    :class:`~autotune.engines.trtllm.TensorRtLlmNotInstalledError`, for ``vllm`` without vLLM,
+    :class:`~autotune.engines.vllm.VllmNotInstalledError` (nothing is started)."""
     if name not in ENGINES:
         raise ConfigurationError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "trtllm":
         from autotune.engines.trtllm import require_tensorrt_llm
 
         require_tensorrt_llm()
+    if name == "vllm":
+        from autotune.engines.vllm import require_vllm
+
+        require_vllm()
 
 
 def create_engine(name: str, **kwargs: Any) -> Engine:
@@ -33,13 +40,19 @@ def create_engine(name: str, **kwargs: Any) -> Engine:
     ``embedded``: :class:`~autotune.engines.embedded.engine.EmbeddedEngine` (target, device, dtype,
     max_ngram), in this process. ``trtllm``: :class:`~autotune.engines.trtllm.engine.TrtLlmEngine`
     (target, max_batch_size, tensor_parallel_size, max_ngram, timeout_s, stats_timeout_s), measuring in worker
-    processes; fails at once when TensorRT-LLM is not installed.
+    processes; fails at once when TensorRT-LLM is not installed. ``vllm``:
+    :class:`~autotune.engines.vllm.engine.VllmEngine` (target, max_batch_size, max_ngram, enforce_eager,
+    timeout_s), likewise.
     """
     check_engine(name)
     if name == "embedded":
         from autotune.engines.embedded.engine import EmbeddedEngine
 
         return EmbeddedEngine(**kwargs)
+    if name == "vllm":
+        from autotune.engines.vllm.engine import VllmEngine
+
+        return VllmEngine(**kwargs)
     from autotune.engines.trtllm.engine import TrtLlmEngine
 
     return TrtLlmEngine(**kwargs)
@@ -48,10 +61,15 @@ def create_engine(name: str, **kwargs: Any) -> Engine:
 def engine_spec(name: str, **kwargs: Any) -> EngineSpec:
     """How an EngineWorker's child builds engine ``name`` (checked as :func:`check_engine` does).
     ``trtllm`` kwargs: target, max_batch_size (pass the largest batch size of the study, so one LLM
-    serves every batch size), tensor_parallel_size, max_ngram, stats_timeout_s."""
+    serves every batch size), tensor_parallel_size, max_ngram, stats_timeout_s; ``vllm`` kwargs: target,
+    max_batch_size (likewise), max_ngram, enforce_eager."""
     check_engine(name)
     if name == "embedded":
         return EngineSpec(EMBEDDED_FACTORY, kwargs)
+    if name == "vllm":
+        from autotune.engines.vllm.engine import runner_spec as vllm_runner_spec
+
+        return vllm_runner_spec(**kwargs)
     from autotune.engines.trtllm.engine import runner_spec
 
     return runner_spec(**kwargs)

@@ -14,7 +14,7 @@ Conversion of our layout to Llama's:
 * ``attn_norm``/``mlp_norm`` are ``input_layernorm``/``post_attention_layernorm``; the head is
   untied from the embedding (``tie_word_embeddings: false``).
 
-MTP modules (``with_mtp=True``, the target) go to a second file, ``mtp.safetensors``, named after
+MTP modules (``with_mtp=True``, the target) go to a second file, ``mtp/model.safetensors``, named after
 Xiaomi MiMo's published checkpoint layout, which vLLM's MiMo MTP drafter reads::
 
     model.mtp_layers.{k}.hidden_layernorm.weight   # our mtp.k.hidden_norm
@@ -23,11 +23,13 @@ Xiaomi MiMo's published checkpoint layout, which vLLM's MiMo MTP drafter reads::
     model.mtp_layers.{k}.final_layernorm.weight    # a copy of the shared final norm
     model.mtp_layers.{k}.{self_attn,mlp,input_layernorm,post_attention_layernorm}.*  # the block
 
-``config.json`` then has ``num_nextn_predict_layers``. A separate file keeps ``model.safetensors``
-a plain Llama checkpoint: ``transformers`` loads it with no unexpected-weight warnings. The vLLM
-side of the MTP naming is UNVERIFIED (written from MiMo's layout, not tested against vLLM; MiMo's
-attention has q/k/v biases, ours has none), and a loader that reads every ``*.safetensors`` of the
-folder as plain Llama may reject the ``mtp_layers`` names: pass ``with_mtp=False`` for such a one.
+``config.json`` then has ``num_nextn_predict_layers``. A separate file, in a subfolder, keeps the
+folder a plain Llama checkpoint: ``transformers`` loads it with no unexpected-weight warnings, and
+vLLM, whose loader reads every ``*.safetensors`` at the top of the folder, loads it as
+``LlamaForCausalLM`` (with ``mtp.safetensors`` beside ``model.safetensors`` it failed: "There is no
+module or parameter named 'mtp_layers' in LlamaModel"). The vLLM side of the MTP naming is
+UNVERIFIED: vLLM 0.32's MiMo MTP (``vllm/model_executor/models/mimo_mtp.py``) applies one module
+recursively, while ours chains one module per draft position (docs/vllm.md).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from autotune.engines.embedded.model import NORM_EPS, ROPE_BASE, Block, CausalLM
 from autotune.engines.embedded.tokenizer import N_BYTES, ByteTokenizer
 
 WEIGHTS_FILE = "model.safetensors"
-MTP_WEIGHTS_FILE = "mtp.safetensors"
+MTP_WEIGHTS_FILE = "mtp/model.safetensors"  # not at the top: see the module doc
 BOS_TOKEN, EOS_TOKEN, PAD_TOKEN = "<s>", "</s>", "<pad>"
 BUILTIN_CHOICES = ("target", "draft", "both")
 
@@ -220,7 +222,7 @@ def _write_json(path: Path, data: dict) -> None:
 def export_hf(model: CausalLM, tokenizer: ByteTokenizer, folder: Path, *, with_mtp: bool) -> Path:
     """Write ``model`` as a Hugging Face Llama checkpoint into ``folder`` (created); return it.
 
-    ``with_mtp`` also writes the MTP modules to ``mtp.safetensors`` (see the module doc); it needs
+    ``with_mtp`` also writes the MTP modules to ``mtp/model.safetensors`` (see the module doc); it needs
     a model with MTP modules. Existing files of the same names are overwritten.
     """
     if model.config.vocab_size != tokenizer.vocab_size:
@@ -232,6 +234,7 @@ def export_hf(model: CausalLM, tokenizer: ByteTokenizer, folder: Path, *, with_m
     with torch.no_grad():
         _save_tensors(hf_state_dict(model), folder / WEIGHTS_FILE)
         if with_mtp:
+            (folder / MTP_WEIGHTS_FILE).parent.mkdir(exist_ok=True)
             _save_tensors(mtp_state_dict(model), folder / MTP_WEIGHTS_FILE)
     _write_json(folder / "config.json", hf_config(model, tokenizer, with_mtp=with_mtp))
     _write_json(folder / "generation_config.json", {

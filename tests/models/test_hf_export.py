@@ -137,7 +137,7 @@ def test_greedy_generation_matches_our_engine(models: dict, name: str) -> None:
 
 
 def test_mtp_weights_reproduce_our_mtp_modules(exported: dict[str, Path], models: dict) -> None:
-    """Rebuild MTP module k from mtp.safetensors with transformers' Llama layers, MiMo style:
+    """Rebuild MTP module k from mtp/model.safetensors with transformers' Llama layers, MiMo style:
     input_proj([hidden_layernorm(h); token_layernorm(emb)]) -> block -> final_layernorm -> lm_head."""
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm, LlamaRotaryEmbedding
 

@@ -1,0 +1,67 @@
+"""VllmEngine: the :class:`~autotune.engines.base.Engine` for vLLM, on the caller's side.
+
+An :class:`~autotune.engines.isolated.IsolatedEngine` whose worker hosts
+:class:`~autotune.engines.vllm.runner.VllmRunner`. This module never imports ``vllm``; it only
+checks, at construction, that it is installed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autotune.engines.isolated import IsolatedEngine
+from autotune.engines.vllm import require_vllm
+from autotune.engines.vllm.checks import check_config
+from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM
+from autotune.engines.worker import EngineSpec
+from autotune.errors import ConfigurationError
+from autotune.preflight.models import read_config
+
+RUNNER_FACTORY = "autotune.engines.vllm.runner:VllmRunner"
+# A build loads the weights and starts vLLM's engine-core process: ~15-25 s for the built-in models
+# on our CPU, minutes for a large model on a GPU (CUDA graphs captured).
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+def runner_spec(
+    target: str | Path,
+    max_batch_size: int | None = None,
+    max_ngram: int = DEFAULT_MAX_NGRAM,
+    enforce_eager: bool | None = None,
+    dtype: str | None = None,
+) -> EngineSpec:
+    """How a worker process builds the runner (also what the tuner hands its EngineWorker).
+    Raises at once when vLLM is missing or ``target`` is not a model folder."""
+    require_vllm()
+    read_config(target, "target")
+    if max_batch_size is not None and (not isinstance(max_batch_size, int) or max_batch_size < 1):
+        raise ConfigurationError(f"max_batch_size must be an integer >= 1, got {max_batch_size!r}")
+    return EngineSpec(RUNNER_FACTORY, {
+        "target": str(Path(target).resolve()), "max_batch_size": max_batch_size, "max_ngram": max_ngram,
+        "enforce_eager": enforce_eager, "dtype": dtype,
+    })
+
+
+class VllmEngine(IsolatedEngine):
+    """Measures configurations with vLLM, in a worker process.
+
+    ``target``: a Hugging Face model folder; drafts (method draft) are folders too. ``max_batch_size``:
+    the largest batch size that will be measured (one engine serves every batch size up to it; None:
+    built for the first, rebuilt when a larger one comes). ``timeout_s``: limit per call (the build
+    included); ``dtype``: see :class:`~autotune.engines.vllm.runner.VllmRunner`. The protocol (:meth:`measure_repeatedly`) keeps every configuration's engine loaded
+    on a CPU, so its rounds alternate without rebuilding.
+    """
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        target: str | Path,
+        max_batch_size: int | None = None,
+        max_ngram: int = DEFAULT_MAX_NGRAM,
+        enforce_eager: bool | None = None,
+        dtype: str | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        spec = runner_spec(target, max_batch_size, max_ngram, enforce_eager, dtype)
+        super().__init__(spec, lambda config: check_config(config, spec.kwargs["target"]), timeout_s)

