@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autotune.engines.base import EngineConfig
+from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
 from autotune.engines.trtllm.mapping import EAGLE_LEGACY, draft_kind
-from autotune.engines.vllm.mapping import runs_mtp
+from autotune.engines.vllm.mapping import runs_mtp, speculative_config
 from autotune.errors import UnsupportedConfigError
 from autotune.preflight.architecture import MTP_CONFIG_KEYS, mtp_layers
 from autotune.preflight.models import read_config
@@ -31,10 +31,11 @@ def check_config(config: EngineConfig, target: str | Path) -> str | None:
                 f"vLLM has no MTP drafter for {architecture} (model_type {target_config.get('model_type')!r}); "
                 "use draft or ngram"
             )
-    if config.method != "draft" or config.draft is None:
-        return None
-    kind = draft_kind(read_config(config.draft, "draft"))
-    if kind == EAGLE_LEGACY:
-        raise UnsupportedConfigError(f"{Path(config.draft).name} is an EAGLE-1/2 head; this adapter runs EAGLE-3 heads "
-                                     "and whole draft models with vLLM")
+    kind = None
+    if config.method == "draft" and config.draft not in (None, BUILTIN_DRAFT):
+        kind = draft_kind(read_config(config.draft, "draft"))
+        if kind == EAGLE_LEGACY:
+            raise UnsupportedConfigError(f"{Path(config.draft).name} is an EAGLE-1/2 head; this adapter runs EAGLE-3 "
+                                         "heads and whole draft models with vLLM")
+    speculative_config(config, kind)  # the mapping's own refusals (a draft without a folder), before any process starts
     return kind
