@@ -267,8 +267,9 @@ def models_export_hf_command(out: str, which: str, force: bool) -> None:
 
 
 engine_option = click.option(
-    "--engine", type=click.Choice(["embedded", "trtllm"]), default="embedded", show_default=True,
-    help="embedded: our PyTorch engine (CPU or CUDA); trtllm: TensorRT-LLM on an NVIDIA GPU (Hugging Face folders).",
+    "--engine", type=click.Choice(["embedded", "trtllm", "vllm"]), default="embedded", show_default=True,
+    help="embedded: our PyTorch engine (CPU or CUDA); trtllm: TensorRT-LLM on an NVIDIA GPU; vllm: vLLM on a GPU or "
+         "CPU (the last two on Hugging Face folders; see docs/vllm.md to install vLLM).",
 )
 
 
@@ -294,9 +295,9 @@ def protocol_options(fn: Callable) -> Callable:
 @click.option("--depth", type=int, default=None, help="Draft tokens per step (default 4 for speculative methods, 0 for none).")
 @click.option("--batch-size", type=int, default=1, show_default=True)
 @click.option("--draft", type=click.Path(), default=None,
-              help="Draft model file (default: the built-in draft); a Hugging Face folder with --engine trtllm.")
+              help="Draft model file (default: the built-in draft); a Hugging Face folder with --engine trtllm/vllm.")
 @click.option("--target", type=click.Path(), default=None,
-              help="Target model file (default: the built-in target); a Hugging Face folder with --engine trtllm.")
+              help="Target model file (default: the built-in target); a Hugging Face folder with --engine trtllm/vllm.")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: the built-in one).")
 @click.option("--temperature", type=float, default=None, help="Override the requests' temperature (0 = greedy).")
 @click.option("--verify", is_flag=True, help="Also compare the outputs with the baseline's, token for token.")
@@ -321,6 +322,8 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
       autotune measure --method mtp --depth 3 --batch-size 4 --verify
       autotune measure --method ngram --depth 4 --workload my.jsonl --json
       autotune measure --engine trtllm --target ./DeepSeek-V3 --method mtp --depth 3 --batch-size 8
+      autotune models export-hf --out hf && autotune measure --engine vllm --target hf/autotune-byte-target \
+          --draft hf/autotune-byte-draft --method draft --depth 3 --batch-size 2 --json
     """
     from autotune.engines.protocol import ProtocolOptions
     from autotune.measure import measure_configuration
@@ -336,21 +339,21 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @command(cli, "tune")
 @click.option("--study", "study_name", default=None, help="Study name (default: derived from hardware, target, workload); reuse it to resume.")
 @click.option("--target", default=None, type=click.Path(),
-              help="Target model file (default: built-in); with --engine trtllm, a Hugging Face model folder.")
+              help="Target model file (default: built-in); with --engine trtllm/vllm, a Hugging Face model folder.")
 @click.option("--draft", "drafts", multiple=True,
-              help="Draft candidate (repeatable; default: the built-in draft); folders with --engine trtllm.")
+              help="Draft candidate (repeatable; default: the built-in draft); folders with --engine trtllm/vllm.")
 @click.option("--method", "methods", multiple=True, type=click.Choice(["none", "mtp", "draft", "ngram"]),
               help="Methods to search (repeatable; default: all the target supports).")
 @click.option("--max-depth", type=int, default=8, show_default=True, help="Deepest speculation (draft tokens per step) to try.")
 @click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two that fit).")
 @click.option("--sampler", type=click.Choice(["model", "tpe", "random", "grid"]), default=None,
-              help="model (default; tpe for trtllm): calibrate a performance model, then measure only what it cannot "
+              help="model (default; tpe for trtllm and vllm): calibrate a performance model, then measure only what it cannot "
                    "rule out; tpe/random: Optuna samplers; grid: every configuration once.")
 @click.option("--seed", type=int, default=None, help="Seed for a reproducible search.")
 @click.option("--trials", "n_trials", type=int, default=None, help="Study-wide number of trials.")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Stop asking for trials after this many seconds.")
 @click.option("--trial-timeout", "trial_timeout_s", type=float, default=None,
-              help="Seconds per engine call (model load or one measurement) before the worker is killed [default: 600; 1800 for trtllm]")
+              help="Seconds per engine call (model load or one measurement) before the worker is killed [default: 600; 1800 for trtllm and vllm]")
 @click.option("--objective", type=click.Choice(["throughput", "pareto"]), default="throughput", show_default=True,
               help="throughput: most output tokens/s; pareto: also report the throughput/TPOT front.")
 @click.option("--slo-tpot-ms", type=float, default=None, help="Limit on time per output token (ms) at --slo-percentile.")
@@ -393,6 +396,7 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
       autotune tune --sampler grid --study every-point
       autotune tune --study team-a --db postgresql://me@dbhost/autotune
       autotune tune --engine trtllm --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --batch-sizes 1,8,32
+      autotune tune --engine vllm --target hf/autotune-byte-target --draft hf/autotune-byte-draft --batch-sizes 1,2,4
     """
     from autotune.search import tune
     from autotune.search.objective import Slo
@@ -642,9 +646,11 @@ def report_command(db_url, study, out_dir) -> None:
 @command(cli, "preflight", uses_db=False)
 @click.option("--target", required=True, type=click.Path(exists=True, file_okay=False), help="Hugging Face model folder.")
 @click.option("--draft", "drafts", multiple=True, type=click.Path(exists=True, file_okay=False), help="Draft folder (repeatable).")
-@click.option("--engine", type=click.Choice(["trtllm"]), default="trtllm", show_default=True)
+@click.option("--engine", type=click.Choice(["trtllm", "vllm"]), default="trtllm", show_default=True)
+@click.option("--seq-len", type=int, default=2048, show_default=True,
+              help="Tokens per sequence (prompt + output) the context windows and memory must hold.")
 @json_option
-def preflight_command(target, drafts, engine, as_json) -> None:
+def preflight_command(target, drafts, engine, seq_len, as_json) -> None:
     """Check a target/draft pairing before spending GPU time: tokenizers, architectures, MTP, engine limits.
 
     Exits 2 when a check fails.
@@ -652,10 +658,11 @@ def preflight_command(target, drafts, engine, as_json) -> None:
     \b
     Example:
       autotune preflight --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --json
+      autotune preflight --engine vllm --target hf/autotune-byte-target --draft hf/autotune-byte-draft --seq-len 512
     """
     from autotune.preflight import preflight
 
-    report = preflight(target, list(drafts), engine=engine)
+    report = preflight(target, list(drafts), engine=engine, seq_len=seq_len)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
     else:

@@ -141,8 +141,8 @@ def measure_configuration(
     progress: Callable[[str], None] | None = None,
 ) -> MeasureReport:
     """Measure one configuration with ``engine``: an engine object, or the name of one
-    (``embedded``, the default, or ``trtllm``: ``target`` and ``draft`` are then Hugging Face model
-    folders, the target required, and the run happens in a worker process).
+    (``embedded``, the default, ``trtllm`` or ``vllm``: ``target`` and ``draft`` are then Hugging Face
+    model folders, the target required, and the run happens in a worker process).
 
     ``depth`` None means ``DEFAULT_DEPTH`` for a speculative method and 0 for none; ``draft``
     None means the built-in draft for method draft; ``workload`` a JSONL path, a Workload, or None
@@ -208,13 +208,13 @@ class _Run:
 
 def _named_engine(name: str, target: str | Path | None, device: str) -> Engine:
     """The engine called ``name`` (registry), built for ``target``; ConfigurationError before
-    anything loads when the name is unknown, TensorRT-LLM is missing or its target is not given."""
-    from autotune.engines.registry import check_engine, create_engine  # torch only when measuring
+    anything loads when the name is unknown, TensorRT-LLM / vLLM is missing or its target is not given."""
+    from autotune.engines.registry import FOLDER_ENGINES, check_engine, create_engine  # torch only when measuring
 
     check_engine(name)
-    if name == "trtllm":
+    if name in FOLDER_ENGINES:
         if target is None:
-            raise ConfigurationError("--engine trtllm needs --target MODEL_FOLDER (a Hugging Face model folder)")
+            raise ConfigurationError(f"--engine {name} needs --target MODEL_FOLDER (a Hugging Face model folder)")
         return create_engine(name, target=target)
     return create_engine(name, target=target, device=device)
 

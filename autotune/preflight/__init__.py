@@ -69,11 +69,12 @@ def preflight(
     model = read_model(target, "target")
     layers = mtp_layers(model.config)
     checks: list[Check] = [
-        check_target_architecture(model),
-        check_mtp(model, depths, requested=methods is not None and "mtp" in methods),
-        check_max_num_tokens(batch_sizes, depth, seq_len),
+        check_target_architecture(model, engine),
+        check_mtp(model, depths, requested=methods is not None and "mtp" in methods, engine=engine),
         check_context_window(model, "target", TARGET, seq_len, depth),
     ]
+    if engine == "trtllm":  # vLLM chunks long prompts; TensorRT-LLM with chunked prefill off cannot
+        checks.insert(2, check_max_num_tokens(batch_sizes, depth, seq_len))
     readable: list[tuple[str, HfModel]] = []
     for name in draft_names:
         try:
@@ -82,7 +83,7 @@ def preflight(
             checks.append(Check("draft_folder", "error", str(exc), name))
             continue
         readable.append((name, draft))
-        checks.append(check_draft_architecture(model, draft, name))
+        checks.append(check_draft_architecture(model, draft, name, engine))
         if draft_kind(draft.config) == EAGLE3:
             checks.append(compare_head_vocabulary(model, draft, name))
         else:

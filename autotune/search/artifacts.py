@@ -5,12 +5,12 @@ Two kinds of model, one per engine:
 
 * the embedded engine's single safetensors files (ours, or the built-in ones), fingerprinted by
   their whole contents (a few MB);
-* TensorRT-LLM's Hugging Face model folders, read without loading them (config.json, tokenizer
+* TensorRT-LLM's and vLLM's Hugging Face model folders, read without loading them (config.json, tokenizer
   files, safetensors headers) and fingerprinted by those: hashing 100 GB of weights would take
   longer than the study, and a change of weights without a change of shapes, dtype or config is a
   retrained checkpoint the user names differently anyway.
 
-For TensorRT-LLM the pairing preflight (:mod:`autotune.preflight`) runs here: errors about the
+For those engines the pairing preflight (:mod:`autotune.preflight`) runs here: errors about the
 target stop the plan with its messages; a draft with errors is left out, with its reasons kept for
 the study record, instead of failing trials mid-study.
 """
@@ -36,7 +36,8 @@ from autotune.preflight.models import HfModel, read_model, read_safetensors_head
 # Files that decide what a Hugging Face checkpoint computes, hashed into its fingerprint (weights by
 # their safetensors headers: names, dtypes, shapes, offsets).
 FINGERPRINT_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "generation_config.json")
-UNBOUNDED_CONTEXT = 1 << 31  # a config without max_position_embeddings sets no length limit we know of
+UNBOUNDED_CONTEXT = 1 << 31
+ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM"}  # a config without max_position_embeddings sets no length limit we know of
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,11 @@ def embedded_artifact(role: str, given: str | None) -> ModelArtifact:
     return ModelArtifact(role, label, name, source, engine_arg, model_fingerprint(path), read_footprint(path))
 
 
-# -- TensorRT-LLM -----------------------------------------------------------------------------------
+# -- TensorRT-LLM and vLLM --------------------------------------------------------------------------
 
 
-def trtllm_models(
+def folder_models(
+    engine: str,
     target: str,
     drafts: Sequence[str],
     want_drafts: bool,
@@ -118,16 +120,17 @@ def trtllm_models(
     max_depth: int,
     methods: Sequence[str] | None,
 ) -> StudyModels:
-    """The Hugging Face folders of a TensorRT-LLM study, after the pairing preflight (module doc).
+    """The Hugging Face folders of a study on ``engine`` (trtllm or vllm), after the pairing preflight
+    (module doc).
 
     ``batch_sizes``: those the preflight checks (only a draft that does not fit even at the smallest
     is left out; larger batches that do not fit are the memory plan's to skip); ``seq_len``: tokens
     per sequence, an upper bound (prompt bytes + max_tokens)."""
     folders = list(drafts) if want_drafts else []
-    report = preflight(target, folders, engine="trtllm", hardware=hardware, batch_sizes=batch_sizes,
+    report = preflight(target, folders, engine=engine, hardware=hardware, batch_sizes=batch_sizes,
                        seq_len=seq_len, depths=tuple(range(1, max_depth + 1)), methods=methods)
     if report.target_errors:
-        raise ConfigurationError("the target cannot be tuned with TensorRT-LLM: "
+        raise ConfigurationError(f"the target cannot be tuned with {ENGINE_NAMES.get(engine, engine)}: "
                                  + "; ".join(check.message for check in report.target_errors))
     usable, rejected = usable_drafts(report)
     target_artifact = hf_artifact("target", read_model(target, "target"))

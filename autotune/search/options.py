@@ -36,7 +36,8 @@ DEFAULT_MAX_DEPTH = 8
 DEFAULT_N_TRIALS = 36
 DEFAULT_TRIAL_TIMEOUT_S = 600.0
 # Building a TensorRT-LLM LLM loads the weights, captures CUDA graphs and autotunes kernels: minutes.
-TRTLLM_TRIAL_TIMEOUT_S = 1800.0
+# TensorRT-LLM and vLLM build an engine per configuration: minutes for a large model on a GPU.
+FOLDER_ENGINE_TRIAL_TIMEOUT_S = 1800.0
 DEFAULT_HEARTBEAT_INTERVAL_S = 20
 DEFAULT_MAX_RETRY = 2
 MAX_STUDY_NAME = 255
@@ -46,21 +47,22 @@ MAX_STUDY_NAME = 255
 class TuneOptions:
     """Everything ``autotune tune`` can be told.
 
-    ``engine``: ``embedded`` (model files) or ``trtllm`` (Hugging Face model folders, a CUDA GPU and
-    TensorRT-LLM installed). ``target``: model file, None for the built-in target (a folder, and
-    required, for trtllm). ``drafts``: draft candidates for method draft (``"builtin"`` or model
-    files; folders for trtllm, where ``"builtin"`` means none). ``methods``: None for every method
+    ``engine``: ``embedded`` (model files), ``trtllm`` (Hugging Face model folders, a CUDA GPU and
+    TensorRT-LLM installed) or ``vllm`` (folders, vLLM installed; CPU or GPU). ``target``: model file,
+    None for the built-in target (a folder, and required, for trtllm and vllm). ``drafts``: draft
+    candidates for method draft (``"builtin"`` or model files; folders for trtllm and vllm, where
+    ``"builtin"`` means none). ``methods``: None for every method
     the target supports (none, the baseline, is always included). ``batch_sizes``: None for the
     hardware-aware default (see :mod:`autotune.search.memory`). ``n_trials``: the study-wide number
     of trials (baselines included; shared by every worker of a distributed study; None:
     ``DEFAULT_N_TRIALS``, or every point for the grid sampler). ``timeout_s``: stop asking for new
     trials after this long. ``trial_timeout_s``: limit for each engine call (model load, one
-    measurement); the worker is killed past it (None: 600 s, 1800 s for trtllm). ``hardware``: a
+    measurement); the worker is killed past it (None: 600 s, 1800 s for trtllm and vllm). ``hardware``: a
     probed profile, None to probe quickly now. ``workload``: JSONL path, None for the built-in
     workload. ``heartbeat_interval_s``: how often a running trial says it is alive; one silent for
     ``grace_period_s`` (default 2 x interval) is failed and retried up to ``max_retry`` times.
     ``sampler``: ``model`` (the model-guided search, :mod:`autotune.search.guide`; the default, except
-    for trtllm, whose default is ``tpe``), ``tpe``, ``random`` or ``grid`` (every point once).
+    for trtllm and vllm, whose default is ``tpe``), ``tpe``, ``random`` or ``grid`` (every point once).
     ``confirm``: end with the confirmation phase (:mod:`autotune.search.confirm`), whose protocol
     aims at ``precision`` (relative half-width of the 95 % intervals) with at most
     ``max_repetitions`` rounds and, once 3 are kept, no new round after ``confirm_seconds`` per
@@ -100,22 +102,29 @@ class TuneOptions:
     @property
     def sampler_name(self) -> str:
         """The sampler: as given, else ``model`` (model-guided, :mod:`autotune.search.guide`), or
-        ``tpe`` for trtllm, whose adapter takes no step-cost timings yet."""
+        ``tpe`` for trtllm and vllm, whose adapters take no step-cost timings yet."""
         if self.sampler is not None:
             return self.sampler
-        return "tpe" if self.engine == "trtllm" else "model"
+        return "tpe" if self.folder_engine else "model"
+
+    @property
+    def folder_engine(self) -> bool:
+        """True for the engines that run Hugging Face model folders in worker processes of their own."""
+        from autotune.engines.registry import FOLDER_ENGINES
+
+        return self.engine in FOLDER_ENGINES
 
     @property
     def trial_timeout(self) -> float:
         """The per-call limit in seconds (``trial_timeout_s`` or the engine's default)."""
         if self.trial_timeout_s is not None:
             return self.trial_timeout_s
-        return TRTLLM_TRIAL_TIMEOUT_S if self.engine == "trtllm" else DEFAULT_TRIAL_TIMEOUT_S
+        return FOLDER_ENGINE_TRIAL_TIMEOUT_S if self.folder_engine else DEFAULT_TRIAL_TIMEOUT_S
 
     @property
     def model_drafts(self) -> tuple[str, ...]:
-        """The draft candidates that name a model (for trtllm, ``"builtin"`` names none)."""
-        if self.engine == "trtllm":
+        """The draft candidates that name a model (for trtllm and vllm, ``"builtin"`` names none)."""
+        if self.folder_engine:
             return tuple(draft for draft in self.drafts if draft != BUILTIN_DRAFT)
         return self.drafts
 
@@ -127,7 +136,7 @@ class TuneOptions:
         """Raise ConfigurationError for the first invalid option (nothing is read or written)."""
         from autotune.engines.registry import check_engine
 
-        check_engine(self.engine)  # unknown engine, or trtllm without TensorRT-LLM: one line, at once
+        check_engine(self.engine)  # unknown engine, or trtllm / vllm not installed: one line, at once
         if self.study_name is not None and not (0 < len(self.study_name.strip()) <= MAX_STUDY_NAME):
             raise ConfigurationError(f"study name must have 1..{MAX_STUDY_NAME} characters, got {self.study_name!r}")
         for method in self.methods or ():
@@ -147,9 +156,9 @@ class TuneOptions:
                                      f"use model (the default) or tpe")
         if self.sampler is not None and self.sampler not in SAMPLERS:
             raise ConfigurationError(f"unknown sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}")
-        if self.sampler_name == "model" and self.engine == "trtllm":
-            raise ConfigurationError("sampler model needs step-cost timings, which the trtllm adapter does not take yet; "
-                                     "pass --sampler tpe (the default for trtllm)")
+        if self.sampler_name == "model" and self.folder_engine:
+            raise ConfigurationError(f"sampler model needs step-cost timings, which the {self.engine} adapter does not "
+                                     f"take yet; pass --sampler tpe (the default for {self.engine})")
         if self.seed is not None:
             _require_int("seed", self.seed, 0)
         if self.n_trials is not None:
@@ -168,10 +177,10 @@ class TuneOptions:
         self.objective_spec.validate()
 
     def _validate_models(self) -> None:
-        if self.engine == "trtllm":
+        if self.folder_engine:
             if self.target is None or not Path(self.target).is_dir():
-                raise ConfigurationError("--engine trtllm needs --target MODEL_FOLDER (a Hugging Face model folder); "
-                                         f"got {self.target!r}")
+                raise ConfigurationError(f"--engine {self.engine} needs --target MODEL_FOLDER (a Hugging Face model "
+                                         f"folder); got {self.target!r}")
             for draft in self.model_drafts:
                 if not Path(draft).is_dir():
                     raise ConfigurationError(f"draft folder {draft} does not exist; pass a Hugging Face model folder")

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.engines.embedded.footprint import cache_positions, longest_prompt_tokens
-from autotune.engines.registry import engine_spec
+from autotune.engines.registry import FOLDER_ENGINES, engine_spec
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
-from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, trtllm_models
+from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, folder_models
 from autotune.search.memory import MemoryPlan, default_batch_sizes
 from autotune.search.objective import Objective
 from autotune.search.options import DEFAULT_N_TRIALS, TuneOptions
@@ -40,10 +40,10 @@ class StudyPlan:
 
     @property
     def engine_spec(self) -> EngineSpec:
-        """How the tuner's worker builds the engine: TensorRT-LLM's LLM is built once for the
-        study's largest batch size, so every batch size reuses it."""
-        if self.engine == "trtllm":
-            return engine_spec("trtllm", target=self.target.engine_arg, max_batch_size=max(self.space.batch_sizes))
+        """How the tuner's worker builds the engine: TensorRT-LLM's LLM and vLLM's engine are built
+        once for the study's largest batch size, so every batch size reuses them."""
+        if self.engine in FOLDER_ENGINES:
+            return engine_spec(self.engine, target=self.target.engine_arg, max_batch_size=max(self.space.batch_sizes))
         device = "cuda" if self.hardware.device_type == "cuda" else "cpu"
         return engine_spec("embedded", target=self.target.engine_arg, device=device)
 
@@ -105,13 +105,13 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     # Cache positions per sequence, counted in bytes (our tokenizer's tokens): for a subword
     # tokenizer, whose tokens hold one byte or more, an upper bound.
     positions = cache_positions(workload, 0)
-    if options.engine == "trtllm":
+    if options.folder_engine:
         hardware = _hardware(options)
-        models = trtllm_models(
-            options.target, options.model_drafts, _wants_drafts(options), hardware, options.batch_sizes or (1,), positions,
-            options.max_depth, options.methods,
+        models = folder_models(
+            options.engine, options.target, options.model_drafts, _wants_drafts(options), hardware,
+            options.batch_sizes or (1,), positions, options.max_depth, options.methods,
         )
-        logit_positions = 1  # TensorRT-LLM keeps only a prompt's last logits (gather_context_logits off)
+        logit_positions = 1  # TensorRT-LLM and vLLM keep only a prompt's last logits
     else:
         models = embedded_models(options.target, options.drafts, _wants_drafts(options))
         hardware = _hardware(options)

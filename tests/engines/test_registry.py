@@ -17,7 +17,7 @@ from autotune.workload import Request, Workload
 def test_importing_the_registry_loads_no_engine() -> None:
     code = (
         "import sys, autotune.engines.registry, autotune.engines.trtllm.engine, autotune.preflight; "
-        "print(sorted(m for m in ('torch', 'tensorrt_llm') if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'tensorrt_llm', 'vllm') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
@@ -25,9 +25,9 @@ def test_importing_the_registry_loads_no_engine() -> None:
 
 @pytest.mark.parametrize("make", [check_engine, create_engine, engine_spec])
 def test_unknown_engine_is_a_configuration_error(make) -> None:
-    with pytest.raises(ConfigurationError, match="unknown engine 'vllm'; choose one of embedded, trtllm"):
-        make("vllm")
-    assert ENGINES == ("embedded", "trtllm")
+    with pytest.raises(ConfigurationError, match="unknown engine 'sglang'; choose one of embedded, trtllm, vllm"):
+        make("sglang")
+    assert ENGINES == ("embedded", "trtllm", "vllm")
 
 
 def test_embedded_engine_in_process_and_in_a_worker() -> None:

@@ -33,7 +33,7 @@ from autotune.search.plan import plan_study
         ({"trial_timeout_s": -5}, "trial timeout must be"),
         ({"objective": "speed"}, "unknown objective"),
         ({"slo": Slo(tpot_ms=-1)}, "tpot_ms must be"),
-        ({"engine": "vllm"}, "unknown engine 'vllm'"),
+        ({"engine": "sglang"}, "unknown engine 'sglang'"),
         ({"study_name": " "}, "study name must have"),
         ({"grace_period_s": 1}, "grace period must be"),
     ],
