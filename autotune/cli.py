@@ -567,17 +567,21 @@ def profiles_import_command(db_url, path, as_json) -> None:
               show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Output file (default: under profiles/).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
-def export_command(db_url, profile_id, fmt, output, force) -> None:
+@click.option("--trtllm-version", default="1.2", show_default=True,
+              help="TensorRT-LLM version the trtllm and trtllm-bench formats are written for: 1.0, 1.2 or main "
+                   "(decoding_type names, draft_len_schedule and CUDA-graph rules differ).")
+def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> None:
     """Write a profile as a serving config: TensorRT-LLM YAML, trtllm-bench, vLLM, SGLang or JSON.
 
     \b
     Examples:
       autotune export 1 --format trtllm
+      autotune export 1 --format trtllm --trtllm-version main
       autotune export 1 --format vllm -o serve.sh --force
     """
     from autotune.export import write_export
 
-    click.echo(str(write_export(db_url, profile_id, fmt, output=output, force=force)))
+    click.echo(str(write_export(db_url, profile_id, fmt, output=output, force=force, trtllm_version=trtllm_version)))
 
 
 def _accelerator_names() -> str:

