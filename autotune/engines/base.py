@@ -86,12 +86,15 @@ class RunCounters:
     acceptance_by_position: list[float]
     target_passes: int
     sequence_steps: int
-    propose_time_s: float
+    propose_time_s: float | None  # None: the engine does not time drafting apart from verification
     verify_time_s: float
     prefill_time_s: float
     peak_memory_bytes: int
     memory_kind: str
     peak_rss_delta_bytes: int | None = None
+    # Memory in use on the whole device as the engine reports it (other processes and pre-allocated
+    # pools included, e.g. TensorRT-LLM's gpuMemUsage); None where the engine reports none.
+    device_memory_bytes: int | None = None
     # Sequence-steps that drafted >= i+1 tokens (the denominators of acceptance_by_position); empty
     # where an engine does not count them.
     drafted_by_position: list[int] = field(default_factory=list)
@@ -114,12 +117,15 @@ class Measurement(RunCounters):
     sequence-steps). ``request_tokens``: tokens generated per request.
     Cost: ``target_passes`` (batched target forward passes after prefill), ``sequence_steps``
     (sequences x passes), ``propose_time_s`` / ``verify_time_s`` / ``prefill_time_s`` (wall time
-    spent drafting, verifying, prefilling).
+    spent drafting, verifying, prefilling; ``propose_time_s`` None: the engine does not time drafting
+    apart from verification, which then includes it).
     Memory: ``peak_memory_bytes`` is ``torch.cuda.max_memory_allocated`` on CUDA
     (``memory_kind="cuda_max_allocated"``); on CPU it is the bytes of model weights plus the KV
     caches and decoding buffers allocated for the run (``memory_kind="cpu_weights_and_caches"``),
     and ``peak_rss_delta_bytes`` is how much the run raised the process's peak resident set size
-    (0 when an earlier peak was higher; None off Linux/macOS).
+    (0 when an earlier peak was higher; None off Linux/macOS). TensorRT-LLM
+    (``memory_kind="trtllm_weights_and_kv_cache"``): the models' weights plus the KV pool it
+    allocated; ``device_memory_bytes`` is the device-wide figure an engine reports (None elsewhere).
     ``outputs``: generated token ids per request, kept out of :meth:`to_dict` unless asked for.
     """
 

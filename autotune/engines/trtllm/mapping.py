@@ -54,6 +54,11 @@ SPECULATIVE_CLASSES = {
     EAGLE3: ("Eagle3DecodingConfig", "EagleDecodingConfig"),
     "ngram": ("NGramDecodingConfig",),
 }
+# Kinds run with a separate draft model whose drafting TensorRT-LLM times: only ModelDrafter keeps
+# last_draft_latency_ms, the one value PyExecutor writes to specDecodingStats.iterLatencyMS
+# (tensorrt_llm/_torch/speculative/model_drafter.py, _torch/pyexecutor/py_executor.py). EAGLE-3 is
+# built one-model here (eagle3_one_model=True), MTP is one-model and n-gram has no draft model.
+TWO_MODEL_KINDS = frozenset({DRAFT_TARGET})
 DECODING_TYPES = {"mtp": "MTP", DRAFT_TARGET: "DraftTarget", EAGLE3: "Eagle3", "ngram": "NGram"}
 # Share of free GPU memory for the KV cache. A draft model brings weights and a KV cache of its own,
 # so draft-target leaves more room (over-allocating the draft's cache is the classic OOM there).

@@ -26,9 +26,26 @@ from typing import Any
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
 from autotune.engines.trtllm import INSTALL_HINT
 from autotune.engines.trtllm.checks import check_config
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM, ConfigObject, llm_arguments
-from autotune.engines.trtllm.stats import STATS_TIMEOUT_S, RequestRecord, build_measurement, summarize_iterations
+from autotune.engines.trtllm.mapping import (
+    DEFAULT_MAX_NGRAM,
+    DRAFT_TARGET,
+    EAGLE3,
+    TWO_MODEL_KINDS,
+    ConfigObject,
+    llm_arguments,
+    speculative_kind,
+)
+from autotune.engines.trtllm.stats import (
+    STATS_TIMEOUT_S,
+    ModelMemory,
+    RequestRecord,
+    build_measurement,
+    summarize_iterations,
+)
 from autotune.errors import EngineError, UnsupportedConfigError
+from autotune.preflight.architecture import mtp_layers
+from autotune.preflight.memory import footprint
+from autotune.preflight.models import read_model
 from autotune.workload import Workload
 
 WARMUP_TOKENS = 4
@@ -64,6 +81,8 @@ class TrtLlmRunner:
         self._built_batch_size = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._warm = False
+        self._version: str | None = None  # tensorrt_llm.__version__ of the built LLM
+        self._memory: ModelMemory | None = None
 
     def load(self, config: EngineConfig) -> None:
         """Check ``config`` against the model folders; build the LLM now when its size is known."""
@@ -72,6 +91,7 @@ class TrtLlmRunner:
             self.close()
         self.config = config
         self._kind_of_draft = kind if config.method == "draft" else None
+        self._memory = model_memory(config, self.target, self._kind_of_draft)
         if self.max_batch_size is not None and self._llm is None:
             self._build(self.max_batch_size)
 
@@ -123,6 +143,7 @@ class TrtLlmRunner:
         except Exception as exc:
             _raise_out_of_memory(exc)
             raise
+        self._version = getattr(tensorrt_llm, "__version__", None)
         self.loads += 1
         self._built_batch_size = max_batch_size
         self._loop = asyncio.new_event_loop()
@@ -148,14 +169,16 @@ class TrtLlmRunner:
         finally:
             done.set()
             await collector
-        summary = summarize_iterations(stats)
+        kind = speculative_kind(self.config, self._kind_of_draft)
+        summary = summarize_iterations(stats, drafter_timed=kind in TWO_MODEL_KINDS)
         if self.config.method != "none" and summary.iterations == 0:
             raise EngineError(
                 "TensorRT-LLM returned no iteration statistics, so acceptance cannot be counted; "
                 "this TensorRT-LLM may not support enable_iter_perf_stats with get_stats_async()"
             )
         device = "cuda" if self.tensor_parallel_size == 1 else f"cuda x{self.tensor_parallel_size}"
-        return build_measurement(records, summary, self.config, workload, batch_size, temperature, seed, wall_time_s, device)
+        return build_measurement(records, summary, self.config, workload, batch_size, temperature, seed, wall_time_s, device,
+                                 version=self._version, memory=self._memory)
 
     async def _stream(
         self, requests: list[tuple[str, int, float]], batch_size: int, temperature: float | None, seed: int, start: float
@@ -196,6 +219,27 @@ class TrtLlmRunner:
     async def _read_stats(self, sink: list[Any]) -> None:
         async for stat in self._llm.get_stats_async(timeout=self.stats_timeout_s):
             sink.append(stat)
+
+
+def model_memory(config: EngineConfig, target: str, kind_of_draft: str | None) -> ModelMemory | None:
+    """Weights and KV bytes per token of ``config``'s model folders (None when config.json and the
+    safetensors headers do not tell): the target (plus one layer's KV per MTP module for method mtp)
+    and, for a draft model or EAGLE-3 head, the draft's weights and KV cache. The KV pool is taken
+    to hold the same number of tokens for the draft as for the target (not verified on a GPU)."""
+    target_model = read_model(target, "target")
+    own = footprint(target_model)
+    if own.weight_bytes is None or own.kv_bytes_per_token is None:
+        return None
+    weights, per_token = own.weight_bytes, own.kv_bytes_per_token
+    if config.method == "mtp":
+        per_token += mtp_layers(target_model.config) * (own.kv_bytes_per_layer or 0)
+    if config.method == "draft" and kind_of_draft in (DRAFT_TARGET, EAGLE3):
+        draft = footprint(read_model(config.draft_model, "draft"))
+        if draft.weight_bytes is None or draft.kv_bytes_per_token is None:
+            return None
+        weights += draft.weight_bytes
+        per_token += draft.kv_bytes_per_token
+    return ModelMemory(weights, per_token)
 
 
 def _instantiate(module: Any, spec: ConfigObject) -> Any:

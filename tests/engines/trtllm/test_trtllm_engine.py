@@ -57,7 +57,10 @@ def test_measures_in_a_worker_and_reuses_the_llm_across_batch_sizes(engine, fake
     for run in runs:
         assert run.engine == "trtllm" and run.output_tokens == 28 and run.n_requests == 3
         assert run.acceptance_length == 1.0 and run.drafted_tokens == 0 and run.acceptance_rate is None
-        assert run.target_passes > 0 and run.peak_memory_bytes > 0 and run.memory_kind == "trtllm_gpu_mem_usage"
+        assert run.target_passes > 0 and run.sequence_steps == 11 + 8 + 6  # tokens after the first, one per step
+        assert run.peak_memory_bytes > 0 and run.memory_kind == "trtllm_weights_and_kv_cache"
+        assert run.device_memory_bytes > run.peak_memory_bytes  # device-wide, labelled apart
+        assert run.propose_time_s is None  # nothing drafted, nothing timed
     assert runs[2].target_passes < runs[0].target_passes  # more sequences share each iteration
 
 

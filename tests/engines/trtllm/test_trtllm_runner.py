@@ -66,3 +66,70 @@ def test_refused_arguments_become_unsupported_configurations(runner, monkeypatch
     runner.load(EngineConfig("none"))
     with pytest.raises(UnsupportedConfigError, match="TensorRT-LLM refused none: .*enable_iter_perf_stats"):
         runner.measure(WORKLOAD, 1)
+
+
+@pytest.fixture
+def make_runner(monkeypatch, fake_trtllm_dir):
+    """Runners on other targets than ``target_dir`` (closed and the fake unloaded afterwards)."""
+    monkeypatch.syspath_prepend(str(fake_trtllm_dir))
+    made = []
+
+    def make(target) -> TrtLlmRunner:
+        made.append(TrtLlmRunner(str(target), stats_timeout_s=0.1))
+        return made[-1]
+
+    yield make
+    for runner in made:
+        runner.close()
+    for name in [m for m in sys.modules if m == "tensorrt_llm" or m.startswith("tensorrt_llm.")]:
+        del sys.modules[name]
+
+
+def test_the_context_step_is_not_a_generation_step(runner) -> None:
+    # decoding_iter counts the context step (the PyTorch sampler's py_decoding_iter += 1 after it too):
+    # without speculation every step after the first token yields exactly one token.
+    runner.load(EngineConfig("none"))
+    for batch_size in (1, 3):
+        run = runner.measure(WORKLOAD, batch_size)
+        assert run.sequence_steps == (12 - 1) + (9 - 1) + (7 - 1)
+        assert run.acceptance_length == 1.0
+    runner.load(EngineConfig("ngram", 2))
+    run = runner.measure(WORKLOAD, 1)  # one request at a time: a generation iteration is one sequence-step
+    assert run.sequence_steps == run.target_passes
+    assert run.acceptance_length == pytest.approx(sum(n - 1 for n in run.request_tokens) / run.target_passes)
+
+
+def test_drafting_time_only_where_the_engine_measures_it(make_runner, target_dir, mtp_target_dir, draft_dir,
+                                                         eagle3_dir) -> None:
+    cases = [(target_dir, EngineConfig("ngram", 2), False), (mtp_target_dir, EngineConfig("mtp", 1), False),
+             (target_dir, EngineConfig("draft", 2, str(eagle3_dir)), False),  # one-model EAGLE-3
+             (target_dir, EngineConfig("draft", 2, str(draft_dir)), True)]  # two-model: ModelDrafter times it
+    for target, config, timed in cases:
+        runner = make_runner(target)
+        runner.load(config)
+        run = runner.measure(WORKLOAD, 2)
+        assert run.drafted_tokens > 0, config.label()
+        if timed:
+            assert run.propose_time_s > 0 and run.verify_time_s > 0
+        else:
+            assert run.propose_time_s is None, config.label()  # not measured: never reported as 0
+            assert run.verify_time_s > 0
+        runner.close()
+
+
+def test_memory_is_weights_and_kv_pool_with_the_device_figure_apart(runner, target_dir) -> None:
+    from autotune.preflight.memory import footprint
+    from autotune.preflight.models import read_model
+
+    runner.load(EngineConfig("none"))
+    run = runner.measure(WORKLOAD, 2)
+    llm = runner._llm
+    import tensorrt_llm.llmapi as llmapi
+
+    own = footprint(read_model(target_dir, "target"))
+    pool_tokens = llm.max_num_blocks * llmapi.TOKENS_PER_BLOCK
+    assert run.memory_kind == "trtllm_weights_and_kv_cache"
+    assert run.peak_memory_bytes == own.weight_bytes + pool_tokens * own.kv_bytes_per_token
+    # gpuMemUsage is device-wide (about 90 % of the GPU whatever the configuration): labelled, not the peak
+    assert run.device_memory_bytes > 0.85 * llmapi.GPU_TOTAL_BYTES
+    assert run.device_memory_bytes - run.peak_memory_bytes >= llmapi.CUDA_CONTEXT_BYTES

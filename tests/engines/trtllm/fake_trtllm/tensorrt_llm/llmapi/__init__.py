@@ -8,12 +8,22 @@ What it imitates, as read from NVIDIA/TensorRT-LLM:
   here when it exists in either, and accepts a name only when every version that has the class does;
 * ``LLM.generate_async(inputs, sampling_params=..., streaming=True)`` returns a result that is read
   with ``async for`` and yields itself after each engine iteration, with ``outputs[0].token_ids``
-  growing and ``decoding_iter`` counting generation iterations (``tensorrt_llm/executor/result.py``);
+  growing and ``decoding_iter`` counting the context iteration and every generation iteration, as
+  the PyTorch backend's ``py_decoding_iter`` does (``TorchSampler.update_requests`` in
+  ``tensorrt_llm/_torch/pyexecutor/sampler.py``, NVIDIA/TensorRT-LLM at 28edbcd: ``+= 1`` for the
+  finished context request and for each generation request; ``tensorrt_llm/executor/result.py``);
 * ``LLM.get_stats_async(timeout)`` hands out one ``IterationResult`` that stops after ``timeout``
   seconds without a new iteration and resumes when a request is submitted (``mark_undone``), with
   iteration dicts shaped like ``IterationStats`` (``iterLatencyMS``, ``gpuMemUsage``,
-  ``inflightBatchingStats``, ``specDecodingStats``); it is bound to the event loop of the first
-  submission, as the real asyncio queue is.
+  ``kvCacheStats``, ``inflightBatchingStats``, ``specDecodingStats``); it is bound to the event
+  loop of the first submission, as the real asyncio queue is;
+* ``PyExecutor._update_iter_stats`` (``tensorrt_llm/_torch/pyexecutor/py_executor.py``):
+  ``gpuMemUsage`` is ``total - free`` of ``torch.cuda.mem_get_info()``, i.e. device-wide (CUDA
+  context, weights and the whole pre-allocated KV pool: about 90 % of the fake 80 GiB device
+  whatever the configuration); ``kvCacheStats`` gives ``maxNumBlocks`` / ``tokensPerBlock`` of a
+  pool of ``free_gpu_memory_fraction`` of the memory left after the weights;
+  ``specDecodingStats.iterLatencyMS`` is the drafter's ``last_draft_latency_ms``, which only the
+  two-model ``ModelDrafter`` keeps: 0 for MTP, one-model EAGLE-3 and n-gram.
 
 The "model" is a deterministic function of the token sequence, so greedy output does not depend on
 speculation; acceptance follows a fixed pattern. Environment: ``FAKE_TRTLLM_LOG`` (JSONL of init /
@@ -80,6 +90,10 @@ LLM_ARGUMENTS = {
     "cuda_graph_config", "speculative_config", "enable_iter_perf_stats", "enable_chunked_prefill",
 }
 # SamplingParams (tensorrt_llm/sampling_params.py, a dataclass: unknown names are a TypeError).
+# The simulated device (see the module doc).
+GPU_TOTAL_BYTES = 80 << 30
+CUDA_CONTEXT_BYTES = 1 << 30  # context, activations, CUDA graphs: outside weights and KV pool
+TOKENS_PER_BLOCK = 32
 SAMPLING_PARAMS = {"end_id", "pad_id", "max_tokens", "top_k", "top_p", "seed", "temperature", "detokenize", "ignore_eos"}
 
 
@@ -87,6 +101,24 @@ def accepted_fields(class_name: str) -> set[str]:
     """Names every version that has ``class_name`` accepts."""
     versions = [fields[class_name] for fields in (FIELDS_V1_0, FIELDS_MAIN) if class_name in fields]
     return set.intersection(*versions)
+
+
+def model_weight_bytes(folder: str | os.PathLike) -> int:
+    """Tensor bytes of a folder's safetensors files (from their headers); 0 without any."""
+    total = 0
+    for file in Path(folder).glob("*.safetensors"):
+        with open(file, "rb") as handle:
+            header = json.loads(handle.read(int.from_bytes(handle.read(8), "little")))
+        total += sum(t["data_offsets"][1] - t["data_offsets"][0] for k, t in header.items() if k != "__metadata__")
+    return total
+
+
+def kv_bytes_per_token(config: dict[str, Any]) -> int:
+    """2 (K, V) x KV heads x head dim x layers x 2 bytes (bf16/fp16)."""
+    heads = int(config["num_attention_heads"])
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
+    return 2 * kv_heads * head_dim * int(config["num_hidden_layers"]) * 2
 
 
 def _log(event: dict[str, Any]) -> None:
@@ -261,6 +293,19 @@ class LLM:
         self.speculative = kwargs.get("speculative_config")
         self.depth = self.speculative.fields["max_draft_len"] if self.speculative else 0
         self.stats_enabled = bool(kwargs.get("enable_iter_perf_stats", False))
+        # Only ModelDrafter (two-model) times drafting: DraftTarget, and EAGLE-3 run as two models.
+        self.drafting_timed = isinstance(self.speculative, DraftTargetDecodingConfig) or (
+            isinstance(self.speculative, EagleDecodingConfig) and not self.speculative.fields.get("eagle3_one_model", True))
+        folders = [Path(model)]
+        draft = self.speculative.fields.get("speculative_model_dir") if self.speculative else None
+        if draft:
+            folders.append(Path(draft))
+        self.weight_bytes = sum(model_weight_bytes(folder) for folder in folders)
+        per_token = sum(kv_bytes_per_token(json.loads((folder / "config.json").read_text())) for folder in folders)
+        fraction = kwargs["kv_cache_config"].fields.get("free_gpu_memory_fraction", 0.9) if "kv_cache_config" in kwargs else 0.9
+        free = GPU_TOTAL_BYTES - CUDA_CONTEXT_BYTES - self.weight_bytes
+        self.max_num_blocks = int(fraction * free) // (TOKENS_PER_BLOCK * per_token)
+        self.kv_pool_bytes = self.max_num_blocks * TOKENS_PER_BLOCK * per_token
         self._pending: collections.deque[RequestOutput] = collections.deque()
         self._active: list[RequestOutput] = []
         self._engine: asyncio.Task | None = None
@@ -317,7 +362,8 @@ class LLM:
             admitted.append(self._pending.popleft())
         drafted = accepted = with_drafts = produced = 0
         generating = list(self._active)
-        for request in admitted:  # context iteration: the first token
+        for request in admitted:  # context iteration: the first token, counted in decoding_iter
+            request.decoding_iter += 1
             produced += self._emit(request, 1)
         for request in generating:
             draft = self._draft_length(request)
@@ -329,19 +375,23 @@ class LLM:
             request.drafted_steps += 1
             produced += self._emit(request, hits + 1)
         self._active = [r for r in generating + admitted if not r.engine_done]
-        latency_ms = 1.0 + 0.05 * produced
+        # A two-model drafter runs inside the iteration; one-model drafting is part of the forward pass.
+        draft_ms = 0.2 * drafted / max(1, len(generating))
+        latency_ms = 1.0 + 0.05 * produced + draft_ms
         self._iteration += 1
         if self.stats_enabled and self._stats is not None:
             stat: dict[str, Any] = {
                 "iter": self._iteration, "iterLatencyMS": latency_ms,
-                "gpuMemUsage": 1_000_000_000 + 1_000_000 * len(self._active),
+                "gpuMemUsage": CUDA_CONTEXT_BYTES + self.weight_bytes + self.kv_pool_bytes + 1_000_000 * len(self._active),
+                "kvCacheStats": {"maxNumBlocks": self.max_num_blocks, "tokensPerBlock": TOKENS_PER_BLOCK,
+                                 "usedNumBlocks": len(self._active), "freeNumBlocks": self.max_num_blocks - len(self._active)},
                 "inflightBatchingStats": {"numContextRequests": len(admitted), "numGenRequests": len(generating)},
             }
             if self.speculative is not None:
                 stat["specDecodingStats"] = {
                     "numDraftTokens": drafted, "numAcceptedTokens": accepted, "numRequestsWithDraftTokens": with_drafts,
                     "acceptanceLength": (accepted + with_drafts) / with_drafts if with_drafts else 0.0,
-                    "iterLatencyMS": 0.2 * drafted / max(1, len(generating)),
+                    "iterLatencyMS": draft_ms if self.drafting_timed else 0.0,
                 }
             self._stats.put(stat)
         return latency_ms
