@@ -244,22 +244,28 @@ def models_group() -> None:
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the model folders into.")
 @click.option("--model", "which", type=click.Choice(["target", "draft", "both"]), default="both", show_default=True,
               help="Which built-in model to export.")
+@click.option("--format", "architecture", type=click.Choice(["llama", "mimo"]), default="llama", show_default=True,
+              help="The target's checkpoint format: llama (LlamaForCausalLM, MTP modules apart in mtp/model.safetensors) "
+                   "or mimo (MiMoForCausalLM with its MTP modules, which vLLM runs with method mtp). The draft is "
+                   "always llama.")
 @click.option("--force", is_flag=True, help="Overwrite non-empty model folders.")
-def models_export_hf_command(out: str, which: str, force: bool) -> None:
-    """Write the built-in models as Hugging Face Llama folders: OUT/autotune-byte-target (with its MTP
-    modules in mtp/model.safetensors) and OUT/autotune-byte-draft.
+def models_export_hf_command(out: str, which: str, architecture: str, force: bool) -> None:
+    """Write the built-in models as Hugging Face folders: OUT/autotune-byte-target (with its MTP
+    modules: in mtp/model.safetensors as a Llama folder, in model.safetensors with --format mimo) and
+    OUT/autotune-byte-draft (Llama).
 
     \b
     Examples:
       autotune models export-hf --out hf-models
       autotune models export-hf --out hf-models --model target --force
+      autotune models export-hf --out hf-mimo --model target --format mimo
     """
     from pathlib import Path
 
     from autotune.models.hf_export import export_builtin
 
     try:
-        folders = export_builtin(Path(out), which, force=force)
+        folders = export_builtin(Path(out), which, force=force, architecture=architecture)
     except FileExistsError as exc:
         raise OneLineError(str(exc)) from exc
     for folder in folders:

@@ -1,4 +1,5 @@
-"""Write embedded :class:`CausalLM` models as Hugging Face ``LlamaForCausalLM`` checkpoints.
+"""Write embedded :class:`CausalLM` models as Hugging Face ``LlamaForCausalLM`` checkpoints (the
+target also as ``MiMoForCausalLM``, see below).
 
 A folder holds ``config.json``, ``generation_config.json``, ``model.safetensors`` (fp32, Llama
 names), ``tokenizer.json`` and ``tokenizer_config.json``. ``transformers`` loads it with
@@ -27,9 +28,32 @@ Xiaomi MiMo's published checkpoint layout, which vLLM's MiMo MTP drafter reads::
 folder a plain Llama checkpoint: ``transformers`` loads it with no unexpected-weight warnings, and
 vLLM, whose loader reads every ``*.safetensors`` at the top of the folder, loads it as
 ``LlamaForCausalLM`` (with ``mtp.safetensors`` beside ``model.safetensors`` it failed: "There is no
-module or parameter named 'mtp_layers' in LlamaModel"). The vLLM side of the MTP naming is
-UNVERIFIED: vLLM 0.32's MiMo MTP (``vllm/model_executor/models/mimo_mtp.py``) applies one module
-recursively, while ours chains one module per draft position (docs/vllm.md).
+module or parameter named 'mtp_layers' in LlamaModel"). vLLM runs no MTP for a Llama target; the
+names are the ones its MiMo drafter reads from the MiMo export below (checked with vLLM 0.32.0,
+docs/vllm.md "MTP through vLLM").
+
+``architecture="mimo"`` (``autotune models export-hf --format mimo``) writes the target as a Xiaomi
+MiMo checkpoint instead, which vLLM 0.32.0 loads and runs with its MiMo MTP drafter
+(``speculative_config {"method": "mtp"}``; ``SpeculativeConfig.hf_config_override`` maps architecture
+``MiMoForCausalLM`` to ``MiMoMTPModel``). Measured there: greedy output equal to ours, depth-1
+acceptance within 0.3 percentage points of ours (docs/vllm.md, "MTP through vLLM (MiMo export)").
+
+* ``config.json`` names ``architectures: ["MiMoForCausalLM"]`` with ``model_type: "qwen2"`` (MiMo's
+  own ``"mimo"`` needs its remote code: neither transformers 5.19 nor vLLM 0.32 registers a config
+  for it; vLLM's ``MiMoForCausalLM`` is a ``Qwen2ForCausalLM`` and reads only Qwen2 keys) and
+  ``num_nextn_predict_layers``.
+* The main weights keep their Llama/Qwen2 names (the same tensors as the llama export, RoPE rows
+  permuted) plus ZERO ``q_proj``/``k_proj``/``v_proj`` biases: Qwen2 attention always has them.
+* The MTP modules are in the same ``model.safetensors`` under ``model.mtp_layers.{k}.*`` (as in
+  MiMo's checkpoints; vLLM's ``MiMoForCausalLM`` drops those names, ``MiMoMTP`` keeps only them and
+  the shared embedding/head), their blocks' q/k rows permuted the same way and zero q/k/v biases.
+
+vLLM's MiMo MTP computes ``final_layernorm(block(input_proj([hidden_layernorm(h);
+token_layernorm(emb)])))`` and applies ``lm_head`` to it, as our module k followed by the shared
+final norm and head does. It differs in three ways, none of which the export can change: it runs
+module 0 only, for every draft position (at depth 1 ours runs module 0 alone too); from the
+second draft on it feeds module 0 the previous draft's NORMED output (``final_layernorm``), where
+ours feeds module 1 the un-normed one; and it zeroes the token embedding at position 0.
 """
 
 from __future__ import annotations
@@ -47,6 +71,8 @@ WEIGHTS_FILE = "model.safetensors"
 MTP_WEIGHTS_FILE = "mtp/model.safetensors"  # not at the top: see the module doc
 BOS_TOKEN, EOS_TOKEN, PAD_TOKEN = "<s>", "</s>", "<pad>"
 BUILTIN_CHOICES = ("target", "draft", "both")
+ARCHITECTURES = ("llama", "mimo")  # export_hf(architecture=...): see the module doc
+QKV_BIAS_NAMES = ("q_proj", "k_proj", "v_proj")
 
 
 def rope_permutation(head_dim: int) -> torch.Tensor:
@@ -113,6 +139,25 @@ def mtp_state_dict(model: CausalLM) -> dict[str, torch.Tensor]:
     return tensors
 
 
+def _zero_qkv_biases(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``tensors`` plus zero ``{q,k,v}_proj.bias`` next to every ``{q,k,v}_proj.weight`` (Qwen2 attention)."""
+    out = dict(tensors)
+    for name, weight in tensors.items():
+        for proj in QKV_BIAS_NAMES:
+            if name.endswith(f".self_attn.{proj}.weight"):
+                out[name[: -len("weight")] + "bias"] = torch.zeros(weight.shape[0], dtype=weight.dtype)
+    return out
+
+
+def mimo_state_dict(model: CausalLM, *, with_mtp: bool) -> dict[str, torch.Tensor]:
+    """The weights of the MiMo export (module doc): main model and, with ``with_mtp``, the MTP
+    modules in one dict, with zero q/k/v biases for every attention."""
+    tensors = hf_state_dict(model)
+    if with_mtp:
+        tensors.update(mtp_state_dict(model))
+    return _zero_qkv_biases(tensors)
+
+
 def hf_config(model: CausalLM, tokenizer: ByteTokenizer, *, with_mtp: bool) -> dict:
     """``config.json`` of the Llama checkpoint of ``model``."""
     c = model.config
@@ -144,6 +189,22 @@ def hf_config(model: CausalLM, tokenizer: ByteTokenizer, *, with_mtp: bool) -> d
     }
     if with_mtp:
         config["num_nextn_predict_layers"] = c.n_mtp
+    return config
+
+
+def mimo_config(model: CausalLM, tokenizer: ByteTokenizer, *, with_mtp: bool) -> dict:
+    """``config.json`` of the MiMo export: Qwen2 keys (what vLLM's ``MiMoForCausalLM``, a
+    ``Qwen2ForCausalLM``, reads) under architecture ``MiMoForCausalLM`` and model type ``qwen2``."""
+    config = hf_config(model, tokenizer, with_mtp=with_mtp)
+    for key in ("attention_bias", "mlp_bias", "head_dim"):  # Llama keys; Qwen2 has q/k/v biases, head_dim = C / H
+        del config[key]
+    config.update({
+        "architectures": ["MiMoForCausalLM"],
+        "model_type": "qwen2",
+        "use_sliding_window": False,
+        "sliding_window": None,
+        "max_window_layers": model.config.n_layers,
+    })
     return config
 
 
@@ -219,12 +280,17 @@ def _write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def export_hf(model: CausalLM, tokenizer: ByteTokenizer, folder: Path, *, with_mtp: bool) -> Path:
-    """Write ``model`` as a Hugging Face Llama checkpoint into ``folder`` (created); return it.
+def export_hf(model: CausalLM, tokenizer: ByteTokenizer, folder: Path, *, with_mtp: bool,
+              architecture: str = "llama") -> Path:
+    """Write ``model`` as a Hugging Face checkpoint into ``folder`` (created); return it.
 
-    ``with_mtp`` also writes the MTP modules to ``mtp/model.safetensors`` (see the module doc); it needs
-    a model with MTP modules. Existing files of the same names are overwritten.
+    ``architecture`` "llama" (default): a Llama checkpoint; ``with_mtp`` also writes the MTP modules
+    to ``mtp/model.safetensors``. "mimo": a ``MiMoForCausalLM`` checkpoint for vLLM's MiMo MTP drafter,
+    the MTP modules (``with_mtp``) in ``model.safetensors`` itself. See the module doc for both.
+    ``with_mtp`` needs a model with MTP modules. Existing files of the same names are overwritten.
     """
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)}, got {architecture!r}")
     if model.config.vocab_size != tokenizer.vocab_size:
         raise ValueError(f"model vocab_size {model.config.vocab_size} != tokenizer vocab_size {tokenizer.vocab_size}")
     if with_mtp and model.config.n_mtp == 0:
@@ -232,11 +298,15 @@ def export_hf(model: CausalLM, tokenizer: ByteTokenizer, folder: Path, *, with_m
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
-        _save_tensors(hf_state_dict(model), folder / WEIGHTS_FILE)
-        if with_mtp:
-            (folder / MTP_WEIGHTS_FILE).parent.mkdir(exist_ok=True)
-            _save_tensors(mtp_state_dict(model), folder / MTP_WEIGHTS_FILE)
-    _write_json(folder / "config.json", hf_config(model, tokenizer, with_mtp=with_mtp))
+        if architecture == "mimo":
+            _save_tensors(mimo_state_dict(model, with_mtp=with_mtp), folder / WEIGHTS_FILE)
+        else:
+            _save_tensors(hf_state_dict(model), folder / WEIGHTS_FILE)
+            if with_mtp:
+                (folder / MTP_WEIGHTS_FILE).parent.mkdir(exist_ok=True)
+                _save_tensors(mtp_state_dict(model), folder / MTP_WEIGHTS_FILE)
+    make_config = mimo_config if architecture == "mimo" else hf_config
+    _write_json(folder / "config.json", make_config(model, tokenizer, with_mtp=with_mtp))
     _write_json(folder / "generation_config.json", {
         "bos_token_id": tokenizer.bos_id, "eos_token_id": tokenizer.eos_id, "pad_token_id": tokenizer.pad_id,
         "do_sample": False,
@@ -246,10 +316,12 @@ def export_hf(model: CausalLM, tokenizer: ByteTokenizer, folder: Path, *, with_m
     return folder
 
 
-def export_builtin(out: Path, which: str = "both", *, force: bool = False) -> list[Path]:
+def export_builtin(out: Path, which: str = "both", *, force: bool = False, architecture: str = "llama") -> list[Path]:
     """Export the built-in target (with MTP) and/or draft to ``out/<model name>``; return the folders.
 
-    Raises FileExistsError naming the folder when one exists and is not empty, unless ``force``.
+    ``architecture`` as in :func:`export_hf`; "mimo" applies to the target only (the draft has no MTP
+    modules and stays a Llama folder). Raises FileExistsError naming the folder when one exists and
+    is not empty, unless ``force``.
     """
     from autotune.engines.embedded.builtin import (
         BUILTIN_DRAFT_NAME,
@@ -260,6 +332,8 @@ def export_builtin(out: Path, which: str = "both", *, force: bool = False) -> li
 
     if which not in BUILTIN_CHOICES:
         raise ValueError(f"which must be one of {', '.join(BUILTIN_CHOICES)}, got {which!r}")
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)}, got {architecture!r}")
     jobs = []
     if which in ("target", "both"):
         jobs.append((BUILTIN_TARGET_NAME, load_builtin_target, True))
@@ -272,5 +346,6 @@ def export_builtin(out: Path, which: str = "both", *, force: bool = False) -> li
             raise FileExistsError(f"{folder} exists and is not empty; pass --force to overwrite it")
     tokenizer = ByteTokenizer()
     for folder, (_, load, with_mtp) in zip(folders, jobs):
-        export_hf(load(dtype=torch.float32), tokenizer, folder, with_mtp=with_mtp)
+        export_hf(load(dtype=torch.float32), tokenizer, folder, with_mtp=with_mtp,
+                  architecture=architecture if with_mtp else "llama")
     return folders
