@@ -8,6 +8,7 @@ a dashboard): write-ahead logging, a generous busy timeout, foreign keys on.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,18 +41,32 @@ def resolve_database_url(url: str | None) -> str:
     return url or os.environ.get(ENV_DB_URL) or default_database_url()
 
 
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+URL_EXAMPLES = "expected e.g. sqlite:///path/to/autotune.db or postgresql://user@host:5432/dbname"
+
+
 def parse_database_url(url: str) -> URL:
-    """Parse and normalise a URL; a bare ``postgresql://`` uses psycopg 3, the driver we ship."""
+    """Parse and normalise a URL; a bare ``postgresql://`` uses psycopg 3, the driver we ship.
+    DatabaseError (never showing a password) for a URL that is malformed, has a non-numeric port
+    or names a database other than SQLite and PostgreSQL."""
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise DatabaseError(
-            f"malformed database URL {url!r}: expected e.g. sqlite:///path/to/autotune.db "
-            "or postgresql://user@host:5432/dbname"
-        ) from None
+        raise DatabaseError(f"malformed database URL {mask_password(url)!r}: {URL_EXAMPLES}") from None
+    except ValueError:  # make_url converts the port with int()
+        raise DatabaseError(f"malformed database URL {mask_password(url)!r}: the port must be a number; "
+                            f"{URL_EXAMPLES}") from None
+    if parsed.get_backend_name() not in SUPPORTED_BACKENDS:
+        raise DatabaseError(f"unsupported database URL {display_url(parsed)!r}: use sqlite:/// or postgresql://")
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed
+
+
+def mask_password(text: str) -> str:
+    """``text`` with the password of anything shaped ``user:password@`` replaced by ``***`` (for URLs
+    too malformed to parse, which SQLAlchemy cannot render without their password)."""
+    return re.sub(r":[^:@/\s]*@", ":***@", text)
 
 
 def display_url(url: URL | str) -> str:

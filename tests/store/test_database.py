@@ -41,6 +41,8 @@ def test_bare_postgresql_url_uses_psycopg3() -> None:
     [
         ("not a url", "malformed database URL"),
         ("bogus://x", "unsupported database URL"),
+        ("mysql://u@host/db", "unsupported database URL 'mysql://u@host/db': use sqlite:/// or postgresql://"),
+        ("postgresql://u@host:abc/db", "malformed database URL .*the port must be a number"),
         ("postgresql://nobody@127.0.0.1:1/none", "cannot connect to database"),
     ],
 )
@@ -73,3 +75,12 @@ def test_failed_session_rolls_back(sqlite_url: str) -> None:
                 session.add(ModelRecord(fingerprint="a", name="dup", role="target", source="x"))
         with db.session() as session:
             assert session.query(ModelRecord).count() == 0
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql//u:s3cret@host/db", "postgresql://u:s3cret@host:abc/db", "mysql://u:s3cret@host/db", "::u:s3cret@::",
+])
+def test_a_bad_url_never_shows_its_password(url: str) -> None:
+    with pytest.raises(DatabaseError) as info:
+        open_database(url)
+    assert "s3cret" not in str(info.value) and "***" in str(info.value)
