@@ -220,3 +220,28 @@ def test_measure_table_has_a_row_per_figure_and_a_column_per_run() -> None:
     assert "draft@2 b1" in header and "none (baseline)" in header
     assert "tokens per target pass" in result.output and "…" not in result.output  # nothing cut at 80 columns
     assert "verify: outputs identical to the baseline, token for token" in result.output
+
+
+def test_every_flag_the_library_names_in_messages_exists() -> None:
+    """Errors and hints tell users which flag to change: each --flag written in the library (outside
+    the export formats, whose flags are other programs') must be an option of some command."""
+    import pathlib
+    import re
+
+    from autotune.cli import cli
+
+    options = {"--help"}
+
+    def collect(command: click.Command) -> None:
+        options.update(o for p in command.params for o in p.opts if o.startswith("--"))
+        for sub in getattr(command, "commands", {}).values():
+            collect(sub)
+
+    collect(cli)
+    package = pathlib.Path(__file__).resolve().parents[1] / "autotune"
+    files = [f for d in ("search", "store", "profiles", "preflight", "perfmodel", "analysis", "hardware")
+             for f in (package / d).rglob("*.py")]
+    files += [package / name for name in ("measure.py", "api.py", "planning.py", "report.py", "workload.py")]
+    unknown = sorted({(flag, f.name) for f in files for flag in re.findall(r"--[a-z][a-z0-9-]+", f.read_text())
+                      if flag not in options})
+    assert not unknown, f"flags named in messages that no command has: {unknown}"

@@ -132,7 +132,7 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     if n_trials < len(space.batch_sizes):
         raise ConfigurationError(
             f"n_trials {n_trials} is below the {len(space.batch_sizes)} baseline trials (method none at batch sizes "
-            f"{', '.join(map(str, space.batch_sizes))}); raise --n-trials or pass fewer --batch-sizes"
+            f"{', '.join(map(str, space.batch_sizes))}); raise --trials or pass fewer --batch-sizes"
         )
     name = options.study_name or f"{hardware.fingerprint[:8]}-{target.name}-{workload.label}"
     return StudyPlan(

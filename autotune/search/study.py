@@ -69,7 +69,7 @@ def open_study(
             if study.user_attrs.get(IDENTITY_ATTR) != plan.identity_digest:
                 raise ConfigurationError(
                     f"an Optuna study named {plan.name!r} already exists in this database and was not created by "
-                    "this autotune search (or with other options); pick another --study-name"
+                    "this autotune search (or with other options); pick another --study"
                 )
         else:
             study = optuna.create_study(study_name=plan.name, storage=storage, sampler=sampler,
@@ -124,7 +124,7 @@ def _check_identity(stored: dict[str, Any], plan: StudyPlan) -> None:
             raise ConfigurationError(
                 f"study {plan.name!r} exists with a different {key.replace('_', ' ')} "
                 f"(stored {_short(stored.get(key))}, now {_short(value)}); rerun it with its original options "
-                "or pick another --study-name"
+                "or pick another --study"
             )
 
 
