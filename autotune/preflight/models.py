@@ -60,8 +60,7 @@ class HfModel:
     @property
     def dtype_bytes(self) -> int:
         """Bytes per element of the compute dtype (also the KV cache's, TensorRT-LLM's default)."""
-        dtype = str(self.param("torch_dtype") or self.param("dtype") or "").removeprefix("torch.")
-        return CONFIG_DTYPE_BYTES.get(dtype, DEFAULT_DTYPE_BYTES)
+        return CONFIG_DTYPE_BYTES.get(config_dtype(self.config) or "", DEFAULT_DTYPE_BYTES)
 
 
 def config_param(config: Mapping[str, Any], name: str, default: Any = None) -> Any:
@@ -69,6 +68,13 @@ def config_param(config: Mapping[str, Any], name: str, default: Any = None) -> A
     if name in config:
         return config[name]
     return (config.get("text_config") or {}).get(name, default)
+
+
+def config_dtype(config: Mapping[str, Any]) -> str | None:
+    """The compute dtype config.json names (``torch_dtype``, or ``dtype`` in newer transformers),
+    e.g. ``float32``; None when it names none."""
+    dtype = config_param(config, "torch_dtype") or config_param(config, "dtype")
+    return str(dtype).removeprefix("torch.") if dtype else None
 
 
 def read_config(path: str | Path, role: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
+from autotune.engines.failures import first_line, raise_out_of_memory
 from autotune.engines.trtllm import INSTALL_HINT
 from autotune.engines.trtllm.checks import check_config
 from autotune.engines.trtllm.mapping import (
@@ -105,7 +106,7 @@ class TrtLlmRunner:
         try:
             return self._loop.run_until_complete(self._run(workload, batch_size, temperature, seed))
         except Exception as exc:
-            _raise_out_of_memory(exc)
+            raise_out_of_memory(exc)
             raise
 
     def close(self) -> None:
@@ -137,11 +138,10 @@ class TrtLlmRunner:
         try:
             self._llm = tensorrt_llm.LLM(**kwargs)
         except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            _raise_out_of_memory(exc)
-            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise UnsupportedConfigError(f"TensorRT-LLM refused {self.config.label()}: {first_line}") from exc
+            raise_out_of_memory(exc)
+            raise UnsupportedConfigError(f"TensorRT-LLM refused {self.config.label()}: {first_line(exc)}") from exc
         except Exception as exc:
-            _raise_out_of_memory(exc)
+            raise_out_of_memory(exc)
             raise
         self._version = getattr(tensorrt_llm, "__version__", None)
         self.loads += 1
@@ -251,12 +251,3 @@ def _instantiate(module: Any, spec: ConfigObject) -> Any:
     raise UnsupportedConfigError(
         f"this TensorRT-LLM has none of {', '.join(spec.class_names)} in tensorrt_llm.llmapi; upgrade TensorRT-LLM"
     )
-
-
-def _raise_out_of_memory(exc: BaseException) -> None:
-    """Re-raise CUDA out-of-memory failures as MemoryError, which the worker reports as ``oom``
-    (TensorRT-LLM wraps them in RuntimeError / RequestError, with the text kept)."""
-    text = str(exc).lower()
-    if "out of memory" in text or "outofmemory" in text:
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise MemoryError(first_line) from exc

@@ -30,18 +30,22 @@ from pathlib import Path
 from typing import Any
 
 from autotune.engines.base import EngineConfig, Measurement, measurement_of_run, validate_run_options
+from autotune.engines.failures import OUT_OF_MEMORY_MARKERS, first_line, raise_out_of_memory
 from autotune.engines.vllm import INSTALL_HINT
 from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM, engine_arguments
 from autotune.engines.vllm.stats import SpecDecodingRecorder, StepTimes, StreamedRequest, run_counters
 from autotune.errors import EngineError, UnsupportedConfigError
-from autotune.preflight.models import read_config
+from autotune.preflight.models import config_dtype, read_config
 from autotune.workload import Workload
 
 WARMUP_TOKENS = 4
 # vLLM's CPU backend otherwise wants 92 % of the NUMA node's memory for the KV cache and refuses to
 # start when anything else uses memory (docs/vllm.md); 1 GiB holds ~1M tokens of the built-in target.
 DEFAULT_CPU_KV_CACHE_GIB = "1"
+# vLLM's CPU backend refuses to start when the memory it wants is not free ("Available memory on node
+# 0 ... is less than desired CPU memory utilization"): out of memory too.
+VLLM_OUT_OF_MEMORY_MARKERS = (*OUT_OF_MEMORY_MARKERS, "less than desired")
 
 
 @dataclass
@@ -107,7 +111,7 @@ class VllmRunner:
         try:
             return self._run(loaded, workload, batch_size, temperature, seed)
         except Exception as exc:
-            _raise_out_of_memory(exc)
+            raise_out_of_memory(exc, VLLM_OUT_OF_MEMORY_MARKERS)
             raise
 
     def close(self) -> None:
@@ -135,9 +139,8 @@ class VllmRunner:
             engine = LLMEngine.from_engine_args(EngineArgs(**arguments), usage_context=UsageContext.LLM_CLASS,
                                                 stat_loggers=[recorder.factory])
         except (TypeError, ValueError, NotImplementedError) as exc:  # pydantic's ValidationError is a ValueError
-            _raise_out_of_memory(exc)
-            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise UnsupportedConfigError(f"vLLM refused {config.label()}: {first_line}") from exc
+            raise_out_of_memory(exc, VLLM_OUT_OF_MEMORY_MARKERS)
+            raise UnsupportedConfigError(f"vLLM refused {config.label()}: {first_line(exc)}") from exc
         self.loads += 1
         self._built_batch_size = max_batch_size
         loaded = _Loaded(engine, recorder, _weight_bytes(self.target, config.draft if config.method == "draft" else None))
@@ -248,18 +251,9 @@ class VllmRunner:
 
 def _checkpoint_dtype(folder: str) -> str:
     """config.json's compute dtype (``torch_dtype``, or ``dtype`` in newer transformers), else ``"auto"``."""
-    config = read_config(folder, "target")
-    return str(config.get("torch_dtype") or config.get("dtype") or "auto").removeprefix("torch.")
+    return config_dtype(read_config(folder, "target")) or "auto"
 
 
 def _weight_bytes(*folders: str | None) -> int:
     """Bytes of the safetensors files vLLM loads (the top level of each model folder)."""
     return sum(file.stat().st_size for folder in folders if folder for file in Path(folder).glob("*.safetensors"))
-
-
-def _raise_out_of_memory(exc: BaseException) -> None:
-    """Re-raise out-of-memory failures as MemoryError, which the worker reports as ``oom``."""
-    text = str(exc).lower()
-    if "out of memory" in text or "outofmemory" in text or "less than desired" in text:
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise MemoryError(first_line) from exc
