@@ -9,7 +9,7 @@ Shape of the data::
     hardware_profiles 1──* hardware_probes          (one machine kind, many probes of it)
     model_artifacts   1──* tuning_studies (target)  (targets and drafts, by content fingerprint)
     tuning_studies    1──* measurements             (one row per trial: configuration + figures)
-    tuning_studies    1──* deployment_profiles      (the winning configuration per study)
+    tuning_studies    1──1 deployment_profiles      (the winning configuration: at most one per study)
     model_artifacts   1──* acceptance_profiles      (a proposer's acceptance on a workload: any hardware)
     hardware_profiles 1──* cost_profiles            (a target's step costs on one machine kind and engine)
 """
@@ -173,7 +173,9 @@ class MeasurementRecord(Base):
     study_id: Mapped[int] = mapped_column(
         ForeignKey("autotune_tuning_studies.id", ondelete="CASCADE")
     )
-    trial_number: Mapped[int] = mapped_column(Integer)  # Optuna's trial number (-1 for baselines)
+    # Screening rows (baselines included: they are enqueued Optuna trials): Optuna's trial number.
+    # Confirmation rows: their own sequence from 0 within the study (search/tuner.py).
+    trial_number: Mapped[int] = mapped_column(Integer)
     method: Mapped[str] = mapped_column(String(16))
     draft_model_id: Mapped[int | None] = mapped_column(
         ForeignKey("autotune_model_artifacts.id"), index=True
@@ -221,8 +223,10 @@ class DeploymentProfileRecord(Base):
     __tablename__ = "autotune_deployment_profiles"
 
     id: Mapped[int] = mapped_column(primary_key=True)
+    # One profile per study (migration 0006): results.save_profile replaces it, under the study's
+    # lock; the constraint makes a second row an error rather than an ambiguous answer.
     study_id: Mapped[int] = mapped_column(
-        ForeignKey("autotune_tuning_studies.id", ondelete="CASCADE"), index=True
+        ForeignKey("autotune_tuning_studies.id", ondelete="CASCADE"), unique=True
     )
     hardware_id: Mapped[int] = mapped_column(
         ForeignKey("autotune_hardware_profiles.id"), index=True
@@ -230,11 +234,12 @@ class DeploymentProfileRecord(Base):
     target_model_id: Mapped[int] = mapped_column(
         ForeignKey("autotune_model_artifacts.id"), index=True
     )
+    # Indexed (0006) like every foreign key: deleting a measurement or a model looks up its profiles.
     measurement_id: Mapped[int | None] = mapped_column(
-        ForeignKey("autotune_measurements.id", ondelete="SET NULL")
+        ForeignKey("autotune_measurements.id", ondelete="SET NULL"), index=True
     )
     method: Mapped[str] = mapped_column(String(16), index=True)
-    draft_model_id: Mapped[int | None] = mapped_column(ForeignKey("autotune_model_artifacts.id"))
+    draft_model_id: Mapped[int | None] = mapped_column(ForeignKey("autotune_model_artifacts.id"), index=True)
     depth: Mapped[int] = mapped_column(Integer)
     batch_size: Mapped[int] = mapped_column(Integer)
     objective: Mapped[str] = mapped_column(String(32))
