@@ -65,6 +65,11 @@ class StudyData:
         model = next((m for m in self.draft_models if m.fingerprint == draft), None)
         return f"draft model ({model.name if model else draft})"
 
+    def series_legend(self, key: analysis.SeriesKey) -> str:
+        """:meth:`series_name` for a plot: a draft's name is shown as written, never read as
+        matplotlib mathtext (``$...$``, where a stray backslash command would fail the drawing)."""
+        return self.series_name(key).replace("$", r"\$")
+
     def series_color(self, key: analysis.SeriesKey) -> str:
         method, draft = key
         if method != "draft":
@@ -192,7 +197,7 @@ def plot_throughput(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
         best = decision.best_by_batch_size(trials)
         xs, ys = list(best), [m.tokens_per_s for m in best.values()]
         yerr = error_bars([m.estimate("tokens_per_s") for m in best.values()])
-        ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, color=data.series_color(key), label=data.series_name(key))
+        ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, color=data.series_color(key), label=data.series_legend(key))
         if key[0] != "none":
             for m in best.values():
                 ax.annotate(f"d{m.depth}", (m.batch_size, m.tokens_per_s), textcoords="offset points",
@@ -222,7 +227,7 @@ def plot_speedup_vs_depth(data: StudyData, done: Sequence[MeasurementInfo]) -> F
             if points:
                 estimates = [s for _, s in points]
                 ax.errorbar([d for d, _ in points], [s.value for s in estimates], yerr=error_bars(estimates),
-                            marker="o", capsize=3, color=data.series_color(key), label=data.series_name(key))
+                            marker="o", capsize=3, color=data.series_color(key), label=data.series_legend(key))
         ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
         ax.set_xticks(depths)
         ax.set_title(f"batch size {batch_size}")
@@ -257,7 +262,7 @@ def plot_acceptance(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
         positions = sorted(sums)
         longest = max(longest, positions[-1])
         means = [sum(sums[p]) / len(sums[p]) for p in positions]
-        ax.plot(positions, means, marker="o", color=data.series_color(key), label=data.series_name(key))
+        ax.plot(positions, means, marker="o", color=data.series_color(key), label=data.series_legend(key))
     ax.set_xticks(range(1, longest + 1))
     ax.set_ylim(0, 1.05)
     _label(ax, "draft position", "acceptance rate (fraction accepted)",
@@ -281,11 +286,11 @@ def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
         yerr = error_bars([m.estimate("tokens_per_s") for m in trials])
         if xerr is None and yerr is None:
             ax.scatter([m.tpot_ms_p50 for m in trials], [m.tokens_per_s for m in trials], s=18, alpha=0.7,
-                       color=data.series_color(key), label=data.series_name(key))
+                       color=data.series_color(key), label=data.series_legend(key))
         else:
             ax.errorbar([m.tpot_ms_p50 for m in trials], [m.tokens_per_s for m in trials], xerr=xerr, yerr=yerr,
                         fmt="o", markersize=4, capsize=2, alpha=0.8, color=data.series_color(key),
-                        label=data.series_name(key))
+                        label=data.series_legend(key))
     front = pareto_front(timed)
     if front:
         ax.plot([m.tpot_ms_p50 for m in front], [m.tokens_per_s for m in front], color="black", linewidth=1,
@@ -370,7 +375,7 @@ def plot_predicted_vs_measured(data: StudyData) -> Figure:
             above = [g.high - g.value if g.has_interval else 0.0 for g in guesses]
             extent += xs + [y - b for y, b in zip(ys, below)] + [y + a for y, a in zip(ys, above)]
             hollow = len(sources) > 1 and source == "roofline"
-            label = data.series_name(key) + (f", {source} prediction" if len(sources) > 1 and source else "")
+            label = data.series_legend(key) + (f", {source} prediction" if len(sources) > 1 and source else "")
             color = data.series_color(key)
             ax.errorbar(xs, ys, yerr=[below, above] if any(below) or any(above) else None, fmt="o", markersize=5,
                         capsize=2, alpha=0.8, color=color, markerfacecolor="none" if hollow else color, label=label)
@@ -476,6 +481,15 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
     return "\n".join(parts) + "\n"
 
 
+class Html(str):
+    """Markup built here from constants (:data:`DASH`): :func:`_table` writes it as is and escapes
+    every other cell, so a value read from the database (a model or study name, an imported
+    profile's table) is always text, never markup."""
+
+
+DASH = Html("&ndash;")
+
+
 def _prediction_html(rows: Sequence[MeasurementInfo]) -> str:
     """One note on how well the performance model predicted the screening trials; empty when no
     trial has a prediction."""
@@ -499,7 +513,7 @@ def _predicted(m: MeasurementInfo) -> str:
     """``"1,790 [1,400, 2,290]"``, the value alone without an interval, a dash without a prediction."""
     guess = prediction.predicted(m)
     if guess is None:
-        return "&ndash;"
+        return DASH
     if not guess.has_interval:
         return _num(guess.value)
     return f"{_num(guess.value)} [{_num(guess.low)}, {_num(guess.high)}]"
@@ -507,28 +521,30 @@ def _predicted(m: MeasurementInfo) -> str:
 
 def _num(value: float | int | None, digits: int = 3) -> str:
     if value is None:
-        return "&ndash;"
-    if isinstance(value, int):
+        return DASH
+    if isinstance(value, int) or not isinstance(value, float):  # an imported table may hold any JSON value
         return str(value)
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.{digits}g}"
 
 
 def _estimate(estimate: Estimate | None, digits: int = 4) -> str:
-    """``"478.4 ±1.4%"``, the value alone for one run, a dash for nothing (HTML-escaped)."""
-    return "&ndash;" if estimate is None else html.escape(format_estimate(estimate, digits))
+    """``"478.4 ±1.4%"``, the value alone for one run, a dash for nothing."""
+    return DASH if estimate is None else format_estimate(estimate, digits)
 
 
 def _speedup(estimate: Estimate | None, baseline: bool = False) -> str:
     """``"1.44x [1.41, 1.46]"``; the baseline is 1 by definition; a dash where none was measured."""
     if estimate is None:
-        return "&ndash;"
+        return DASH
     if baseline:
         return "1x (baseline)"
-    return html.escape(format_speedup(estimate))
+    return format_speedup(estimate)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], text_columns: Sequence[int] = (),
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], text_columns: Sequence[int] = (),
            row_classes: Sequence[str] | None = None) -> str:
+    """An HTML table; each cell is escaped unless it is :class:`Html`."""
+
     def attr(i: int) -> str:
         return " class='text'" if i in text_columns else ""
 
@@ -536,7 +552,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], text_columns: 
     body = []
     for r, row in enumerate(rows):
         cls = f" class='{row_classes[r]}'" if row_classes and row_classes[r] else ""
-        cells = "".join(f"<td{attr(i)}>{c}</td>" for i, c in enumerate(row))
+        cells = "".join(f"<td{attr(i)}>{c if isinstance(c, Html) else html.escape(str(c))}</td>"
+                        for i, c in enumerate(row))
         body.append(f"<tr{cls}>{cells}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
@@ -544,14 +561,13 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], text_columns: 
 def _profile_html(profile: DeploymentProfile | None) -> str:
     if profile is None:
         return "<p>This study has not written a deployment profile (yet).</p>"
-    draft = html.escape(profile.draft.name) if profile.draft else "&ndash;"
+    draft = profile.draft.name if profile.draft else DASH
     tied = [label for label in profile.tied_with if label != profile.label()]
     confirmed = "yes" if profile.confirmed else "no (one screening run)"
-    row = [str(profile.id), html.escape(profile.label()), draft, str(profile.batch_size), html.escape(profile.objective),
+    row = [profile.id, profile.label(), draft, profile.batch_size, profile.objective,
            _estimate(profile.estimate("tokens_per_s")), _estimate(profile.estimate("tpot_ms_p50")),
            _speedup(profile.estimate("speedup"), baseline=profile.method == decision.BASELINE),
-           str(profile.repetitions), confirmed, html.escape(", ".join(tied)) or "&ndash;",
-           html.escape(utc_iso(profile.created_at) or "")]
+           profile.repetitions, confirmed, ", ".join(tied) or DASH, utc_iso(profile.created_at) or ""]
     headers = ["id", "configuration", "draft", "batch size", "objective", "tokens/s", "TPOT p50 (ms)", "speedup (x)", "n",
                "confirmed", "tied within noise", "created"]
     table = _table(headers, [row], text_columns=(1, 2, 4, 9, 10, 11))
@@ -573,10 +589,10 @@ def _verdict_table(verdict: analysis.Verdict, done: Sequence[MeasurementInfo] = 
             memory = s.memory_overhead.get(b)
             row = best.get(b)
             speedup = decision.speedup_estimate(row) if row is not None and b in s.speedup else None
-            rows.append([METHOD_NAMES[s.method], str(b), str(s.best_depth[b]), _speedup(speedup),
-                         str(row.repetitions) if row is not None else "&ndash;",
+            rows.append([METHOD_NAMES[s.method], b, s.best_depth[b], _speedup(speedup),
+                         row.repetitions if row is not None else DASH,
                          _num(s.acceptance_rate.get(b)), _num(s.acceptance_length.get(b)),
-                         f"{memory:+.1%}" if memory is not None else "&ndash;"])
+                         f"{memory:+.1%}" if memory is not None else DASH])
     headers = ["method", "batch size", "best depth", "speedup (x)", "n", "acceptance rate", "acceptance length",
                "memory vs none"]
     return _table(headers, rows, text_columns=(0,))
@@ -602,10 +618,10 @@ def _per_batch_table(rows: Sequence[dict]) -> str:
         depth = (0 if baseline else r.get("depth")) if label else None
         tied = [t for t in r.get("tied") or [] if t != label]
         note = r.get("note") or ("" if r.get("confirmed") or not label else "screening: one run")
-        body.append([str(r.get("batch_size")), _num(depth), html.escape(label) if label else "&ndash;",
+        body.append([r.get("batch_size"), _num(depth), label or DASH,
                      _estimate(_table_estimate(r, "tokens_per_s")), _speedup(_table_estimate(r, "speedup"), baseline),
-                     _num(r.get("repetitions") or (1 if label else None)), html.escape(", ".join(tied)) or "&ndash;",
-                     _num(r.get("acceptance_rate")), _num(r.get("trials")), html.escape(note)])
+                     _num(r.get("repetitions") or (1 if label else None)), ", ".join(map(str, tied)) or DASH,
+                     _num(r.get("acceptance_rate")), _num(r.get("trials")), note])
     return _table(headers, body, text_columns=(2, 6, 9))
 
 
@@ -627,8 +643,8 @@ def _trials_table(data: StudyData) -> str:
     order = {"screening": 0, "confirmation": 1}
     for m in sorted(data.measurements, key=lambda m: (order.get(m.phase, 2), decision.confirmation_run(m) or 0,
                                                       m.batch_size, m.method, m.depth, m.trial_number)):
-        draft = data.series_name(analysis.series_key(m)) if m.method == "draft" else "&ndash;"
-        memory = _num(m.peak_memory_bytes / 2**20) if m.peak_memory_bytes else "&ndash;"
+        draft = data.series_name(analysis.series_key(m)) if m.method == "draft" else DASH
+        memory = _num(m.peak_memory_bytes / 2**20) if m.peak_memory_bytes else DASH
         measured = m.complete
         speedup = decision.speedup_estimate(m) if measured and m.confirmed else None
         notes = [m.reason] if m.reason else []
@@ -639,15 +655,14 @@ def _trials_table(data: StudyData) -> str:
         if m.extra.get("implausible"):
             notes.append(f"speedups withheld: {m.extra['implausible']}")
         error = prediction.relative_error(m)
-        rows.append([html.escape(_phase(m)), str(m.trial_number), html.escape(m.state), html.escape(m.method),
-                     html.escape(draft) if m.draft else draft, str(m.depth), str(m.batch_size),
-                     str(m.repetitions) if measured else "&ndash;",
-                     _estimate(m.estimate("tokens_per_s")) if measured else "&ndash;",
-                     *([_predicted(m), "&ndash;" if error is None else html.escape(format_error(error))]
+        rows.append([_phase(m), m.trial_number, m.state, m.method, draft, m.depth, m.batch_size,
+                     m.repetitions if measured else DASH,
+                     _estimate(m.estimate("tokens_per_s")) if measured else DASH,
+                     *([_predicted(m), DASH if error is None else format_error(error)]
                        if predicted else []),
-                     _estimate(m.estimate("tpot_ms_p50")) if measured else "&ndash;",
+                     _estimate(m.estimate("tpot_ms_p50")) if measured else DASH,
                      _speedup(speedup, baseline=m.method == decision.BASELINE),
-                     _num(m.acceptance_rate), memory, html.escape("; ".join(notes))])
+                     _num(m.acceptance_rate), memory, "; ".join(notes)])
         run = decision.confirmation_run(m)
         superseded = run is not None and latest is not None and run < latest
         classes.append("failed" if not measured else "superseded" if superseded or (m.key not in deciding and m.confirmed) else "")
