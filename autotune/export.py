@@ -45,7 +45,11 @@ engine cannot express (SGLang has no per-batch-size speculation switch) is said 
 top of the script, with the batch size above which speculation lost.
 
 Every value in a script is shell-quoted (:func:`shlex.quote`) but the script's own variables
-(:class:`ShellVar`); comment lines never carry a line break of a name or path. The vLLM and SGLang
+(:class:`ShellVar`); a value that starts with ``-`` is written ``--flag=value`` so that the engine's
+argument parser cannot read it as an option, and a value with a NUL character (no shell argument can
+hold one) is refused. YAML is written by :func:`yaml.safe_dump`, JSON by :func:`json.dumps`. In
+comments (of scripts and YAML) a name's line breaks and other unprintable characters are written as
+escapes, so a comment stays one line and shows the name as it is. The vLLM and SGLang
 scripts pass their own arguments on (``"$@"``), so ``serve.sh --host 127.0.0.1 --port 8000`` works and
 a repeated flag overrides the exported one (argparse keeps the last).
 """
@@ -379,9 +383,9 @@ def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRu
 def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: str = DEFAULT_TRTLLM_VERSION) -> str:
     """A bash script that writes the YAML and re-measures the profile with ``trtllm-bench``."""
     target = profile.target
-    lines = [["trtllm-bench", "--model", target.name]]
+    lines = [["trtllm-bench", *_option("--model", target.name)]]
     if not target.is_builtin:
-        lines.append(["--model_path", target.source])
+        lines.append(_option("--model_path", target.source))
     lines += [
         ["throughput"], ["--backend", "pytorch"], ["--dataset", ShellVar("DATASET")],
         ["--extra_llm_api_options", ShellVar("CONFIG")], ["--max_batch_size", str(plan.max_batch_size)],
@@ -417,8 +421,10 @@ def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: 
 def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
     """``vllm serve`` with the profile's speculative config and batch limits; the script's own
     arguments go on to ``vllm serve``."""
+    model = serving_model(profile.target)
+    # vllm serve reads a positional model starting with "-" as an option; --model is the same field.
     lines = [
-        ["vllm", "serve", serving_model(profile.target)],
+        ["vllm", "serve", *([model] if not model.startswith("-") else _option("--model", model))],
         ["--max-num-seqs", str(plan.max_batch_size)],
         ["--max-num-batched-tokens", str(plan.max_num_tokens(DEFAULT_MAX_NUM_TOKENS))],
     ]
@@ -487,7 +493,7 @@ def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
     """``python -m sglang.launch_server`` with the profile's speculative flags and batch limits."""
     lines = [
         ["python", "-m", "sglang.launch_server"],
-        ["--model-path", serving_model(profile.target)],
+        _option("--model-path", serving_model(profile.target)),
         ["--max-running-requests", str(plan.max_batch_size)],
         ["--cuda-graph-max-bs", str(plan.max_batch_size)],
     ]
@@ -504,7 +510,7 @@ def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         # SGLang counts the verified token among the draft tokens, hence depth + 1.
         lines.append(["--speculative-num-draft-tokens", str(depth + 1)])
         if profile.method == "draft":
-            lines.append(["--speculative-draft-model-path", serving_model(profile.draft)])
+            lines.append(_option("--speculative-draft-model-path", serving_model(profile.draft)))
             if kind == DRAFT_TARGET:
                 notes.append("STANDALONE (a separate draft model) needs SGLang >= 0.5.")
     lines.append([ShellVar("@")])
@@ -672,9 +678,13 @@ def _builtin_notes(profile: DeploymentProfile) -> list[str]:
 
 
 def _comments(lines: list[str]) -> str:
-    """``# line`` per line; a line break inside a line (a model path may hold one) starts a new
-    comment line, never a line of code."""
-    return "".join(f"# {part}\n" for line in lines for part in str(line).splitlines() or [""])
+    """``# line`` per line, each one line: a line break or another unprintable character inside
+    (a model path may hold one) is written as its escape, never a line of code or a terminal control."""
+    return "".join(f"# {_printable(str(line))}\n" for line in lines)
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _yaml(data: dict[str, Any]) -> str:
@@ -695,10 +705,24 @@ class ShellVar(str):
         return f'"${self}"'
 
 
+def _option(flag: str, value: str) -> list[str]:
+    """``[flag, value]``, or ``[flag=value]`` where the value starts with ``-``: argparse (vLLM,
+    SGLang) and click (trtllm-bench) would take that word for an option, but never split ``=``."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
+def _shell_word(word: str) -> str:
+    if isinstance(word, ShellVar):
+        return word.word
+    if "\0" in word:
+        raise ConfigurationError(f"{word!r} holds a NUL character, which no shell argument can carry; "
+                                 "rename the model or path")
+    return shlex.quote(word)
+
+
 def _command(lines: list[list[str]]) -> str:
     """One shell command written one option per line; only :class:`ShellVar` words expand."""
-    quoted = [" ".join(w.word if isinstance(w, ShellVar) else shlex.quote(w) for w in line) for line in lines]
-    return " \\\n  ".join(quoted)
+    return " \\\n  ".join(" ".join(_shell_word(w) for w in line) for line in lines)
 
 
 def _script(notes: list[str], lines: list[list[str]]) -> str:
