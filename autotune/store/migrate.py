@@ -19,7 +19,10 @@ from sqlalchemy.engine import Engine
 
 from autotune.errors import DatabaseError
 from autotune.store.database import display_url
+from autotune.store.locks import named_lock
 from autotune.store.models import VERSION_TABLE
+
+SCHEMA_LOCK = "autotune-schema"  # the named lock every migration holds (store/locks.py)
 
 
 def migrations_dir() -> str:
@@ -103,16 +106,23 @@ def require_known_revision(engine: Engine) -> SchemaStatus:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> SchemaStatus:
-    """Migrate the database up to ``revision``."""
-    require_known_revision(engine)
-    _run(command.upgrade, engine, revision)
+    """Migrate the database up to ``revision``.
+
+    Holds the schema lock: processes migrating one database at once (workers opening a fresh
+    shared database, two ``autotune db upgrade``) take turns, and the later ones find the
+    revision reached and do nothing, instead of failing on tables that already exist."""
+    with named_lock(engine, SCHEMA_LOCK):
+        require_known_revision(engine)
+        _run(command.upgrade, engine, revision)
     return schema_status(engine)
 
 
 def downgrade(engine: Engine, revision: str) -> SchemaStatus:
-    """Migrate the database down to ``revision`` ("base" removes every autotune table)."""
-    require_known_revision(engine)
-    _run(command.downgrade, engine, revision)
+    """Migrate the database down to ``revision`` ("base" removes every autotune table), holding
+    the schema lock as :func:`upgrade` does."""
+    with named_lock(engine, SCHEMA_LOCK):
+        require_known_revision(engine)
+        _run(command.downgrade, engine, revision)
     return schema_status(engine)
 
 
@@ -128,13 +138,9 @@ def ensure_schema(engine: Engine) -> SchemaStatus:
     """Create the schema on first use; refuse a database that is behind or ahead of this autotune."""
     status = require_known_revision(engine)
     if status.current is None:
-        # Several workers may open a fresh shared database at once: one creates the schema.
-        from autotune.store.locks import named_lock
-
-        with named_lock(engine, "autotune-schema"):
-            if current_revision(engine) is None:
-                return upgrade(engine)
-            return ensure_schema(engine)
+        # Several workers may open a fresh shared database at once: upgrade() lets one create the
+        # schema while the others wait, then finds it at head.
+        status = upgrade(engine)
     if not status.is_head:
         raise DatabaseError(
             f"database {status.url} is at revision {status.current!r}, older than this autotune's "
