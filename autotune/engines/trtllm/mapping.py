@@ -28,6 +28,14 @@ a ClassVar); the accepted names per class are listed in the tests' stand-in pack
   ``is_use_oldest``, ``is_public_pool``.
 * EAGLE-3: ``Eagle3DecodingConfig`` (later versions, decoding type ``Eagle3``); 1.0/1.1 have only
   ``EagleDecodingConfig`` with ``eagle3_one_model`` (decoding type ``Eagle``), hence the fallback class.
+* ``allow_advanced_sampling`` (``DecodingBaseConfig``, 1.1/1.2 era, default False): without it the
+  one-model workers pick the target's tokens with ``torch.argmax`` whatever the request's temperature
+  (``SpecWorkerBase._sample_tokens_for_batch`` in ``tensorrt_llm/_torch/speculative/interface.py``,
+  the 1.2-era copy whose ``SpecMetadata`` has ``allow_advanced_sampling: bool = False``). The 1.0 line
+  has no such field; on main it is a deprecated no-op (sampling is detected per request). The runner
+  asks for it where the installed class declares the field (:func:`llm_arguments` ``advanced_sampling``).
+
+What differs between versions in the YAML is in :mod:`autotune.engines.trtllm.versions`.
 """
 
 from __future__ import annotations
@@ -37,14 +45,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, DRAFT_TARGET, EAGLE3, TRTLLM_RULES, trtllm_rules
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 
 DEFAULT_MAX_NUM_TOKENS = 8192  # BaseLlmArgs.max_num_tokens default; also the prefill budget per step
 DEFAULT_MAX_NGRAM = 3  # the embedded engine's n-gram window, so both engines propose alike
 
-# What a draft folder is, from its config.json (see draft_kind).
-DRAFT_TARGET = "draft_target"
-EAGLE3 = "eagle3"
+# What a draft folder is, from its config.json (see draft_kind); DRAFT_TARGET and EAGLE3 come from versions.
 EAGLE_LEGACY = "eagle"  # EAGLE-1/2 heads: not run by the PyTorch backend
 
 # Speculative kind -> TensorRT-LLM classes (first one the installed version has) and YAML decoding_type.
@@ -59,7 +66,12 @@ SPECULATIVE_CLASSES = {
 # (tensorrt_llm/_torch/speculative/model_drafter.py, _torch/pyexecutor/py_executor.py). EAGLE-3 is
 # built one-model here (eagle3_one_model=True), MTP is one-model and n-gram has no draft model.
 TWO_MODEL_KINDS = frozenset({DRAFT_TARGET})
-DECODING_TYPES = {"mtp": "MTP", DRAFT_TARGET: "DraftTarget", EAGLE3: "Eagle3", "ngram": "NGram"}
+# Kinds whose target tokens come from a one-model worker (SpecWorkerBase): greedy at any temperature
+# unless allow_advanced_sampling is set, on the versions that have the flag (module doc).
+ONE_MODEL_KINDS = frozenset({"mtp", EAGLE3})
+ADVANCED_SAMPLING_FIELD = "allow_advanced_sampling"
+# 1.0's spellings, still imported by autotune/export.py until it reads autotune.engines.trtllm.versions.
+DECODING_TYPES = TRTLLM_RULES["1.0"].decoding_types
 # Share of free GPU memory for the KV cache. A draft model brings weights and a KV cache of its own,
 # so draft-target leaves more room (over-allocating the draft's cache is the classic OOM there).
 KV_CACHE_FRACTION = {"none": 0.9, "mtp": 0.9, "ngram": 0.9, "draft": 0.8}
@@ -117,9 +129,12 @@ def llm_arguments(
     kind_of_draft: str | None = None,
     tensor_parallel_size: int = 1,
     max_ngram: int = DEFAULT_MAX_NGRAM,
+    advanced_sampling: bool = False,
 ) -> dict[str, Any]:
     """Keyword arguments of ``tensorrt_llm.LLM`` for measuring ``config`` at batch sizes up to
     ``max_batch_size``. ``kind_of_draft``: :func:`draft_kind` of the draft's config.json.
+    ``advanced_sampling``: write ``allow_advanced_sampling=True`` for the one-model kinds
+    (:data:`ONE_MODEL_KINDS`), so that they sample at temperature > 0 (module doc).
 
     KV block reuse is off: a measurement repeats the same prompts (warm-up, then every batch size),
     and reused blocks would turn their prefill into cache hits.
@@ -143,7 +158,10 @@ def llm_arguments(
     }
     kind = speculative_kind(config, kind_of_draft)
     if kind is not None:
-        arguments["speculative_config"] = ConfigObject(SPECULATIVE_CLASSES[kind], _speculative_fields(config, kind, max_ngram))
+        fields = _speculative_fields(config, kind, max_ngram)
+        if advanced_sampling and kind in ONE_MODEL_KINDS:
+            fields[ADVANCED_SAMPLING_FIELD] = True
+        arguments["speculative_config"] = ConfigObject(SPECULATIVE_CLASSES[kind], fields)
     return arguments
 
 
@@ -153,16 +171,23 @@ def yaml_config(
     kind_of_draft: str | None = None,
     tensor_parallel_size: int = 1,
     max_ngram: int = DEFAULT_MAX_NGRAM,
+    version: str = DEFAULT_TRTLLM_VERSION,
 ) -> dict[str, Any]:
-    """The same configuration as ``--extra_llm_api_options`` YAML for trtllm-serve / trtllm-bench
-    (the model is given on their command line; the speculative section carries ``decoding_type``)."""
-    arguments = llm_arguments(config, "MODEL", max_batch_size, kind_of_draft, tensor_parallel_size, max_ngram)
+    """The same configuration as ``--extra_llm_api_options`` YAML for trtllm-serve / trtllm-bench of
+    TensorRT-LLM ``version`` (:mod:`autotune.engines.trtllm.versions`: the ``decoding_type`` spelling
+    of that version, and ``allow_advanced_sampling`` where it needs it to sample); the model is given
+    on their command line. One depth for every batch size, so neither ``draft_len_schedule`` nor
+    ``max_concurrency`` is written, and ``cuda_graph_config`` carries ``max_batch_size`` alone, which
+    every version accepts (1.0 refuses it only next to ``batch_sizes``)."""
+    rules = trtllm_rules(version)
+    arguments = llm_arguments(config, "MODEL", max_batch_size, kind_of_draft, tensor_parallel_size, max_ngram,
+                              advanced_sampling=rules.advanced_sampling_flag)
     del arguments["model"]
     document: dict[str, Any] = {}
     for key, value in arguments.items():
         if key == "speculative_config":
             kind = speculative_kind(config, kind_of_draft)
-            document[key] = {"decoding_type": DECODING_TYPES[kind], **value.fields}
+            document[key] = {"decoding_type": rules.decoding_types[kind], **value.fields}
         else:
             document[key] = dict(value.fields) if isinstance(value, ConfigObject) else value
     return document

@@ -21,6 +21,7 @@ from autotune.engines.trtllm.mapping import (
     speculative_kind,
     yaml_config,
 )
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, TRTLLM_RULES, TRTLLM_VERSIONS
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 
 DRAFT = "/models/llama-1b"
@@ -91,24 +92,37 @@ def test_draft_model_gets_less_kv_cache_memory_than_the_others() -> None:
 
 
 def test_yaml_carries_decoding_type_and_survives_a_round_trip() -> None:
-    document = yaml_config(EngineConfig("draft", 4, DRAFT), 32, DRAFT_TARGET)
+    document = yaml_config(EngineConfig("draft", 4, DRAFT), 32, DRAFT_TARGET, version="1.0")
     assert "model" not in document
     assert document["speculative_config"] == {"decoding_type": "DraftTarget", "max_draft_len": 4, "speculative_model_dir": DRAFT}
     assert document["kv_cache_config"] == {"free_gpu_memory_fraction": 0.8, "enable_block_reuse": False}
     assert document["cuda_graph_config"] == {"enable_padding": True, "max_batch_size": 32}
     assert yaml.safe_load(yaml.safe_dump(document)) == document
-    assert yaml_config(EngineConfig("mtp", 2), 8)["speculative_config"]["decoding_type"] == "MTP"
-    assert yaml_config(EngineConfig("ngram", 2), 8)["speculative_config"]["decoding_type"] == "NGram"
-    assert yaml_config(EngineConfig("draft", 2, DRAFT), 8, EAGLE3)["speculative_config"]["decoding_type"] == "Eagle3"
     assert "speculative_config" not in yaml_config(EngineConfig("none"), 8)
 
 
-def test_yaml_decoding_types_agree_with_the_exporter() -> None:
-    from autotune.export import TRTLLM_DECODING_TYPES
+@pytest.mark.parametrize("version", TRTLLM_VERSIONS)
+def test_yaml_decoding_types_follow_the_version_rules(version) -> None:
+    # Before, every version got 1.0's DraftTarget, which 1.2 and main do not list as a decoding_type.
+    rules = TRTLLM_RULES[version]
+    for config, kind in [(EngineConfig("mtp", 2), "mtp"), (EngineConfig("ngram", 2), "ngram"),
+                         (EngineConfig("draft", 2, DRAFT), DRAFT_TARGET), (EngineConfig("draft", 2, DRAFT), EAGLE3)]:
+        spec = yaml_config(config, 4, kind if config.method == "draft" else None, version=version)["speculative_config"]
+        assert spec["decoding_type"] == rules.decoding_types[kind]
+        # one-model kinds ask to sample where the version needs the flag for it (1.2), nowhere else
+        assert spec.get("allow_advanced_sampling", False) is (rules.advanced_sampling_flag and kind in ("mtp", EAGLE3))
+    assert yaml_config(EngineConfig("mtp", 2), 4) == yaml_config(EngineConfig("mtp", 2), 4, version=DEFAULT_TRTLLM_VERSION)
 
-    for method, decoding_type in TRTLLM_DECODING_TYPES.items():
-        config = EngineConfig(method, 2, DRAFT if method == "draft" else None)
-        assert yaml_config(config, 4, DRAFT_TARGET)["speculative_config"]["decoding_type"] == decoding_type
+
+def test_advanced_sampling_only_for_one_model_kinds() -> None:
+    def spec(config, kind=None):
+        return llm_arguments(config, "/t", 4, kind, advanced_sampling=True)["speculative_config"].fields
+
+    assert spec(EngineConfig("mtp", 2))["allow_advanced_sampling"] is True
+    assert spec(EngineConfig("draft", 2, DRAFT), EAGLE3)["allow_advanced_sampling"] is True
+    assert "allow_advanced_sampling" not in spec(EngineConfig("draft", 2, DRAFT), DRAFT_TARGET)  # the sampler samples
+    assert "allow_advanced_sampling" not in spec(EngineConfig("ngram", 2))
+    assert "allow_advanced_sampling" not in llm_arguments(EngineConfig("mtp", 2), "/t", 4)["speculative_config"].fields
 
 
 @pytest.mark.parametrize(
