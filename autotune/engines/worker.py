@@ -10,8 +10,10 @@ and answers are plain data over a pipe: the configuration and the workload go do
 Every call has a timeout. What goes wrong comes back as :class:`WorkerFailure` with a ``kind``:
 
 * ``timeout``     no answer in time: the child is killed;
-* ``oom``         MemoryError or torch's OutOfMemoryError in the child, or the child killed by
-                  SIGKILL (what the kernel's out-of-memory killer sends);
+* ``oom``         MemoryError or torch's OutOfMemoryError in the child, an error whose text says an
+                  allocation failed (torch's CPU allocator raises RuntimeError "can't allocate
+                  memory" when an address-space limit or the kernel refuses), or the child killed
+                  by SIGKILL (what the kernel's out-of-memory killer sends);
 * ``crash``       the child died otherwise (segfault, exit), or raised an unexpected exception;
 * ``unsupported`` the engine cannot run this configuration (UnsupportedConfigError);
 * ``engine_error`` any other AutotuneError of the engine (bad model file, ...).
@@ -66,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.engines.base import EngineConfig, Measurement
+from autotune.engines.failures import OUT_OF_MEMORY_MARKERS
 from autotune.engines.protocol import ProtocolOptions, ProtocolResult, measure_repeatedly
 from autotune.errors import AutotuneError, EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload
@@ -76,6 +79,9 @@ STOP_GRACE_S = 5.0
 LOG_TAIL_LINES = 5
 REAPER_POLL_S = 0.2
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+# Allocation failures that arrive as other exception types: CUDA's and the engines' texts, and
+# ENOMEM as torch's CPU allocator words it.
+ALLOCATION_FAILURE_MARKERS = OUT_OF_MEMORY_MARKERS + ("can't allocate memory", "cannot allocate memory")
 
 
 class WorkerFailure(EngineError):
@@ -387,7 +393,8 @@ def _classify(exc: BaseException) -> tuple[str, str]:
     """(kind, reason) of an exception raised in the child."""
     first_line = (str(exc).strip().splitlines() or [""])[0]
     reason = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
-    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":  # torch's, by name
+    if (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"  # torch's, by name
+            or any(marker in str(exc).lower() for marker in ALLOCATION_FAILURE_MARKERS)):
         return "oom", reason
     if isinstance(exc, UnsupportedConfigError):
         return "unsupported", first_line

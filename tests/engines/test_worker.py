@@ -48,6 +48,8 @@ class FaultyEngine(EmbeddedEngine):
             time.sleep(3600)
         if workload.name == "oom":
             raise MemoryError("cannot allocate 8 GiB")
+        if workload.name == "enomem":  # torch's CPU allocator under an address-space limit
+            raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory")
         if workload.name == "bug":
             raise KeyError("missing")
         return super().measure(workload, batch_size, temperature, seed)
@@ -91,6 +93,7 @@ def test_worker_is_reused_while_the_configuration_stays(worker) -> None:
         ("segfault", "crash", "signal SIGSEGV"),
         ("killed", "oom", "SIGKILL"),
         ("oom", "oom", "MemoryError: cannot allocate 8 GiB"),
+        ("enomem", "oom", "RuntimeError: [enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate"),
         ("bug", "crash", "KeyError: 'missing' (at test_worker.py:"),
     ],
 )

@@ -1,0 +1,97 @@
+"""An engine for the fault-matrix tests: the embedded engine, misbehaving on chosen configurations.
+
+The plan is a JSON file named by the environment variable ``FAULTY_ENGINE_PLAN`` (worker processes
+inherit the environment, so in-process studies and ``autotune tune`` subprocesses both see it):
+``{"log_dir": DIR, "faults": {"ngram@1 b2": ["crash", null, ...], ...}}``. Keys are trial labels
+(``none b1``, ``ngram@2 b2``). The k-th ``measure`` call of a label, over every worker process,
+behaves as entry k of its list (``null`` or past the end: measures normally):
+
+* ``exit``      ``os._exit(3)`` after a line on stderr (a native library aborting);
+* ``segfault``  a real segmentation fault (reads address 0);
+* ``hang``      sleeps far past any trial timeout;
+* ``oom``       caps the address space (RLIMIT_AS) just above what the process uses, then asks torch
+                for more;
+* ``hold``      writes ``DIR/holding`` with this process's pid, then sleeps: a test kills the tuner there.
+
+Every call appends a line to ``DIR/<label>.calls`` first (the attempt counter, and a record of what
+ran). ``install()`` points the embedded engine's factory at this one; it must run before the tuner
+builds its plan.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from autotune.engines.embedded.engine import EmbeddedEngine
+
+PLAN_ENV = "FAULTY_ENGINE_PLAN"
+FACTORY = "faulty_engine:FaultyEngine"
+HEADROOM_BYTES = 64 << 20  # what the capped process may still map: enough to report, not to allocate
+HUGE_BYTES = 8 << 30
+
+
+def install(monkeypatch) -> None:  # noqa: ANN001 - pytest's MonkeyPatch
+    """Have the tuner's workers build this engine instead of the embedded one."""
+    monkeypatch.setattr("autotune.engines.registry.EMBEDDED_FACTORY", FACTORY)
+
+
+def write_plan(path: Path, log_dir: Path, faults: dict[str, list[str | None]]) -> Path:
+    """Write a plan file; returns its path (set it as ``FAULTY_ENGINE_PLAN``)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"log_dir": str(log_dir), "faults": faults}))
+    return path
+
+
+def calls(log_dir: Path, label: str) -> int:
+    """How many times ``label`` was measured (started), over every worker."""
+    path = log_dir / f"{label}.calls"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+class FaultyEngine(EmbeddedEngine):
+    def measure(self, workload, batch_size, temperature=None, seed=0):  # noqa: ANN001 - the Engine protocol
+        plan = json.loads(Path(os.environ[PLAN_ENV]).read_text())
+        log_dir = Path(plan["log_dir"])
+        method, depth = self.config.method, self.config.depth
+        label = f"{method if method == 'none' else f'{method}@{depth}'} b{batch_size}"
+        log = log_dir / f"{label}.calls"
+        attempt = calls(log_dir, label)
+        with log.open("a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        faults = plan["faults"].get(label, [])
+        fault = faults[attempt] if attempt < len(faults) else None
+        if fault is not None:
+            _misbehave(fault, log_dir)
+        return super().measure(workload, batch_size, temperature, seed)
+
+
+def _misbehave(fault: str, log_dir: Path) -> None:
+    if fault == "exit":
+        print("native library aborted", file=sys.stderr, flush=True)
+        os._exit(3)
+    if fault == "segfault":
+        ctypes.string_at(0)
+    if fault == "hang":
+        time.sleep(3600)
+    if fault == "oom":
+        used = _mapped_bytes()
+        resource.setrlimit(resource.RLIMIT_AS, (used + HEADROOM_BYTES, resource.getrlimit(resource.RLIMIT_AS)[1]))
+        torch.empty(HUGE_BYTES, dtype=torch.uint8)
+    if fault == "hold":
+        (log_dir / "holding.partial").write_text(str(os.getpid()))
+        (log_dir / "holding.partial").replace(log_dir / "holding")
+        time.sleep(3600)
+    raise AssertionError(f"unknown fault {fault!r}")
+
+
+def _mapped_bytes() -> int:
+    """The process's virtual size (what RLIMIT_AS caps)."""
+    return int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[20])
