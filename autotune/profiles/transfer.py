@@ -14,6 +14,8 @@ its ``repetitions``, ``intervals`` and ``chosen_phase``. This autotune reads bot
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,8 @@ from autotune.store.models import DeploymentProfileRecord, ModelRecord
 DOCUMENT_FORMAT = "autotune-deployment-profile"
 DOCUMENT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
+# The profile dataclasses' text fields (annotations as written) -> the JSON values they accept.
+TEXT_TYPES = {"str": (str,), "str | None": (str, type(None))}
 
 
 def profile_document(profile: DeploymentProfile) -> dict[str, Any]:
@@ -59,6 +63,7 @@ def parse_document(text: str, source: str = "the profile file") -> DeploymentPro
             f"{source} is not an autotune profile export (expected \"format\": \"{DOCUMENT_FORMAT}\"; "
             "write one with `autotune export ID --format json`)"
         )
+    _check_characters(document, source)
     version = document.get("format_version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         readable = " and ".join(str(v) for v in READABLE_VERSIONS)
@@ -72,8 +77,51 @@ def parse_document(text: str, source: str = "the profile file") -> DeploymentPro
         raise ConfigurationError(f"{source}: {exc}") from None
     except (TypeError, ValueError) as exc:  # a value of the wrong type inside a known key
         raise ConfigurationError(f"{source}: malformed profile ({exc})") from None
+    _check_text_fields(profile, source)
     _check_references(profile, source)
     return profile
+
+
+def _check_characters(value: Any, source: str, where: str = "") -> None:
+    """Refuse a NUL character or a lone surrogate anywhere (keys too): PostgreSQL stores neither, no
+    shell argument holds a NUL and no UTF-8 file a lone surrogate, so such a name could be imported
+    but never exported or reported."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_characters(key, source, where)
+            _check_characters(item, source, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_characters(item, source, f"{where}[{i}]")
+    elif isinstance(value, str) and ("\0" in value or not _is_utf8(value)):
+        raise ConfigurationError(f"{source}: {where or 'the document'} holds a NUL character or a lone surrogate "
+                                 f"({value!r}), which a database, a script or a text file cannot carry")
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_text_fields(profile: DeploymentProfile, source: str) -> None:
+    """Names, paths and labels (the fields declared ``str``) must be JSON strings: exports, reports
+    and the database treat them as text."""
+    for what, part in _parts(profile):
+        for f in fields(part):
+            value = getattr(part, f.name)
+            if f.type in TEXT_TYPES and not isinstance(value, TEXT_TYPES[f.type]):
+                raise ConfigurationError(f"{source}: {what}.{f.name} must be a string, got {json.dumps(value)}")
+
+
+def _parts(profile: DeploymentProfile) -> Iterator[tuple[str, Any]]:
+    yield from (("profile", profile), ("study", profile.study), ("hardware", profile.hardware), ("target", profile.target))
+    if profile.draft is not None:
+        yield "draft", profile.draft
+    yield from ((f"draft_models[{i}]", m) for i, m in enumerate(profile.draft_models))
+    yield from ((f"measurements[{i}]", m) for i, m in enumerate(profile.measurements))
 
 
 def _check_references(profile: DeploymentProfile, source: str) -> None:
