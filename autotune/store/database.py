@@ -56,6 +56,8 @@ def parse_database_url(url: str) -> URL:
     except ValueError:  # make_url converts the port with int()
         raise DatabaseError(f"malformed database URL {mask_password(url)!r}: the port must be a number; "
                             f"{URL_EXAMPLES}") from None
+    if "@" in (parsed.host or ""):  # SQLAlchemy ends the password at the first "@": the rest would show as host
+        raise DatabaseError(f"malformed database URL {mask_password(url)!r}: write an '@' in the password as %40")
     if parsed.get_backend_name() not in SUPPORTED_BACKENDS:
         raise DatabaseError(f"unsupported database URL {display_url(parsed)!r}: use sqlite:/// or postgresql://")
     if parsed.drivername in ("postgresql", "postgres"):
@@ -63,16 +65,30 @@ def parse_database_url(url: str) -> URL:
     return parsed
 
 
+# A scheme as typed, well-formed or not: "postgresql://", "postgresql:/", "postgresql:", "postgresql//".
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*(?::/{0,2}|/{1,2})")
+_QUERY_PASSWORD = re.compile(r"(password=)[^&#\s]*", re.IGNORECASE)
+
+
 def mask_password(text: str) -> str:
-    """``text`` with the password of anything shaped ``user:password@`` replaced by ``***`` (for URLs
-    too malformed to parse, which SQLAlchemy cannot render without their password)."""
-    return re.sub(r":[^:@/\s]*@", ":***@", text)
+    """``text`` (a URL too malformed to parse, which SQLAlchemy cannot render without its password)
+    with its password replaced by ``***``: everything from the first ``:`` after the scheme up to the
+    last ``@`` (a typed password may hold ``:``, ``/``, ``@`` or spaces; with no ``:`` there, all of
+    it, since it may be the password without a user), and every ``password=`` query value."""
+    text = _QUERY_PASSWORD.sub(r"\1***", text)
+    end = text.rfind("@")
+    if end < 0:
+        return text
+    scheme = _SCHEME.match(text)
+    start = scheme.end() if scheme else 0
+    user, colon, _ = text[start:end].partition(":")
+    return f"{text[:start]}{user if colon else ''}{colon}***{text[end:]}"
 
 
 def display_url(url: URL | str) -> str:
-    """The URL with any password hidden, for messages."""
+    """The URL with any password hidden (in the user part and in ``password=`` query values), for messages."""
     parsed = url if isinstance(url, URL) else make_url(url)
-    return parsed.render_as_string(hide_password=True)
+    return _QUERY_PASSWORD.sub(r"\1***", parsed.render_as_string(hide_password=True))
 
 
 def _prepare_sqlite_file(url: URL, create_parent: bool) -> None:
