@@ -168,7 +168,7 @@ def measure_configuration(
     run = _Run(config, loaded_workload, batch_size, temperature, seed, verify, protocol, progress)
     if engine is not None and not isinstance(engine, str):
         return run.on(engine)
-    named = _named_engine(engine or "embedded", target, device)
+    named = _named_engine(engine or "embedded", target, device, run)
     try:
         return run.on(named)
     finally:
@@ -206,17 +206,70 @@ class _Run:
         return MeasureReport(self.config, result, divergence is None, divergence)
 
 
-def _named_engine(name: str, target: str | Path | None, device: str) -> Engine:
+def _named_engine(name: str, target: str | Path | None, device: str, run: _Run) -> Engine:
     """The engine called ``name`` (registry), built for ``target``; ConfigurationError before
-    anything loads when the name is unknown, TensorRT-LLM / vLLM is missing or its target is not given."""
+    anything loads when the name is unknown, TensorRT-LLM / vLLM is missing, its target is not given
+    or ``run`` cannot fit on the device."""
     from autotune.engines.registry import FOLDER_ENGINES, check_engine, create_engine  # torch only when measuring
 
     check_engine(name)
     if name in FOLDER_ENGINES:
         if target is None:
             raise ConfigurationError(f"--engine {name} needs --target MODEL_FOLDER (a Hugging Face model folder)")
+        _require_fit(run, name, target, _folder_engine_device())
         return create_engine(name, target=target)
+    _require_fit(run, name, target, device)
     return create_engine(name, target=target, device=device)
+
+
+def _require_fit(run: _Run, engine: str, target: str | Path | None, device: str) -> None:
+    """Refuse ``run`` with the memory and context-length check ``tune`` applies to every candidate
+    (:class:`autotune.search.memory.MemoryPlan`), from the model files alone: an oversized batch
+    would otherwise fail inside the allocator, after the models were loaded."""
+    from autotune.search.memory import plan_memory
+
+    config = run.config
+    folders = engine != "embedded"
+    drafts = {} if config.draft_model is None else {config.draft_model: _footprint(config.draft_model, "draft", folders)}
+    plan = plan_memory(_device_bytes(device), _footprint(target, "target", folders), drafts, run.workload,
+                       whole_prompt_logits=not folders)
+    plan.require_fit(config.method, config.depth, run.batch_size, config.draft_model)
+
+
+def _footprint(model: str | Path | None, role: str, folder: bool) -> Any:
+    """The ModelFootprint of a Hugging Face folder (``folder``) or of an embedded model file
+    (None / ``"builtin"``: the built-in one), read without loading any weights."""
+    if folder:
+        from autotune.preflight.models import read_model
+        from autotune.search.artifacts import hf_model_footprint
+
+        return hf_model_footprint(read_model(model, role))
+    from autotune.engines.embedded.footprint import model_path, read_footprint
+
+    return read_footprint(model_path(model, role))
+
+
+def _folder_engine_device() -> str:
+    """Where TensorRT-LLM or vLLM will run: the GPU when torch sees one, else the CPU (vLLM's CPU
+    build), as tune's hardware probe decides."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _device_bytes(device: str) -> int:
+    """Memory of the torch ``device``: the GPU's, or the machine's RAM for the CPU (as tune's
+    HardwareProfile.memory_total_bytes); ConfigurationError / EngineError for a device that is not here."""
+    import torch
+
+    from autotune.engines.embedded.engine import resolve_device
+
+    resolved = resolve_device(device)
+    if resolved.type == "cuda":
+        return torch.cuda.get_device_properties(resolved).total_memory
+    from autotune.hardware.cpu import read_cpu_spec
+
+    return int(read_cpu_spec()["ram_total_bytes"])
 
 
 def _with_margin(engine: Engine, workload: Workload, baseline: Measurement, divergence: Divergence) -> Divergence:

@@ -270,3 +270,70 @@ def test_cli_measure_bad_protocol_options_are_one_line(args, fragment):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and fragment in lines[0], result.stderr
     assert "Traceback" not in result.output
+
+
+# --- refused before anything is allocated: the memory and context checks tune applies -------------
+
+
+@pytest.fixture
+def no_engine_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building an engine (loading models, allocating caches) fails the test: a refusal must come first."""
+    from autotune.engines import registry
+
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError("an engine was built for a configuration that cannot fit")
+
+    monkeypatch.setattr(registry, "create_engine", forbidden)
+
+
+def test_a_batch_too_large_for_memory_is_refused_with_the_largest_that_fits(no_engine_built):
+    with pytest.raises(ConfigurationError, match=r"draft@2 at batch size 100000 .* pass --batch-size (\d+) or less"):
+        measure_configuration(method="draft", depth=2, batch_size=100_000, workload=SMALL)
+
+
+def test_the_suggested_batch_size_fits_and_one_more_does_not():
+    """The fix the refusal names is exact: the largest batch size the memory plan accepts."""
+    from autotune.engines.embedded.footprint import model_path, read_footprint
+    from autotune.search.memory import plan_memory
+
+    target, draft = read_footprint(model_path(None, "target")), read_footprint(model_path("builtin", "draft"))
+    plan = plan_memory(64 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True)
+    largest = plan.largest_batch_size("draft", 2, "builtin")
+    assert largest > 0
+    plan.require_fit("draft", 2, largest, "builtin")
+    with pytest.raises(ConfigurationError, match=f"pass --batch-size {largest} or less"):
+        plan.require_fit("draft", 2, largest + 1, "builtin")
+    with pytest.raises(ConfigurationError, match="does not fit even at batch size 1: use a smaller --target or --draft"):
+        plan_memory(1 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True).require_fit("draft", 2, 1, "builtin")
+
+
+def test_a_request_longer_than_the_context_window_is_refused(tmp_path, no_engine_built):
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"prompt": "x" * 1000, "max_tokens": 20}) + "\n")
+    with pytest.raises(ConfigurationError, match=r"handles 1024; use a workload with shorter prompts .* --depth"):
+        measure_configuration(method="ngram", depth=4, workload=path)
+
+
+def test_measure_and_tune_share_one_memory_plan(gpu):
+    """tune's plan for a workload is the plan measure checks against: same positions, same logits."""
+    from autotune.engines.embedded.footprint import model_path, read_footprint
+    from autotune.search.memory import plan_memory
+    from autotune.search.options import TuneOptions
+    from autotune.search.plan import plan_study
+
+    hardware = gpu(8 << 30)
+    study = plan_study(TuneOptions(workload=TINY, hardware=hardware, batch_sizes=(1,), methods=("none", "draft")))
+    measured = plan_memory(hardware.memory_total_bytes, read_footprint(model_path(None, "target")),
+                           {"builtin": read_footprint(model_path("builtin", "draft"))}, load_workload(TINY),
+                           whole_prompt_logits=True)
+    assert study.memory == measured
+
+
+def test_cli_measure_oversized_batch_is_one_line_exit_2():
+    from autotune.cli import cli
+
+    result = CliRunner().invoke(cli, ["measure", "--method", "draft", "--depth", "2", "--batch-size", "100000"],
+                                catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot run on this device" in lines[0] and "--batch-size" in lines[0], result.stderr

@@ -22,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from autotune.engines.embedded.footprint import ModelFootprint
+from autotune.engines.embedded.footprint import ModelFootprint, cache_positions, longest_prompt_tokens
 from autotune.errors import ConfigurationError
+from autotune.preflight.memory import largest_batch
+from autotune.workload import Workload
 
 SAFETY_MARGIN = 0.2
 CPU_MAX_DEFAULT_BATCH = 8
@@ -49,33 +51,82 @@ class MemoryPlan:
     def usable_bytes(self) -> int:
         return int(self.device_bytes * (1 - SAFETY_MARGIN))
 
-    def required_bytes(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> int:
-        """Estimated peak bytes of running ``method`` at ``depth`` and ``batch_size`` (module doc)."""
-        weights = self.target.weight_bytes
+    def weight_bytes(self, method: str, draft: str | None = None) -> int:
+        """Bytes of the weights ``method`` loads: the target's, plus the draft's for method draft."""
+        return self.target.weight_bytes + (self.drafts[draft].weight_bytes if method == "draft" else 0)
+
+    def bytes_per_sequence(self, method: str, depth: int, draft: str | None = None) -> int:
+        """Bytes each sequence of a batch adds: its cache positions and its prefill's logits (module doc)."""
         per_position = self.target.kv_bytes_per_token
         if method == "draft":
-            weights += self.drafts[draft].weight_bytes
             per_position += self.drafts[draft].kv_bytes_per_token
         elif method == "mtp":
             per_position += self.target.mtp_bytes_per_token
-        caches = batch_size * (self.sequence_positions + depth) * per_position
-        logits = batch_size * self.prompt_tokens * self.target.vocab_size * self.target.dtype_bytes
-        return weights + caches + logits
+        logits = self.prompt_tokens * self.target.vocab_size * self.target.dtype_bytes
+        return (self.sequence_positions + depth) * per_position + logits
+
+    def required_bytes(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> int:
+        """Estimated peak bytes of running ``method`` at ``depth`` and ``batch_size`` (module doc)."""
+        return self.weight_bytes(method, draft) + batch_size * self.bytes_per_sequence(method, depth, draft)
+
+    def largest_batch_size(self, method: str, depth: int, draft: str | None = None) -> int:
+        """The largest batch size at which ``method`` at ``depth`` fits in memory (0: not even 1)."""
+        return largest_batch(self.usable_bytes, self.weight_bytes(method, draft),
+                             self.bytes_per_sequence(method, depth, draft))
 
     def infeasibility(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> str | None:
         """Why this configuration cannot run here, or None when it fits."""
-        positions = self.sequence_positions + depth
-        models = [("target", self.target)] + ([(f"draft {draft}", self.drafts[draft])] if method == "draft" else [])
-        for what, model in models:
-            if positions > model.max_seq_len:
-                return (f"needs {positions} cache positions per sequence (longest request + depth + 1) "
-                        f"but the {what} handles {model.max_seq_len}")
+        too_long = self._too_long(method, depth, draft)
+        if too_long:
+            return too_long
         need = self.required_bytes(method, depth, batch_size, draft)
         if need > self.usable_bytes:
             return (f"needs ~{need / GIB:.2f} GiB for weights and caches at batch {batch_size}, but only "
                     f"{self.usable_bytes / GIB:.2f} GiB of {self.device_bytes / GIB:.2f} GiB are usable "
                     f"({SAFETY_MARGIN:.0%} kept as safety margin)")
         return None
+
+    def require_fit(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> None:
+        """ConfigurationError, saying what to change, when this one configuration cannot run here:
+        the check ``tune`` applies to each candidate (:meth:`infeasibility`), for ``measure``."""
+        why = self.infeasibility(method, depth, batch_size, draft)
+        if why is None:
+            return
+        label = method if method == "none" else f"{method}@{depth}"
+        if self._too_long(method, depth, draft):
+            fix = "use a workload with shorter prompts or max_tokens (--workload)" + (
+                "" if method == "none" else " or a smaller --depth")
+        else:
+            largest = self.largest_batch_size(method, depth, draft)
+            smaller = "a smaller --target" + (" or --draft" if method == "draft" else "")
+            fix = (f"pass --batch-size {largest} or less" if largest else
+                   f"it does not fit even at batch size 1: use {smaller} or a shorter --workload")
+        raise ConfigurationError(f"{label} at batch size {batch_size} cannot run on this device: {why}; {fix}")
+
+    def _too_long(self, method: str, depth: int, draft: str | None) -> str | None:
+        """Why a sequence of the workload does not fit a model's context window, or None."""
+        positions = self.sequence_positions + depth
+        models = [("target", self.target)] + ([(f"draft {draft}", self.drafts[draft])] if method == "draft" else [])
+        for what, model in models:
+            if positions > model.max_seq_len:
+                return (f"needs {positions} cache positions per sequence (longest request + depth + 1) "
+                        f"but the {what} handles {model.max_seq_len}")
+        return None
+
+
+def plan_memory(device_bytes: int, target: ModelFootprint, drafts: Mapping[str, ModelFootprint], workload: Workload,
+                *, whole_prompt_logits: bool) -> MemoryPlan:
+    """The memory plan of running ``workload`` on a device of ``device_bytes``: cache positions per
+    sequence counted in bytes (our tokenizer's tokens: for a subword tokenizer, whose tokens hold one
+    byte or more, an upper bound); ``whole_prompt_logits``: the engine's prefill keeps the logits of
+    every prompt position (the embedded engine), not only the last (TensorRT-LLM, vLLM)."""
+    return MemoryPlan(
+        device_bytes=device_bytes,
+        target=target,
+        drafts=drafts,
+        sequence_positions=cache_positions(workload, 0),
+        prompt_tokens=longest_prompt_tokens(workload) if whole_prompt_logits else 1,
+    )
 
 
 def default_batch_sizes(plan: MemoryPlan, device_type: str, n_requests: int) -> tuple[int, ...]:

@@ -10,12 +10,12 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from autotune.engines.embedded.footprint import cache_positions, longest_prompt_tokens
+from autotune.engines.embedded.footprint import cache_positions
 from autotune.engines.registry import FOLDER_ENGINES, engine_spec
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
 from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, folder_models
-from autotune.search.memory import MemoryPlan, default_batch_sizes
+from autotune.search.memory import MemoryPlan, default_batch_sizes, plan_memory
 from autotune.search.objective import Objective
 from autotune.search.options import DEFAULT_N_TRIALS, TuneOptions
 from autotune.search.space import Candidate, SearchSpace
@@ -102,28 +102,19 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     """Validate ``options`` and work out the study (probing the hardware unless given)."""
     options.validate()
     workload = load_workload(options.workload)
-    # Cache positions per sequence, counted in bytes (our tokenizer's tokens): for a subword
-    # tokenizer, whose tokens hold one byte or more, an upper bound.
-    positions = cache_positions(workload, 0)
     if options.folder_engine:
         hardware = _hardware(options)
         models = folder_models(
             options.engine, options.target, options.model_drafts, _wants_drafts(options), hardware,
-            options.batch_sizes or (1,), positions, options.max_depth, options.methods,
+            options.batch_sizes or (1,), cache_positions(workload, 0), options.max_depth, options.methods,
         )
-        logit_positions = 1  # TensorRT-LLM and vLLM keep only a prompt's last logits
     else:
         models = embedded_models(options.target, options.drafts, _wants_drafts(options))
         hardware = _hardware(options)
-        logit_positions = longest_prompt_tokens(workload)
     target = models.target
-    memory = MemoryPlan(
-        device_bytes=hardware.memory_total_bytes,
-        target=target.footprint,
-        drafts={label: draft.footprint for label, draft in models.drafts.items()},
-        sequence_positions=positions,
-        prompt_tokens=logit_positions,
-    )
+    memory = plan_memory(hardware.memory_total_bytes, target.footprint,
+                         {label: draft.footprint for label, draft in models.drafts.items()}, workload,
+                         whole_prompt_logits=not options.folder_engine)
     batch_sizes = options.batch_sizes or default_batch_sizes(memory, hardware.device_type, len(workload.requests))
     space = SearchSpace.build(_methods(options, models), tuple(models.drafts), options.max_depth, batch_sizes,
                               target.footprint.n_mtp > 0)
