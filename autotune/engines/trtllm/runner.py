@@ -13,6 +13,18 @@ All requests count as arriving at t=0, as in the embedded engine, so TTFT includ
 
 One asyncio event loop lives as long as the LLM: TensorRT-LLM binds its stats queue to the loop of
 the first submission, so every run must use the same loop.
+
+**Sampling with one-model speculation** (MTP, EAGLE-3): where the installed configuration class
+declares ``allow_advanced_sampling`` (a pydantic field, 1.1/1.2 era; a no-op on main) it is passed
+as True; where it does not (the 1.0 line), the one-model worker takes the target's argmax at any
+temperature (:mod:`autotune.engines.trtllm.mapping`), and a run at temperature > 0 is refused
+(UnsupportedConfigError, a failed trial) rather than recorded. Recording it as greedy was the other
+choice; it is not taken because the caller asked for a sampled measurement: its baseline is sampled,
+the tuner compares the two at one temperature, and a greedy run's acceptance is higher than a
+sampled one's, so a relabelled run would still be compared with the wrong baseline.
+
+**Step-cost timing** (:meth:`TrtLlmRunner.time_steps`): each configuration's LLM is built with
+``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` = depth (:mod:`autotune.engines.trtllm.timing`).
 """
 
 from __future__ import annotations
@@ -28,9 +40,12 @@ from autotune.engines.failures import first_line, raise_out_of_memory
 from autotune.engines.trtllm import INSTALL_HINT
 from autotune.engines.trtllm.checks import check_config
 from autotune.engines.trtllm.mapping import (
+    ADVANCED_SAMPLING_FIELD,
     DEFAULT_MAX_NGRAM,
     DRAFT_TARGET,
     EAGLE3,
+    ONE_MODEL_KINDS,
+    SPECULATIVE_CLASSES,
     TWO_MODEL_KINDS,
     ConfigObject,
     llm_arguments,
@@ -43,6 +58,7 @@ from autotune.engines.trtllm.stats import (
     build_measurement,
     summarize_iterations,
 )
+from autotune.engines.trtllm.timing import forced_acceptance, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
 from autotune.preflight.architecture import mtp_layers
 from autotune.preflight.memory import footprint
@@ -101,6 +117,12 @@ class TrtLlmRunner:
         if self.config is None:
             raise EngineError("no configuration loaded; call load(config) before measure()")
         validate_run_options(batch_size, temperature)
+        if self._greedy_only() and _sampled(workload, temperature):
+            raise UnsupportedConfigError(
+                f"{self.config.label()} at temperature > 0: this TensorRT-LLM's {self._speculative_class().__name__} has "
+                f"no {ADVANCED_SAMPLING_FIELD}, so one-model speculation decodes greedily; a sampled measurement "
+                "would really be greedy (measure at temperature 0, or use TensorRT-LLM 1.1 or later)"
+            )
         if self._llm is None or batch_size > self._built_batch_size:
             self._build(max(batch_size, self.max_batch_size or 0))
         try:
@@ -130,7 +152,8 @@ class TrtLlmRunner:
         except ImportError as exc:
             raise EngineError(f"tensorrt_llm cannot be imported in the worker ({exc}); {INSTALL_HINT}") from exc
         arguments = llm_arguments(
-            self.config, self.target, max_batch_size, self._kind_of_draft, self.tensor_parallel_size, self.max_ngram
+            self.config, self.target, max_batch_size, self._kind_of_draft, self.tensor_parallel_size, self.max_ngram,
+            advanced_sampling=not self._greedy_only(),
         )
         llmapi = importlib.import_module("tensorrt_llm.llmapi")
         kwargs = {key: _instantiate(llmapi, value) if isinstance(value, ConfigObject) else value
@@ -147,6 +170,67 @@ class TrtLlmRunner:
         self.loads += 1
         self._built_batch_size = max_batch_size
         self._loop = asyncio.new_event_loop()
+
+    def _speculative_class(self) -> type | None:
+        """The installed class that runs the loaded configuration (None for method none)."""
+        kind = speculative_kind(self.config, self._kind_of_draft)
+        return None if kind is None else _first_class(importlib.import_module("tensorrt_llm.llmapi"), SPECULATIVE_CLASSES[kind])
+
+    def _greedy_only(self) -> bool:
+        """Whether the loaded configuration decodes greedily at any temperature: a one-model kind whose
+        installed class has no ``allow_advanced_sampling`` field (module doc; a field check, not a
+        version number, so a backport or a renamed release is judged by what it declares)."""
+        if speculative_kind(self.config, self._kind_of_draft) not in ONE_MODEL_KINDS:
+            return False
+        return ADVANCED_SAMPLING_FIELD not in getattr(self._speculative_class(), "model_fields", {})
+
+    # -- step-cost timing -------------------------------------------------------------------------
+
+    def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int], *, steps: int,
+                   rounds: int) -> list[dict[str, Any]]:
+        """Step costs at forced full acceptance (:mod:`autotune.engines.trtllm.timing`): one dict per
+        (configuration, round, batch size) with the keys of :class:`autotune.perfmodel.cost.CostPoint`,
+        ``batch_size`` rows of the workload's prompts (cycled) each generating ``steps`` full steps.
+
+        One LLM per configuration, built once for the largest batch size with the forcing variable set
+        (a build takes minutes, so rounds repeat the batch sizes within a configuration rather than
+        the whole set as the embedded engine does); it is closed afterwards, and no configuration is
+        left loaded."""
+        points = []
+        prompts = [request.prompt for request in workload.requests]
+        for config in configs:
+            self.close()  # every LLM of a timing run is built with the variable set
+            with forced_acceptance(config.depth):
+                self.load(config)
+                if self._llm is None or self._built_batch_size < max(batch_sizes):
+                    self._build(max(batch_sizes))
+            kind = speculative_kind(config, self._kind_of_draft)
+            for round_index in range(rounds):
+                for batch_size in batch_sizes:
+                    rows = [prompts[i % len(prompts)] for i in range(batch_size)]
+                    stats = self._loop.run_until_complete(self._timed(rows, steps * (config.depth + 1) + 1))
+                    prefill_tokens = batch_size * max(len(p.encode("utf-8")) + 1 for p in rows)  # bytes + BOS, as modeling counts
+                    points.append(timing_point(stats, config, batch_size, round_index, prefill_tokens, kind in TWO_MODEL_KINDS))
+        self.close()
+        self.config = None
+        return points
+
+    async def _timed(self, prompts: list[str], max_tokens: int) -> list[Any]:
+        """Iteration statistics of ``prompts`` run together, greedy, EOS ignored."""
+        if not self._warm:
+            await self._stream([(prompts[0], WARMUP_TOKENS, 0.0)], 1, 0.0, 0, time.perf_counter())
+            self._warm = True
+        await self._read_stats([])
+        stats: list[Any] = []
+        done = asyncio.Event()
+        collector = asyncio.create_task(self._collect_stats(stats, done))
+        try:
+            await self._stream([(p, max_tokens, 0.0) for p in prompts], len(prompts), 0.0, 0, time.perf_counter(),
+                               ignore_eos=True)
+        finally:
+            done.set()
+            await collector
+        return stats
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -181,14 +265,16 @@ class TrtLlmRunner:
                                  version=self._version, memory=self._memory)
 
     async def _stream(
-        self, requests: list[tuple[str, int, float]], batch_size: int, temperature: float | None, seed: int, start: float
+        self, requests: list[tuple[str, int, float]], batch_size: int, temperature: float | None, seed: int, start: float,
+        ignore_eos: bool = False,
     ) -> list[RequestRecord]:
         """Run ``requests`` (prompt, max_tokens, temperature) with ``batch_size`` in flight, in order."""
         slots = asyncio.Semaphore(batch_size)
 
         async def one(index: int, prompt: str, max_tokens: int, own_temperature: float) -> RequestRecord:
             async with slots:
-                params = self._sampling_params(max_tokens, own_temperature if temperature is None else temperature, seed + index)
+                params = self._sampling_params(max_tokens, own_temperature if temperature is None else temperature,
+                                               seed + index, ignore_eos)
                 output = self._llm.generate_async(prompt, sampling_params=params, streaming=True)
                 first_token_s = None
                 async for chunk in output:
@@ -199,12 +285,13 @@ class TrtLlmRunner:
 
         return await asyncio.gather(*(one(i, *request) for i, request in enumerate(requests)))
 
-    def _sampling_params(self, max_tokens: int, temperature: float, seed: int) -> Any:
+    def _sampling_params(self, max_tokens: int, temperature: float, seed: int, ignore_eos: bool = False) -> Any:
         from tensorrt_llm import SamplingParams  # noqa: PLC0415 - worker process only
 
+        options = {"ignore_eos": True} if ignore_eos else {}
         if temperature == 0:  # greedy: TensorRT-LLM decodes greedily with top_k = 1
-            return SamplingParams(max_tokens=max_tokens, top_k=1, detokenize=False)
-        return SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed, detokenize=False)
+            return SamplingParams(max_tokens=max_tokens, top_k=1, detokenize=False, **options)
+        return SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed, detokenize=False, **options)
 
     async def _collect_stats(self, sink: list[Any], done: asyncio.Event) -> None:
         """Read iteration statistics while the run lasts, then until none arrive for a while.
@@ -242,12 +329,22 @@ def model_memory(config: EngineConfig, target: str, kind_of_draft: str | None) -
     return ModelMemory(weights, per_token)
 
 
-def _instantiate(module: Any, spec: ConfigObject) -> Any:
-    """The first of ``spec.class_names`` this TensorRT-LLM has, built with ``spec.fields``."""
-    for name in spec.class_names:
+def _first_class(module: Any, class_names: tuple[str, ...]) -> type:
+    """The first of ``class_names`` this TensorRT-LLM has (the mapping lists fallbacks for older ones)."""
+    for name in class_names:
         cls = getattr(module, name, None)
         if cls is not None:
-            return cls(**spec.fields)
+            return cls
     raise UnsupportedConfigError(
-        f"this TensorRT-LLM has none of {', '.join(spec.class_names)} in tensorrt_llm.llmapi; upgrade TensorRT-LLM"
+        f"this TensorRT-LLM has none of {', '.join(class_names)} in tensorrt_llm.llmapi; upgrade TensorRT-LLM"
     )
+
+
+def _instantiate(module: Any, spec: ConfigObject) -> Any:
+    """The first of ``spec.class_names`` this TensorRT-LLM has, built with ``spec.fields``."""
+    return _first_class(module, spec.class_names)(**spec.fields)
+
+
+def _sampled(workload: Workload, temperature: float | None) -> bool:
+    """Whether a run samples: ``temperature`` > 0, or (None) any request's own temperature > 0."""
+    return temperature > 0 if temperature is not None else any(r.temperature > 0 for r in workload.requests)

@@ -28,6 +28,29 @@ def fake_llmapi(monkeypatch: pytest.MonkeyPatch):
         del sys.modules[name]
 
 
+def unload_fake() -> None:
+    """Forget the fake's modules, so that the next import reads FAKE_TRTLLM_VERSION again."""
+    for name in [m for m in sys.modules if m == "tensorrt_llm" or m.startswith("tensorrt_llm.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def fake_release(monkeypatch: pytest.MonkeyPatch):
+    """``load(version)``: the fake's llmapi module imported in this process as release ``version``
+    (runners built here import that one too); unloaded afterwards."""
+    monkeypatch.syspath_prepend(str(FAKE_TRTLLM_DIR))
+
+    def load(version: str):
+        unload_fake()
+        monkeypatch.setenv("FAKE_TRTLLM_VERSION", version)
+        import tensorrt_llm.llmapi as llmapi
+
+        return llmapi
+
+    yield load
+    unload_fake()
+
+
 @pytest.fixture
 def target_dir(tmp_path: Path) -> Path:
     return hf_model_factory.write_model(tmp_path / "target")

@@ -2,10 +2,26 @@
 
 What it imitates, as read from NVIDIA/TensorRT-LLM:
 
-* the configuration classes reject keyword names they do not declare (``StrictBaseModel``: extra
-  fields forbidden). ``FIELDS_V1_0`` / ``FIELDS_MAIN`` list the names each class accepts in the
-  1.0/1.1 line and in main (commit 0004396) of ``tensorrt_llm/llmapi/llm_args.py``; a class exists
-  here when it exists in either, and accepts a name only when every version that has the class does;
+* it behaves as one release line, chosen by ``tensorrt_llm.__version__`` (``FAKE_TRTLLM_VERSION``,
+  see :func:`line`): "1.0" (1.0.x), "1.2" (1.1.x, 1.2.x) or "main" (later). The rules per line are
+  those of ``autotune/engines/trtllm/versions.py``, read in ``tensorrt_llm/llmapi/llm_args.py``;
+* the configuration classes reject keyword names their line does not declare (``StrictBaseModel``:
+  extra fields forbidden) and declare them as pydantic does (``model_fields``). ``FIELDS_V1_0`` /
+  ``FIELDS_V1_2`` / ``FIELDS_MAIN`` list the names per line (main: commit 0004396);
+  ``Eagle3DecodingConfig`` does not exist in 1.0. :func:`accepted_fields` is what every line accepts;
+* the validators the exported YAML meets: ``CudaGraphConfig`` ``max_batch_size == max(batch_sizes)``
+  (1.2, main; 1.0 refuses both together), ``draft_len_schedule`` (1.2: key 1 required and equal to
+  ``max_draft_len``; main: the smallest key equal to it, exclusive with ``max_concurrency``), and
+  ``decoding_type`` names per line in :mod:`tensorrt_llm.llmapi.llm_args`
+  (``update_llm_args_with_extra_options``, what trtllm-serve and trtllm-bench call on the YAML);
+* one-model MTP / EAGLE-3 decode greedily at any temperature unless ``allow_advanced_sampling=True``
+  (1.2: ``SpecWorkerBase._sample_tokens_for_batch`` takes ``torch.argmax`` without it,
+  ``tensorrt_llm/_torch/speculative/interface.py``; 1.0 has no flag; main samples per request);
+* ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (read when the LLM is built, as ``SpecWorkerBase``
+  and ``TorchSampler`` read it in their constructors): N > 0 accepts min(N, drafted) draft tokens
+  per generation request and step; 0, unset or not an integer: off;
+* building an LLM starts a child process (the executor's worker processes of the real one; a
+  daemonic parent may not have children), stopped by ``shutdown()``;
 * ``LLM.generate_async(inputs, sampling_params=..., streaming=True)`` returns a result that is read
   with ``async for`` and yields itself after each engine iteration, with ``outputs[0].token_ids``
   growing and ``decoding_iter`` counting the context iteration and every generation iteration, as
@@ -35,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import multiprocessing
 import os
 import random
 import sys
@@ -70,6 +87,13 @@ FIELDS_V1_0 = {
     "NGramDecodingConfig": DECODING_BASE_V1_0 | {"max_matching_ngram_size", "is_keep_all", "is_use_oldest", "is_public_pool"},
     "EagleDecodingConfig": DECODING_BASE_V1_0 | EAGLE_V1_0,
 }
+DECODING_BASE_V1_2 = DECODING_BASE_V1_0 | {"speculative_model", "draft_len_schedule", "allow_advanced_sampling",
+                                         "decoding_type"}
+FIELDS_V1_2 = {
+    **{name: fields - DECODING_BASE_V1_0 | DECODING_BASE_V1_2 if name.endswith("DecodingConfig") else fields
+       for name, fields in FIELDS_V1_0.items()},
+    "Eagle3DecodingConfig": DECODING_BASE_V1_2 | EAGLE_V1_0,
+}
 FIELDS_MAIN = {
     "KvCacheConfig": KV_CACHE,
     "CudaGraphConfig": CUDA_GRAPH,
@@ -97,9 +121,23 @@ TOKENS_PER_BLOCK = 32
 SAMPLING_PARAMS = {"end_id", "pad_id", "max_tokens", "top_k", "top_p", "seed", "temperature", "detokenize", "ignore_eos"}
 
 
+FIELDS = {"1.0": FIELDS_V1_0, "1.2": FIELDS_V1_2, "main": FIELDS_MAIN}
+FORCE_ACCEPTED_ENV = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
+
+
+def line() -> str:
+    """The release line this fake behaves as, from ``tensorrt_llm.__version__``."""
+    from tensorrt_llm import __version__  # noqa: PLC0415 - the package sets it before importing llmapi
+
+    if __version__.startswith("main"):
+        return "main"
+    major, minor = (int(part) for part in __version__.split(".")[:2])
+    return "1.0" if (major, minor) < (1, 1) else "1.2" if (major, minor) < (1, 3) else "main"
+
+
 def accepted_fields(class_name: str) -> set[str]:
-    """Names every version that has ``class_name`` accepts."""
-    versions = [fields[class_name] for fields in (FIELDS_V1_0, FIELDS_MAIN) if class_name in fields]
+    """Names every line that has ``class_name`` accepts."""
+    versions = [fields[class_name] for fields in FIELDS.values() if class_name in fields]
     return set.intersection(*versions)
 
 
@@ -121,6 +159,20 @@ def kv_bytes_per_token(config: dict[str, Any]) -> int:
     return 2 * kv_heads * head_dim * int(config["num_hidden_layers"]) * 2
 
 
+def _forced_accepted() -> int:
+    """TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as ``get_force_num_accepted_tokens`` reads it."""
+    try:
+        return int(os.environ.get(FORCE_ACCEPTED_ENV, "0"))
+    except ValueError:
+        return 0
+
+
+def _executor(parent_pid: int) -> None:
+    """The stand-in executor process: lives until stopped or its parent is gone."""
+    while os.getppid() == parent_pid:
+        time.sleep(0.05)
+
+
 def _log(event: dict[str, Any]) -> None:
     path = os.environ.get("FAKE_TRTLLM_LOG")
     if path:
@@ -133,8 +185,13 @@ def _fault(name: str) -> bool:
 
 
 class _Config:
+    model_fields: dict[str, None] = {}
+
+    def __init_subclass__(cls) -> None:
+        cls.model_fields = dict.fromkeys(sorted(FIELDS[line()].get(cls.__name__, ())))  # pydantic's class attribute
+
     def __init__(self, **fields: Any) -> None:
-        unknown = set(fields) - accepted_fields(type(self).__name__)
+        unknown = set(fields) - set(self.model_fields)
         if unknown:
             raise ValueError(f"{type(self).__name__}: extra inputs are not permitted: {sorted(unknown)}")
         self.fields = fields
@@ -145,38 +202,85 @@ class KvCacheConfig(_Config):
 
 
 class CudaGraphConfig(_Config):
-    pass
+    def __init__(self, **fields: Any) -> None:
+        super().__init__(**fields)
+        sizes, largest = fields.get("batch_sizes"), fields.get("max_batch_size") or 0
+        if sizes and largest:  # 1.0: TorchLlmArgs.validate_cuda_graph_config; 1.2/main: CudaGraphConfig's validator
+            if line() == "1.0":
+                raise ValueError("Please don't set both cuda_graph_config.batch_sizes and cuda_graph_config.max_batch_size")
+            if largest != max(sizes):
+                raise ValueError("max_batch_size must equal max(batch_sizes)")
 
 
 class _DecodingConfig(_Config):
     needs_draft_model = False
+    decoding_type = ""  # the class literal of 1.2 and main
 
     def __init__(self, **fields: Any) -> None:
         super().__init__(**fields)
+        if fields.get("decoding_type", self.decoding_type) != self.decoding_type:
+            raise ValueError(f"{type(self).__name__}: decoding_type must be {self.decoding_type!r}")
         if not fields.get("max_draft_len") or fields["max_draft_len"] <= 0:
             raise ValueError(f"max_draft_len must be > 0 for {type(self).__name__}")
         if self.needs_draft_model and not (fields.get("speculative_model_dir") or fields.get("speculative_model")):
             raise ValueError(f"speculative_model must be specified for {type(self).__name__}")
+        _check_schedule(fields)
+
+    @property
+    def one_model(self) -> bool:
+        """Whether a one-model worker (SpecWorkerBase) runs it: MTP, EAGLE-3 with eagle3_one_model."""
+        return False
+
+    @property
+    def samples(self) -> bool:
+        """Whether a one-model worker samples at temperature > 0 (else it takes the argmax)."""
+        return line() == "main" or bool(self.fields.get("allow_advanced_sampling"))
+
+
+def _check_schedule(fields: dict[str, Any]) -> None:
+    """draft_len_schedule and max_concurrency as 1.2 / main validate them (see the module doc)."""
+    schedule, cap, draft_len = fields.get("draft_len_schedule"), fields.get("max_concurrency"), fields["max_draft_len"]
+    if line() == "main" and cap is not None and schedule is not None:
+        raise ValueError("max_concurrency and draft_len_schedule are mutually exclusive")
+    if line() == "main" and cap is not None and cap < 1:
+        raise ValueError("max_concurrency must be > 0")
+    if schedule is None:
+        return
+    if any(int(b) < 1 for b in schedule) or any(not 0 <= d <= draft_len for d in schedule.values()):
+        raise ValueError("draft_len_schedule: batch sizes >= 1 and 0 <= draft length <= max_draft_len")
+    if line() == "1.2" and schedule.get(1) != draft_len:
+        raise ValueError("draft_len_schedule must include batch_size=1 with draft length max_draft_len")
+    if line() == "main" and schedule[min(schedule)] != draft_len:
+        raise ValueError("the smallest batch size of draft_len_schedule must map to max_draft_len")
 
 
 class MTPDecodingConfig(_DecodingConfig):
-    pass
+    decoding_type = "MTP"
+    one_model = True
 
 
 class DraftTargetDecodingConfig(_DecodingConfig):
     needs_draft_model = True
+    decoding_type = "Draft_Target"
 
 
 class NGramDecodingConfig(_DecodingConfig):
-    pass
+    decoding_type = "NGram"
 
 
 class EagleDecodingConfig(_DecodingConfig):
     needs_draft_model = True
+    decoding_type = "Eagle"
+
+    @property
+    def one_model(self) -> bool:
+        return bool(self.fields.get("eagle3_one_model", True))
 
 
-class Eagle3DecodingConfig(EagleDecodingConfig):
-    pass
+if line() != "1.0":  # absent from 1.0's llm_args.py
+
+    class Eagle3DecodingConfig(EagleDecodingConfig):
+        decoding_type = "Eagle3"
 
 
 class SamplingParams:
@@ -293,6 +397,9 @@ class LLM:
         self.speculative = kwargs.get("speculative_config")
         self.depth = self.speculative.fields["max_draft_len"] if self.speculative else 0
         self.stats_enabled = bool(kwargs.get("enable_iter_perf_stats", False))
+        # One-model MTP / EAGLE-3 without allow_advanced_sampling (where it exists) take the argmax.
+        self.greedy_only = bool(self.speculative is not None and self.speculative.one_model and not self.speculative.samples)
+        self.forced_accepted = _forced_accepted()
         # Only ModelDrafter (two-model) times drafting: DraftTarget, and EAGLE-3 run as two models.
         self.drafting_timed = isinstance(self.speculative, DraftTargetDecodingConfig) or (
             isinstance(self.speculative, EagleDecodingConfig) and not self.speculative.fields.get("eagle3_one_model", True))
@@ -313,8 +420,12 @@ class LLM:
         self._iteration = 0
         self._next_id = 0
         self._shut_down = False
+        # The real LLM starts executor worker processes; multiprocessing refuses this in a daemonic process.
+        self._executor = multiprocessing.get_context("fork").Process(target=_executor, args=(os.getpid(),), daemon=True)
+        self._executor.start()
         _log({
-            "event": "init", "pid": os.getpid(), "model": str(model), "tensor_parallel_size": tensor_parallel_size,
+            "event": "init", "pid": os.getpid(), "executor_pid": self._executor.pid, "model": str(model),
+            "tensor_parallel_size": tensor_parallel_size, "forced_accepted": self.forced_accepted,
             "kwargs": {key: ({"class": type(value).__name__, "fields": value.fields} if isinstance(value, _Config) else value)
                        for key, value in kwargs.items()},
         })
@@ -347,6 +458,9 @@ class LLM:
 
     def shutdown(self) -> None:
         self._shut_down = True
+        if self._executor.is_alive():
+            self._executor.terminate()
+            self._executor.join(5)
         _log({"event": "shutdown", "pid": os.getpid()})
 
     # -- the simulated engine -------------------------------------------------------------------
@@ -404,13 +518,15 @@ class LLM:
         return self.depth
 
     def _accepted(self, request: RequestOutput, draft: int) -> int:
+        if self.forced_accepted:  # SpecWorkerBase._apply_force_accepted_tokens: min(forced + 1, draft + 1) tokens
+            return min(self.forced_accepted, draft)
         return (request.request_id + request.drafted_steps) % (draft + 1) if draft else 0
 
     def _emit(self, request: RequestOutput, count: int) -> int:
         sequence = request.prompt_token_ids + request.produced
         tokens = []
         for _ in range(min(count, request.sampling_params.max_tokens - len(request.produced))):
-            if request.sampling_params.greedy:
+            if request.sampling_params.greedy or self.greedy_only:
                 token = (sequence[-1] * 31 + len(sequence) * 17 + 5) % self.vocab_size
             else:
                 token = request._rng.randrange(self.vocab_size)
