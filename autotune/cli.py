@@ -367,6 +367,10 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @click.option("--slo-percentile", type=click.Choice(["50", "90", "99"]), default="90", show_default=True,
               help="Percentile of the requests the SLOs apply to.")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: built-in).")
+@click.option("--retry-failed", type=int, default=None,
+              help="Measure a configuration whose worker crashed, hung or ran out of memory up to this many more times: "
+                   "a baseline right away, any other once nothing untried is left (each retry counts against --trials; "
+                   "infeasible and unsupported configurations are never retried; 0: failures are final) [default: 1]")
 @click.option("--no-confirm", "no_confirm", is_flag=True,
               help="Skip the confirmation phase: figures stay single screening runs, without intervals.")
 @click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
@@ -378,8 +382,8 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @engine_option
 @json_option
 def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_sizes, sampler, seed, n_trials, timeout_s,
-                 trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload, no_confirm, precision,
-                 max_repetitions, confirm_seconds, engine, as_json) -> None:
+                 trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload, retry_failed, no_confirm,
+                 precision, max_repetitions, confirm_seconds, engine, as_json) -> None:
     """Search method, depth and batch size with Optuna; confirm the finalists; store every trial and
     the recommended profile.
 
@@ -417,8 +421,8 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
         methods=tuple(methods) or None, max_depth=max_depth, batch_sizes=sizes, sampler=sampler, seed=seed,
         n_trials=n_trials, timeout_s=timeout_s, objective=objective,
         slo=Slo(slo_tpot_ms, slo_ttft_ms, int(slo_percentile)), trial_timeout_s=trial_timeout_s,
-        workload=workload, engine=engine, confirm=not no_confirm, precision=precision, max_repetitions=max_repetitions,
-        confirm_seconds=confirm_seconds,
+        workload=workload, engine=engine, retry_failed=retry_failed, confirm=not no_confirm, precision=precision,
+        max_repetitions=max_repetitions, confirm_seconds=confirm_seconds,
     )
     with render.trial_progress(enabled=not as_json) as progress:
         result = tune(options, progress)

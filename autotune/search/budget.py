@@ -17,6 +17,10 @@ when they are all taken. The model-guided search (:mod:`autotune.search.guide`) 
 next point instead of sampling, and stops the study when it has none. When the sampler keeps repeating itself (the tuner allows a few repeats
 in a row: it has converged), the worker enqueues a random configuration nobody has tried; once
 every configuration is taken, the study stops, however much budget is left.
+
+Retries of failed configurations (:func:`owed_retry`; the rule is in :mod:`autotune.search.tuner`)
+are enqueued here too: a baseline's before any other new point, the rest only when nothing untried
+is left, just before the study would stop. A retry is measured, so it counts against the budget.
 """
 
 from __future__ import annotations
@@ -29,10 +33,20 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.search.space import Candidate, SearchSpace
+from autotune.search.space import BASELINE_METHOD, Candidate, SearchSpace
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+# User attributes of our trials: how the measurement ended (complete | failed | infeasible, or
+# interrupted | abandoned for a trial its worker gave up), the failure's kind, and the marks of a
+# repeat (the earlier trial answered for it) and of a retry (the failed trial it measures again).
+STATE_ATTR = "autotune_state"
+FAILURE_ATTR = "autotune_failure"
 REPEAT_ATTR = "repeat_of"
+RETRY_OF_ATTR = "retry_of"
+ATTEMPT_ATTR = "attempt"
+# Failures that can pass (the worker crashed, hung or ran out of memory); an unsupported
+# configuration, an engine error or an unusable measurement would fail the same way again.
+TRANSIENT_FAILURES = ("crash", "timeout", "oom")
 
 
 def retired_numbers(trials: Iterable[FrozenTrial]) -> set[int]:
@@ -64,6 +78,25 @@ def _params(trial: FrozenTrial) -> dict[str, Any]:
     return {**trial.system_attrs.get("fixed_params", {}), **trial.params}
 
 
+def owed_retry(counted: list[FrozenTrial], retry_failed: int) -> tuple[Candidate, dict[str, int]] | None:
+    """The configuration to measure again, with its retry attributes, or None: among the
+    configurations whose latest attempt failed transiently after at most ``retry_failed``
+    attempts in all, a baseline first, then the one tried first. ``counted``: the budget's trials."""
+    attempts: dict[str, list[FrozenTrial]] = {}
+    for trial in sorted(counted, key=lambda t: t.number):
+        attempts.setdefault(repr(sorted(_params(trial).items())), []).append(trial)
+    owed = []
+    for tries in attempts.values():
+        latest = tries[-1]
+        if (latest.state == TrialState.FAIL and latest.user_attrs.get(STATE_ATTR) == "failed"
+                and latest.user_attrs.get(FAILURE_ATTR) in TRANSIENT_FAILURES and len(tries) <= retry_failed):
+            owed.append((SearchSpace.candidate_of(_params(latest)), tries[0].number, latest.number, len(tries)))
+    if not owed:
+        return None
+    candidate, _first, failed, tried = min(owed, key=lambda o: (o[0].method != BASELINE_METHOD, o[1]))
+    return candidate, {RETRY_OF_ATTR: failed, ATTEMPT_ATTR: tried + 1}
+
+
 def ask_within_budget(
     study: optuna.Study,
     n_trials: int,
@@ -72,11 +105,13 @@ def ask_within_budget(
     explore: random.Random | None = None,
     space: SearchSpace | None = None,
     propose: Callable[[list[dict[str, Any]]], Candidate | None] | None = None,
+    retry_failed: int = 0,
 ) -> optuna.Trial | None:
     """A new trial, or None when the budget is spent or nothing is left to try (see the module
     doc). With ``explore`` (and the ``space``), a random untried point of the space is enqueued
     when no planned one is left. With ``propose`` (the model-guided search), its answer to the
-    parameters taken so far is enqueued when no planned one is left, and None ends the study. The
+    parameters taken so far is enqueued when no planned one is left, and None ends the study.
+    ``retry_failed``: how many retries a failed configuration gets (:func:`owed_retry`). The
     caller holds the study lock."""
     trials = study.get_trials(deepcopy=False)
     if not any(trial.state == TrialState.WAITING for trial in trials):
@@ -85,19 +120,30 @@ def ask_within_budget(
             return None
         taken = [_params(trial) for trial in counted]
         following = next((c for c in planned if SearchSpace.params(c) not in taken), None)
+        retry = owed_retry(counted, retry_failed)
+        if retry is not None and retry[0].method == BASELINE_METHOD and (
+                following is None or following.method != BASELINE_METHOD):
+            return _ask_for(study, *retry)  # every speedup at its batch size waits for it
         if following is None and propose is not None:
             following = propose(taken)
-            if following is None:
-                return None
-        if following is None and explore is not None:
+        elif following is None and explore is not None:
             untried = [c for c in space.candidates() if SearchSpace.params(c) not in taken]
             following = explore.choice(untried) if untried else None
-            if following is None:
-                return None
+        if following is None and (propose is not None or explore is not None or planned_only):
+            # Nothing untried is left: measure again what failed and may not fail twice, then stop.
+            return None if retry is None else _ask_for(study, *retry)
         if following is not None:
             study.enqueue_trial(SearchSpace.params(following), user_attrs=SearchSpace.user_attrs(following))
-        elif planned_only:
-            return None
+    return _ask(study)
+
+
+def _ask_for(study: optuna.Study, candidate: Candidate, attrs: dict[str, Any]) -> optuna.Trial:
+    """Enqueue ``candidate`` with extra user attributes ``attrs`` and ask for it."""
+    study.enqueue_trial(SearchSpace.params(candidate), user_attrs={**SearchSpace.user_attrs(candidate), **attrs})
+    return _ask(study)
+
+
+def _ask(study: optuna.Study) -> optuna.Trial:
     with warnings.catch_warnings():
         # Optuna warns that heartbeats are meant for Study.optimize; we record them ourselves.
         warnings.filterwarnings("ignore", message="Heartbeat of storage")

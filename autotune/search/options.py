@@ -40,6 +40,7 @@ DEFAULT_TRIAL_TIMEOUT_S = 600.0
 FOLDER_ENGINE_TRIAL_TIMEOUT_S = 1800.0
 DEFAULT_HEARTBEAT_INTERVAL_S = 20
 DEFAULT_MAX_RETRY = 2
+DEFAULT_RETRY_FAILED = 1
 MAX_STUDY_NAME = 255
 
 
@@ -61,6 +62,8 @@ class TuneOptions:
     probed profile, None to probe quickly now. ``workload``: JSONL path, None for the built-in
     workload. ``heartbeat_interval_s``: how often a running trial says it is alive; one silent for
     ``grace_period_s`` (default 2 x interval) is failed and retried up to ``max_retry`` times.
+    ``retry_failed``: how many more times a configuration whose measurement failed (crash, timeout,
+    out of memory) is measured again, see :mod:`autotune.search.tuner` for when (None: 1).
     ``sampler``: ``model`` (the model-guided search, :mod:`autotune.search.guide`; the default, except
     for trtllm and vllm, whose default is ``tpe``), ``tpe``, ``random`` or ``grid`` (every point once).
     ``confirm``: end with the confirmation phase (:mod:`autotune.search.confirm`), whose protocol
@@ -89,6 +92,7 @@ class TuneOptions:
     heartbeat_interval_s: int = DEFAULT_HEARTBEAT_INTERVAL_S
     grace_period_s: int | None = None
     max_retry: int = DEFAULT_MAX_RETRY
+    retry_failed: int | None = None
     confirm: bool = True
     precision: float = DEFAULT_PRECISION
     max_repetitions: int = DEFAULT_CONFIRM_REPETITIONS
@@ -98,6 +102,11 @@ class TuneOptions:
     def protocol(self) -> ProtocolOptions:
         """How the confirmation phase measures each batch size's finalists."""
         return ProtocolOptions(self.precision, DEFAULT_MIN_REPETITIONS, self.max_repetitions, self.confirm_seconds)
+
+    @property
+    def retries(self) -> int:
+        """How many more times a transiently failed configuration is measured (``retry_failed`` or 1)."""
+        return DEFAULT_RETRY_FAILED if self.retry_failed is None else self.retry_failed
 
     @property
     def sampler_name(self) -> str:
@@ -170,6 +179,7 @@ class TuneOptions:
         if self.grace_period_s is not None:
             _require_int("grace period", self.grace_period_s, self.heartbeat_interval_s + 1)
         _require_int("max retry", self.max_retry, 0)
+        _require_int("retry failed", self.retries, 0)
         if not (_is_number(self.confirm_seconds) and math.isfinite(self.confirm_seconds) and self.confirm_seconds > 0):
             raise ConfigurationError(f"confirm seconds must be a number > 0, got {self.confirm_seconds!r}")
         _require_int("max repetitions", self.max_repetitions, DEFAULT_MIN_REPETITIONS)

@@ -2,7 +2,7 @@
 
 Per trial, under the study lock: fail stale trials, ask within the study-wide budget (see
 :mod:`autotune.search.budget`) and draw the candidate. A candidate that already finished in this
-study is a repeat: Optuna gets the earlier result back at once and the worker asks again (TPE
+study is a repeat: Optuna gets the latest result back at once and the worker asks again (TPE
 repeats itself a lot once it converges on a small discrete space). Then, outside the lock, with a
 heartbeat running:
 
@@ -11,6 +11,23 @@ heartbeat running:
    region without treating it as a crash;
 2. otherwise the isolated worker measures it; an engine failure (timeout, crash, out of memory,
    unsupported) is stored as ``failed`` with its reason and told as FAIL.
+
+**Retries** (``--retry-failed N``, default 1). A configuration whose measurement failed in a way that
+can pass (the worker crashed, hung past the trial timeout or ran out of memory) is measured again,
+at most N more times, each time as a new trial:
+
+* a baseline (method none) as soon as no other baseline is waiting to be measured first: every
+  speedup at its batch size is measured against it;
+* any other configuration only once nothing untried is left (the grid done, the model-guided
+  search out of proposals, a sampler that only repeats itself): an untried point tells more than a
+  second look at one that failed, and a failure that repeats costs its timeout again. Until then a
+  sampler proposing it again gets the failure back, like any finished configuration.
+
+Infeasible configurations and failures that say something about the configuration itself
+(unsupported, engine error, an unusable measurement) are never retried: they would fail again. A
+retry is a measured trial and counts against the budget; its row's ``extra`` holds ``attempt`` (2
+for the first retry) and ``retry_of`` (the failed trial it measures again), and the progress shows
+both. N = 0 keeps every failure final.
 
 Our row is written before Optuna is told, so a kill -9 never loses a finished trial (at worst a
 trial whose row exists is retried under a new number). Ctrl-C kills the worker, fails the running
@@ -39,6 +56,7 @@ from autotune.analysis import decision
 from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
 from autotune.search import budget, confirm, guide
+from autotune.search.budget import ATTEMPT_ATTR, FAILURE_ATTR, RETRY_OF_ATTR, STATE_ATTR
 from autotune.search.modeling import StudyModeling
 from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan, plan_study
@@ -49,9 +67,7 @@ from autotune.store import Database, open_database, results
 from autotune.store.locks import named_lock
 from autotune.store.models import ModelRecord, StudyRecord
 
-STATE_ATTR = "autotune_state"
 REASON_ATTR = "autotune_reason"
-FAILURE_ATTR = "autotune_failure"
 OPTUNA_SCHEMA_LOCK = "optuna-schema"
 LABEL_ATTR = "config"
 OPTUNA_STATE = {"complete": TrialState.COMPLETE, "infeasible": TrialState.PRUNED, "failed": TrialState.FAIL}
@@ -164,7 +180,7 @@ class Tuner:
                 explore = self.explore if attempt == MAX_REPEATS else None
                 trial = budget.ask_within_budget(
                     self.study, self.plan.n_trials, self.planned, self.plan.planned_only, explore, self.plan.space,
-                    self._guided if self.options.sampler_name == "model" else None,
+                    self._guided if self.options.sampler_name == "model" else None, self.options.retries,
                 )
                 if trial is None:
                     return None, None
@@ -172,7 +188,7 @@ class Tuner:
                 self.storage.record_heartbeat(trial._trial_id)
                 candidate = self.plan.space.suggest(trial)  # inside the lock: other workers see the pick
                 trial.set_user_attr(LABEL_ATTR, candidate.label)
-                earlier = self._finished_before(trial.number, candidate)
+                earlier = None if RETRY_OF_ATTR in trial.user_attrs else self._finished_before(trial.number, candidate)
                 if earlier is None:
                     return trial, candidate
                 self._replay(trial, earlier)
@@ -196,12 +212,15 @@ class Tuner:
         return None if prediction is None else prediction.to_dict()
 
     def _run_trial(self, trial: optuna.Trial, candidate: Candidate) -> None:
+        retry = {key: trial.user_attrs[key] for key in (ATTEMPT_ATTR, RETRY_OF_ATTR) if key in trial.user_attrs}
+        label = candidate.label + (f" (attempt {retry[ATTEMPT_ATTR]}, retrying trial {retry[RETRY_OF_ATTR]})"
+                                   if retry else "")
         with heartbeat(self.storage, trial._trial_id):
-            self._report(candidate, None)
+            self._report(label, None)
             prediction = self._prediction(candidate)
             loads_before = self.worker.loads
             outcome = self._outcome(candidate)
-            extra = {"model_loads": self.worker.loads - loads_before, "optuna_trial_id": trial._trial_id}
+            extra = {"model_loads": self.worker.loads - loads_before, "optuna_trial_id": trial._trial_id, **retry}
             if outcome.failure_kind is not None:
                 extra["failure"] = outcome.failure_kind
             with self.database.session() as session:
@@ -217,7 +236,7 @@ class Tuner:
         self.trials_run += 1
         self.last = candidate
         analysis = self._store_profile()
-        self._report(candidate, outcome.state, outcome.reason, analysis.best_label)
+        self._report(label, outcome.state, outcome.reason, analysis.best_label)
 
     def _outcome(self, candidate: Candidate) -> TrialOutcome:
         reason = self.plan.infeasibility(candidate)
@@ -236,12 +255,13 @@ class Tuner:
         return TrialOutcome("complete", None, measurement.to_dict(), values, objective.constraints(measurement))
 
     def _finished_before(self, number: int, candidate: Candidate) -> optuna.trial.FrozenTrial | None:
-        """An earlier trial of the same candidate that finished with a result of ours."""
+        """The latest earlier trial of the same candidate that finished with a result of ours (after
+        a retry, the retry's result stands)."""
         params = SearchSpace.params(candidate)
-        for earlier in self.study.get_trials(deepcopy=False, states=budget.FINISHED):
-            if earlier.number != number and earlier.user_attrs.get(STATE_ATTR) in OPTUNA_STATE and earlier.params == params:
-                return earlier
-        return None
+        earlier = [trial for trial in self.study.get_trials(deepcopy=False, states=budget.FINISHED)
+                   if trial.number != number and trial.user_attrs.get(STATE_ATTR) in OPTUNA_STATE
+                   and trial.params == params]
+        return max(earlier, key=lambda trial: trial.number, default=None)
 
     def _replay(self, trial: optuna.Trial, earlier: optuna.trial.FrozenTrial) -> None:
         """Answer a repeat with the earlier trial's result; it is not measured nor stored by us."""
@@ -424,9 +444,9 @@ class Tuner:
             by_fingerprint = {fingerprint: record_id for fingerprint, record_id in session.execute(query)}
         return {label: by_fingerprint[fingerprint] for label, fingerprint in fingerprints.items()}
 
-    def _report(self, candidate: Candidate, finished: str | None, reason: str | None = None, best: str | None = None) -> None:
+    def _report(self, label: str, finished: str | None, reason: str | None = None, best: str | None = None) -> None:
         done = budget.finished_count(self.study.get_trials(deepcopy=False))
-        self.progress(TuneProgress(done, self.plan.n_trials, candidate.label, finished, reason, best))
+        self.progress(TuneProgress(done, self.plan.n_trials, label, finished, reason, best))
 
 
 def _confirmed(rows: list[results.TrialRow], screened: int) -> bool:
