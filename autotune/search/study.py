@@ -10,16 +10,25 @@ autotune did not create (its ``autotune_identity`` user attribute differs) is re
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from sqlalchemy.exc import DBAPIError
 
 from autotune.errors import ConfigurationError
 from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan
 from autotune.store import Database, repository, results
-from autotune.store.database import SQLITE_BUSY_TIMEOUT_MS, parse_database_url
+from autotune.store.database import (
+    connection_lost,
+    database_error,
+    engine_options,
+    keep_reconnecting,
+    parse_database_url,
+)
 from autotune.store.locks import named_lock
 from autotune.store.models import StudyRecord
 
@@ -28,22 +37,37 @@ TPE_STARTUP_TRIALS = 10
 
 
 def optuna_storage(database: Database, options: TuneOptions) -> RDBStorage:
-    """Optuna's RDB storage on our database URL, with heartbeats so dead workers' trials are retried."""
+    """Optuna's RDB storage on our database URL, with heartbeats so dead workers' trials are
+    retried, and our engine's connection handling (busy timeout, surviving a server restart)."""
     url = parse_database_url(database.url)
-    engine_kwargs: dict[str, Any] = {}
-    if url.get_backend_name() == "sqlite":
-        engine_kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
-    else:
-        engine_kwargs["pool_pre_ping"] = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return RDBStorage(
+        storage = RDBStorage(
             url.render_as_string(hide_password=False),
-            engine_kwargs=engine_kwargs,
+            engine_kwargs=engine_options(url),
             heartbeat_interval=options.heartbeat_interval_s,
             grace_period=options.grace_period_s or 2 * options.heartbeat_interval_s,
             heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=options.max_retry),
         )
+    keep_reconnecting(storage.engine)
+    return storage
+
+
+@contextmanager
+def storage_errors(database: Database) -> Iterator[None]:
+    """Turn a lost database connection met anywhere in the block (our queries, Optuna's storage,
+    a lock) into the one-line DatabaseError of :func:`database_error`. Optuna wraps it in a
+    StorageInternalError that blames invalid data; other errors pass unchanged."""
+    try:
+        yield
+    except optuna.exceptions.StorageInternalError as exc:
+        if not connection_lost(exc.__cause__):
+            raise
+        raise database_error(database.display_url, exc.__cause__) from exc
+    except DBAPIError as exc:
+        if not connection_lost(exc):
+            raise
+        raise database_error(database.display_url, exc) from exc
 
 
 def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:

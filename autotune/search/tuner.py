@@ -62,7 +62,7 @@ from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan, plan_study
 from autotune.search.report import StudyAnalysis, TuneProgress, TuneResult
 from autotune.search.space import Candidate, SearchSpace
-from autotune.search.study import make_sampler, open_study, optuna_storage
+from autotune.search.study import make_sampler, open_study, optuna_storage, storage_errors
 from autotune.store import Database, open_database, results
 from autotune.store.locks import named_lock
 from autotune.store.models import ModelRecord, StudyRecord
@@ -93,7 +93,8 @@ def tune(options: TuneOptions, progress: Callable[[TuneProgress], None] | None =
     written. Raises ConfigurationError for bad options or a study name used with other options.
     """
     plan = plan_study(options)
-    with open_database(options.db_url) as database, _quiet_optuna():
+    # A lost database connection (server restarted mid-study) ends the run with one line saying so.
+    with open_database(options.db_url) as database, _quiet_optuna(), storage_errors(database):
         with named_lock(database.engine, OPTUNA_SCHEMA_LOCK):  # workers starting together race to create its tables
             storage = optuna_storage(database, options)
         try:

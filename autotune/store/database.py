@@ -2,27 +2,33 @@
 
 The URL comes from ``--db``, else ``AUTOTUNE_DB_URL``, else an SQLite file in the user's data
 directory (zero configuration). SQLite is set up for several processes at once (tuning workers,
-a dashboard): write-ahead logging, a generous busy timeout, foreign keys on.
+a dashboard): write-ahead logging, a generous busy timeout, foreign keys on. PostgreSQL
+connections survive a server restart: dead pooled connections are replaced before use and new
+ones are retried for a bounded time; an operation cut off mid-way fails with a one-line message.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from autotune.errors import DatabaseError
 
 ENV_DB_URL = "AUTOTUNE_DB_URL"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# How long a server that went away after we reached it (a restart, a failover) is waited for.
+RECONNECT_WINDOW_S = 30.0
 
 
 def user_data_dir() -> Path:
@@ -60,6 +66,10 @@ def parse_database_url(url: str) -> URL:
         raise DatabaseError(f"malformed database URL {mask_password(url)!r}: write an '@' in the password as %40")
     if parsed.get_backend_name() not in SUPPORTED_BACKENDS:
         raise DatabaseError(f"unsupported database URL {display_url(parsed)!r}: use sqlite:/// or postgresql://")
+    if parsed.get_backend_name() == "sqlite" and (parsed.username or parsed.password or parsed.host):
+        # SQLAlchemy would quietly drop them and open a file relative to the current folder.
+        raise DatabaseError(f"malformed database URL {display_url(parsed)!r}: an SQLite URL has no user, password "
+                            "or host; write sqlite:///relative/path.db or sqlite:////absolute/path.db")
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed
@@ -120,17 +130,47 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.close()
 
 
+def engine_options(url: URL) -> dict[str, Any]:
+    """``create_engine`` arguments for ``url``, the same for our engine and Optuna's storage.
+
+    SQLite: writers wait for each other (busy timeout) instead of failing with "database is
+    locked". PostgreSQL: a pooled connection is checked before each use (``pool_pre_ping``), so the
+    connections a server restart killed are replaced, not handed to the next query."""
+    if url.get_backend_name() == "sqlite":
+        return {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}}
+    return {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
+
+
+def keep_reconnecting(engine: Engine, window_s: float = RECONNECT_WINDOW_S) -> None:
+    """From now on, retry a failed new connection to ``engine``'s server with backoff for up to
+    ``window_s`` seconds before giving up: a restarting server refuses connections for a while.
+
+    Call it once the server was reached, so that a URL that never worked still fails at once.
+    SQLite files are not servers: nothing to do."""
+    if engine.dialect.name == "sqlite":
+        return
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(dialect, _record, cargs, cparams):  # noqa: ANN001, ANN202 - SQLAlchemy's hook
+        deadline = time.monotonic() + window_s
+        delay = 0.1
+        while True:
+            try:
+                return dialect.connect(*cargs, **cparams)
+            except dialect.loaded_dbapi.OperationalError:
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(2 * delay, 2.0)
+
+
 def create_db_engine(url: str, *, create_parent: bool = False) -> Engine:
-    """An SQLAlchemy engine for ``url``, checked by connecting once."""
+    """An SQLAlchemy engine for ``url``, checked by connecting once; from then on it reconnects
+    within :data:`RECONNECT_WINDOW_S` (:func:`keep_reconnecting`)."""
     parsed = parse_database_url(url)
-    kwargs: dict = {"future": True}
+    kwargs: dict = {"future": True, **engine_options(parsed)}
     if parsed.get_backend_name() == "sqlite":
         _prepare_sqlite_file(parsed, create_parent)
-        kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
-    else:
-        kwargs["pool_pre_ping"] = True
-        if parsed.get_backend_name() == "postgresql":
-            kwargs["connect_args"] = {"connect_timeout": 10}
     try:
         engine = create_engine(parsed, **kwargs)
     except NoSuchModuleError:
@@ -153,6 +193,7 @@ def create_db_engine(url: str, *, create_parent: bool = False) -> Engine:
         engine.dispose()
         detail = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise DatabaseError(f"cannot connect to database {display_url(parsed)!r}: {detail}") from None
+    keep_reconnecting(engine)
     return engine
 
 
@@ -179,7 +220,7 @@ class Database:
             session.commit()
         except SQLAlchemyError as exc:
             session.rollback()
-            raise DatabaseError(f"database error on {self.display_url}: {_first_line(exc)}") from exc
+            raise database_error(self.display_url, exc) from exc
         except BaseException:
             session.rollback()
             raise
@@ -194,6 +235,21 @@ class Database:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """True when ``exc`` is the database connection going away (server restarted, connection
+    killed), not an error in what was asked."""
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
+def database_error(url: str, exc: SQLAlchemyError) -> DatabaseError:
+    """The one-line DatabaseError for ``exc`` on the database at ``url`` (shown without password);
+    a lost connection says that what was stored is kept and how to go on."""
+    if connection_lost(exc):
+        return DatabaseError(f"lost the connection to database {url} ({_first_line(exc)}); everything stored "
+                             "before is kept: rerun the same command to continue")
+    return DatabaseError(f"database error on {url}: {_first_line(exc)}")
 
 
 def _first_line(exc: SQLAlchemyError) -> str:

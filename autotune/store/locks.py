@@ -2,7 +2,9 @@
 distributed tuning (counting a study's trials before asking for one, replacing its profile).
 
 PostgreSQL: a session-level advisory lock, keyed by a hash of the name, so workers on several
-machines exclude each other; the server drops it if the holder dies. SQLite (one machine by
+machines exclude each other; the server drops it if the holder dies, or loses its connection to
+a server restart (the rest of that block then runs unprotected: at worst a race of the kind the
+lock prevents, such as one trial over the budget, never a lost row). SQLite (one machine by
 nature): an exclusive ``flock`` on a file beside the database, dropped by the kernel if the holder
 dies. An in-memory SQLite database lives in one process: a thread lock is enough.
 """
@@ -17,6 +19,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -55,5 +58,11 @@ def _advisory_lock(engine: Engine, key: int) -> Iterator[None]:
         try:
             yield
         finally:
-            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
-            connection.commit()
+            try:
+                connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+                connection.commit()
+            except DBAPIError as exc:
+                # The server ends a session's advisory locks with the session: a connection lost
+                # while holding the lock (server restarted) left nothing to release.
+                if not exc.connection_invalidated:
+                    raise

@@ -2,8 +2,9 @@
 
 Usage: python tune_process.py OPTIONS_PICKLE [PAUSE_AT]. Prints ``start <n> <label>`` and
 ``done <n> <label> <state>`` per trial (n = finished trials of the study), then ``result <trials
-run by this process>``. With PAUSE_AT, it stops forever when a trial starts while PAUSE_AT trials
-are finished, heartbeats still running: the test kills it there.
+run by this process>`` (or, where the CLI would show a message, ``error: <message>`` and exit
+code 2). With PAUSE_AT, it stops forever when a trial starts while PAUSE_AT trials are finished,
+heartbeats still running: the test kills it there.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pickle
 import sys
 import time
 
+from autotune.errors import AutotuneError
 from autotune.search import TuneProgress, tune
 
 
@@ -28,7 +30,11 @@ def main() -> None:
         else:
             print(f"done {update.trials_done} {update.current} {update.finished}", flush=True)
 
-    result = tune(options, progress)
+    try:
+        result = tune(options, progress)
+    except AutotuneError as exc:  # as the CLI shows it: one line, exit code 2
+        print(f"error: {exc}", flush=True)
+        sys.exit(2)
     print(f"result {result.trials_this_run}", flush=True)
 
 
