@@ -14,6 +14,8 @@ study ends by confirming, at each batch size:
 * **Protocol**: the finalists and the baseline, in a fresh worker process per batch size, in
   interleaved rounds with racing (:mod:`autotune.engines.protocol`): a finalist is dropped as soon
   as its paired interval to the leader falls below 1.
+* **Retries**: a batch size whose worker fails (crash, hang, out of memory) is measured again, up
+  to ``attempts`` times in all: without its baseline no speedup there can be given.
 * **Neighbour check**: a confirmed baseline implausibly slower than a smaller batch size's
   (:func:`~autotune.analysis.plausibility.implausible_baselines`) has its batch size confirmed
   again; if it fails again, that batch size's rows are marked and its speedups are not reported.
@@ -33,6 +35,7 @@ from autotune.analysis.plausibility import implausible_baselines
 from autotune.engines.base import EngineConfig
 from autotune.engines.protocol import ProtocolOptions, ProtocolResult, RepeatedMeasurement
 from autotune.engines.worker import EngineWorker, WorkerFailure
+from autotune.search.budget import TRANSIENT_FAILURES
 from autotune.search.space import Candidate
 from autotune.store.results import TrialRow
 
@@ -85,20 +88,26 @@ def confirm(
     seed: int,
     options: ProtocolOptions,
     progress: Callable[[str], None] = lambda _text: None,
+    attempts: int = 1,
 ) -> list[ConfirmedBatch]:
-    """Measure every batch size's finalists with the protocol (racing on), then re-measure once the
-    batch sizes whose baseline fails the neighbour check."""
+    """Measure every batch size's finalists with the protocol (racing on; a failed batch size up to
+    ``attempts`` times), then re-measure once the batch sizes whose baseline fails the neighbour check."""
     options = replace(options, race=True)
 
     def run(batch_size: int) -> ConfirmedBatch:
         candidates = finalists_by_batch[batch_size]
-        progress(f"confirming {len(candidates)} finalist(s) and the baseline at batch size {batch_size}")
-        try:
-            result = worker.measure_repeatedly([engine_config(c) for c in candidates], workload, batch_size,
-                                               seed=seed, options=options)
-        except WorkerFailure as failure:
-            return ConfirmedBatch(batch_size, candidates, None, failure.reason)
-        return ConfirmedBatch(batch_size, candidates, result)
+        for attempt in range(1, attempts + 1):
+            again = f" (attempt {attempt} of {attempts})" if attempt > 1 else ""
+            progress(f"confirming {len(candidates)} finalist(s) and the baseline at batch size {batch_size}{again}")
+            try:
+                result = worker.measure_repeatedly([engine_config(c) for c in candidates], workload, batch_size,
+                                                   seed=seed, options=options)
+                return ConfirmedBatch(batch_size, candidates, result)
+            except WorkerFailure as failure:
+                reason = failure.reason + (f" (failed {attempt} times)" if attempt > 1 else "")
+                if failure.kind not in TRANSIENT_FAILURES:
+                    break  # it would fail the same way again
+        return ConfirmedBatch(batch_size, candidates, None, reason)
 
     batches = {b: run(b) for b in sorted(finalists_by_batch)}
     for batch_size in _suspects(batches):

@@ -6,9 +6,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autotune.analysis.decision import (
+    BASELINE,
     BatchSizeBest,
     MethodVerdict,
     ProfileChoice,
+    baselines,
     choose_profile,
     deciding_rows,
     method_verdicts,
@@ -27,7 +29,7 @@ class TuneProgress:
 
     trials_done: int  # finished trials of the study (every worker's), this one included when finished
     trials_total: int
-    current: str  # the trial's configuration label, e.g. "draft@3 b4"
+    current: str  # the trial's configuration label, e.g. "draft@3 b4" ("... (attempt 2, retrying trial 5)")
     finished: str | None = None  # complete | failed | infeasible, once the trial ended
     reason: str | None = None
     best: str | None = None  # best configuration so far, e.g. "mtp@2 b8 (812.3 tokens/s, 1.41x)"
@@ -35,18 +37,22 @@ class TuneProgress:
 
 @dataclass(frozen=True)
 class TrialCounts:
-    """Measured trials by state (``total`` is what the budget counts), and how many times the
-    sampler repeated a finished configuration (answered from the earlier result, not measured)."""
+    """Measured trials by state (``total`` is what the budget counts), how many times the sampler
+    repeated a finished configuration (answered from the earlier result, not measured), and how many
+    of the measured trials were retries of failed ones."""
 
     complete: int = 0
     failed: int = 0
     infeasible: int = 0
     repeated: int = 0
+    retried: int = 0
 
     @classmethod
     def of(cls, rows: list[TrialRow], repeated: int = 0) -> TrialCounts:
-        states = [row.state for row in rows if row.phase == "screening"]
-        return cls(states.count("complete"), states.count("failed"), states.count("infeasible"), repeated)
+        screened = [row for row in rows if row.phase == "screening"]
+        states = [row.state for row in screened]
+        retried = sum(1 for row in screened if row.extra.get("retry_of") is not None)
+        return cls(states.count("complete"), states.count("failed"), states.count("infeasible"), repeated, retried)
 
     @property
     def total(self) -> int:
@@ -77,7 +83,7 @@ class StudyAnalysis:
             per_batch_size=table,
             verdict=verdict,
             pareto_front=pareto_front(deciding_rows(rows))[::-1] if objective.kind == "pareto" else [],
-            summary=summary_lines(profile, table, verdict, objective.slo),
+            summary=summary_lines(profile, table, verdict, objective.slo) + failure_lines(rows, batch_sizes),
             counts=TrialCounts.of(rows, repeated),
             model_loads=sum(int(row.extra.get("model_loads", 0)) for row in rows),
         )
@@ -89,6 +95,26 @@ class StudyAnalysis:
         row = self.profile.row
         speedup = f", {row.speedup:.2f}x" if row.speedup else ""
         return f"{row.label} ({row.tokens_per_s:.1f} tokens/s{speedup}{'' if row.confirmed else ', one run'})"
+
+
+def failure_lines(rows: list[TrialRow], batch_sizes: list[int]) -> list[str]:
+    """Sentences for what failures cost the answer: each batch size left without a baseline (so
+    without any speedup) because measuring it failed, and the retries of failed trials."""
+    found = baselines(rows)
+    lines = []
+    for batch_size in batch_sizes:
+        failed = [row for row in rows if row.method == BASELINE and row.batch_size == batch_size and row.state == "failed"]
+        if batch_size in found or not failed:
+            continue
+        last = failed[-1]
+        times = sum(1 for row in failed if row.phase == last.phase)
+        lines.append(f"No speedup at batch size {batch_size}: its baseline (method none) failed "
+                     f"{'once' if times == 1 else f'{times} times'} in {last.phase} (last: {last.reason}).")
+    retries = [row for row in rows if row.phase == "screening" and row.extra.get("retry_of") is not None]
+    if retries:
+        recovered = sum(1 for row in retries if row.state == "complete")
+        lines.append(f"Retried {len(retries)} failed trial(s); {recovered} completed on retry.")
+    return lines
 
 
 @dataclass(frozen=True)

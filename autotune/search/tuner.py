@@ -348,7 +348,7 @@ class Tuner:
     def _measure_finalists(self, rows: list[results.TrialRow]) -> list[confirm.ConfirmedBatch]:
         chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo)
         return confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
-                               self.options.protocol, self._say)
+                               self.options.protocol, self._say, 1 + self.options.retries)
 
     def _say(self, text: str) -> None:
         """Progress that is not a trial (timings, confirmation)."""

@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from autotune.engines.embedded.engine import EmbeddedEngine
@@ -41,6 +42,19 @@ HUGE_BYTES = 8 << 30
 def install(monkeypatch) -> None:  # noqa: ANN001 - pytest's MonkeyPatch
     """Have the tuner's workers build this engine instead of the embedded one."""
     monkeypatch.setattr("autotune.engines.registry.EMBEDDED_FACTORY", FACTORY)
+
+
+@pytest.fixture
+def faults(monkeypatch, tmp_path):  # noqa: ANN001 - pytest's fixtures
+    """Installs this engine; ``faults({label: [fault, ...]})`` writes its plan and returns the log dir."""
+    install(monkeypatch)
+
+    def plan(by_label: dict[str, list[str | None]]) -> Path:
+        path = write_plan(tmp_path / "faults.json", tmp_path / "engine-log", by_label)
+        monkeypatch.setenv(PLAN_ENV, str(path))
+        return tmp_path / "engine-log"
+
+    return plan
 
 
 def write_plan(path: Path, log_dir: Path, faults: dict[str, list[str | None]]) -> Path:

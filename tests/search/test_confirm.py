@@ -1,10 +1,17 @@
-"""The confirmation phase's finalists (:func:`autotune.search.confirm.finalists`), from screening rows."""
+"""The confirmation phase's finalists (:func:`autotune.search.confirm.finalists`), from screening rows,
+and its retries of a batch size whose worker failed."""
 
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
-from autotune.search.confirm import MAX_FINALISTS, SCREENING_NOISE, finalists
+import pytest
+
+from autotune.engines.base import EngineConfig
+from autotune.engines.protocol import ProtocolOptions
+from autotune.engines.worker import WorkerFailure
+from autotune.search.confirm import MAX_FINALISTS, SCREENING_NOISE, confirm, finalists
 from autotune.search.objective import Slo
 from autotune.search.space import Candidate
 from autotune.store.results import TrialRow
@@ -110,3 +117,35 @@ def test_only_complete_screening_rows_count():
     chosen = finalists(rows, [4, 8, 16], Slo())
     assert labels(chosen[4]) == ["mtp@2"]
     assert 8 not in chosen and 16 not in chosen  # nothing complete was screened there
+
+
+class FlakyWorker:
+    """Fails its first protocol runs with the given failure kinds, then answers."""
+
+    def __init__(self, kinds: list[str]) -> None:
+        self.kinds = kinds
+        self.calls = 0
+
+    def measure_repeatedly(self, configs, workload, batch_size, seed, options):  # noqa: ANN001 - EngineWorker's
+        self.calls += 1
+        if self.kinds:
+            raise WorkerFailure(self.kinds.pop(0), "the worker died")
+        return SimpleNamespace(baseline=None)  # no baseline figure: nothing for the neighbour check
+
+
+def confirm_b1(worker: FlakyWorker, attempts: int):
+    finalist = {1: [Candidate("ngram", 1, 1)]}
+    return confirm(worker, finalist, lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions(),
+                   attempts=attempts)[0]
+
+
+@pytest.mark.parametrize(("kinds", "attempts", "calls", "failure"), [
+    (["crash"], 2, 2, None),  # failed once, measured on the retry
+    (["oom", "timeout"], 2, 2, "the worker died (failed 2 times)"),  # bounded
+    (["unsupported"], 3, 1, "the worker died"),  # it would fail again: not retried
+    (["crash"], 1, 1, "the worker died"),  # no retries asked for
+])
+def test_a_failed_batch_size_is_confirmed_again_within_the_attempts(kinds, attempts, calls, failure) -> None:
+    worker = FlakyWorker(kinds)
+    batch = confirm_b1(worker, attempts)
+    assert (worker.calls, batch.failure, batch.result is None) == (calls, failure, failure is not None)

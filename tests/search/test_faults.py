@@ -12,24 +12,11 @@ import pytest
 from optuna.trial import TrialState
 
 import faulty_engine
+from faulty_engine import faults  # noqa: F401 - a fixture
 from autotune.search import list_studies, study_trials, tune
 from autotune.search.budget import counted_trials
 
 FAULTY = "ngram@1 b2"
-
-
-@pytest.fixture
-def faults(monkeypatch, tmp_path):
-    """Installs the faulty engine; ``faults({label: [fault, ...]})`` writes its plan, returns the log dir."""
-    faulty_engine.install(monkeypatch)
-
-    def plan(by_label: dict[str, list[str | None]]):
-        log_dir = tmp_path / "engine-log"
-        path = faulty_engine.write_plan(tmp_path / "faults.json", log_dir, by_label)
-        monkeypatch.setenv(faulty_engine.PLAN_ENV, str(path))
-        return log_dir
-
-    return plan
 
 
 def small(options, db_url: str):
@@ -39,16 +26,15 @@ def small(options, db_url: str):
                    confirm=False, trial_timeout_s=10)
 
 
-def assert_intact(options, expected_states: dict[str, str]) -> list:
-    """The study's screening rows and Optuna trials agree one to one and match ``expected_states``
-    (label -> state); the study is complete. Returns the rows."""
-    rows = [row for row in study_trials(options.db_url, options.study_name) if row.phase == "screening"]
-    assert {row.label: row.state for row in rows} == expected_states
-    assert len(rows) == len(expected_states)  # each label stored once
+def assert_intact(options, expected: list[tuple[str, str]]) -> list:
+    """The study's screening rows and Optuna trials agree one to one, the rows are ``expected``
+    ((label, state) in trial order) and the study is complete. Returns the rows in trial order."""
+    rows = sorted((row for row in study_trials(options.db_url, options.study_name) if row.phase == "screening"),
+                  key=lambda row: row.trial_number)
+    assert [(row.label, row.state) for row in rows] == expected
     storage = options.db_url.replace("postgresql://", "postgresql+psycopg://")
     trials = optuna.load_study(study_name=options.study_name, storage=storage).trials
-    measured = counted_trials(trials)
-    assert sorted(t.number for t in measured) == sorted(row.trial_number for row in rows)
+    assert [t.number for t in counted_trials(trials)] == [row.trial_number for row in rows]
     state = {"complete": TrialState.COMPLETE, "failed": TrialState.FAIL, "infeasible": TrialState.PRUNED}
     for row in rows:
         assert trials[row.trial_number].state == state[row.state]
@@ -74,9 +60,9 @@ def test_a_worker_fault_mid_trial_fails_that_trial_and_the_study_goes_on(options
 
     result = tune(options)
 
-    rows = assert_intact(options, {"none b1": "complete", "none b2": "complete", "ngram@1 b1": "complete",
-                                   FAULTY: "failed"})
-    failed = next(row for row in rows if row.label == FAULTY)
+    rows = assert_intact(options, [("none b1", "complete"), ("none b2", "complete"), ("ngram@1 b1", "complete"),
+                                   (FAULTY, "failed")])
+    failed = rows[-1]
     assert failed.extra["failure"] == kind and reason in failed.reason, failed.reason
     assert faulty_engine.calls(log_dir, FAULTY) == 1  # the budget held no room for a retry
     assert (result.status, result.analysis.counts.failed, result.analysis.counts.complete) == ("complete", 1, 3)

@@ -1,0 +1,126 @@
+"""Retries of failed configurations (--retry-failed): a transient failure is measured again as a new
+trial (a baseline at once, the rest once nothing untried is left), the retry is recorded and
+reported, N = 0 keeps failures final, and the number of attempts is bounded."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import optuna
+from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.trial import TrialState
+
+import faulty_engine
+from faulty_engine import faults  # noqa: F401 - a fixture
+from autotune.search import tune
+from autotune.search.budget import owed_retry
+from autotune.search.space import Candidate
+from test_faults import FAULTY, assert_intact, small
+
+SCREENED = [("none b1", "complete"), ("none b2", "complete"), ("ngram@1 b1", "complete")]
+
+
+def test_a_configuration_that_failed_once_is_measured_on_retry(options, faults) -> None:
+    options = replace(small(options, options.db_url), n_trials=5)
+    log = faults({FAULTY: ["exit"]})
+    updates = []
+
+    result = tune(options, progress=updates.append)
+
+    rows = assert_intact(options, SCREENED + [(FAULTY, "failed"), (FAULTY, "complete")])
+    failed, retry = rows[-2:]
+    assert retry.extra["attempt"] == 2 and retry.extra["retry_of"] == failed.trial_number
+    assert "attempt" not in failed.extra
+    assert faulty_engine.calls(log, FAULTY) == 2
+    assert f"{FAULTY} (attempt 2, retrying trial {failed.trial_number})" in [u.current for u in updates]
+    assert (result.analysis.counts.retried, result.analysis.counts.total) == (1, 5)
+    assert "Retried 1 failed trial(s); 1 completed on retry." in result.summary_lines()
+    best_b2 = next(entry for entry in result.analysis.per_batch_size if entry.batch_size == 2)
+    assert best_b2.tokens_per_s is not None
+
+
+def test_no_retries_keep_every_failure_final(options, faults) -> None:
+    options = replace(small(options, options.db_url), n_trials=5, retry_failed=0)
+    log = faults({FAULTY: ["exit"]})
+
+    result = tune(options)
+
+    assert_intact(options, SCREENED + [(FAULTY, "failed")])  # the space is spent: the study stops short
+    assert faulty_engine.calls(log, FAULTY) == 1
+    assert result.analysis.counts.retried == 0 and not any("Retried" in line for line in result.summary_lines())
+
+
+def test_retries_are_bounded(options, faults) -> None:
+    options = replace(small(options, options.db_url), n_trials=10, retry_failed=2)
+    log = faults({FAULTY: ["exit"] * 5})
+
+    result = tune(options)
+
+    rows = assert_intact(options, SCREENED + [(FAULTY, "failed")] * 3)  # the first attempt and two retries
+    assert [row.extra.get("attempt") for row in rows[-3:]] == [None, 2, 3]
+    assert [row.extra.get("retry_of") for row in rows[-2:]] == [rows[-3].trial_number, rows[-2].trial_number]
+    assert faulty_engine.calls(log, FAULTY) == 3
+    assert result.status == "complete" and result.analysis.counts.total == 6
+
+
+def test_a_failed_baseline_is_retried_at_once(options, faults) -> None:
+    options = replace(small(options, options.db_url), n_trials=5)
+    faults({"none b2": ["segfault"]})
+
+    result = tune(options)
+
+    rows = assert_intact(options, [("none b1", "complete"), ("none b2", "failed"), ("none b2", "complete"),
+                                   ("ngram@1 b1", "complete"), (FAULTY, "complete")])
+    assert rows[2].extra["retry_of"] == rows[1].trial_number  # before any other configuration
+    assert not any(line.startswith("No speedup") for line in result.summary_lines())
+
+
+def test_a_baseline_that_keeps_failing_is_reported(options, faults) -> None:
+    options = replace(small(options, options.db_url), n_trials=5)
+    faults({"none b2": ["exit", "exit"]})
+
+    result = tune(options)
+
+    assert_intact(options, [("none b1", "complete"), ("none b2", "failed"), ("none b2", "failed"),
+                            ("ngram@1 b1", "complete"), (FAULTY, "complete")])
+    lines = [line for line in result.summary_lines() if line.startswith("No speedup")]
+    assert lines == ["No speedup at batch size 2: its baseline (method none) failed 2 times in screening (last: the "
+                     "worker exited with code 3; last output: native library aborted)."]
+
+
+# -- which failure is owed a retry (no engine needed) -----------------------------------------------
+
+NGRAM = {"method": CategoricalDistribution(["ngram"]), "ngram_depth": IntDistribution(1, 2),
+         "batch_size": CategoricalDistribution([1, 2])}
+BASELINE = {"batch_size": CategoricalDistribution([1, 2])}
+
+
+def trial(state: TrialState, params: dict, kind: str | None, number_state: str = "failed") -> optuna.trial.FrozenTrial:
+    attrs = {"autotune_state": number_state, **({"autotune_failure": kind} if kind else {})}
+    distributions = BASELINE if "method" not in params else NGRAM
+    values = [1.0] if state == TrialState.COMPLETE else None
+    return optuna.trial.create_trial(state=state, params=params, distributions=distributions, user_attrs=attrs,
+                                     values=values)
+
+
+def counted(*trials: optuna.trial.FrozenTrial) -> list[optuna.trial.FrozenTrial]:
+    study = optuna.create_study()
+    for t in trials:
+        study.add_trial(t)
+    return study.get_trials()
+
+
+def test_only_transient_failures_are_owed_a_retry_baselines_first() -> None:
+    ngram = {"method": "ngram", "ngram_depth": 1, "batch_size": 2}
+    for kind in ("crash", "timeout", "oom"):
+        assert owed_retry(counted(trial(TrialState.FAIL, ngram, kind)), 1) == (
+            Candidate("ngram", 1, 2), {"retry_of": 0, "attempt": 2})
+    for kind in ("unsupported", "engine_error", "objective"):
+        assert owed_retry(counted(trial(TrialState.FAIL, ngram, kind)), 1) is None
+    assert owed_retry(counted(trial(TrialState.PRUNED, ngram, None, "infeasible")), 5) is None
+    assert owed_retry(counted(trial(TrialState.FAIL, ngram, "crash")), 0) is None
+    retried = counted(trial(TrialState.FAIL, ngram, "crash"), trial(TrialState.COMPLETE, ngram, None, "complete"))
+    assert owed_retry(retried, 3) is None  # the retry completed
+    first_ngram_then_baseline = counted(trial(TrialState.FAIL, ngram, "crash"),
+                                        trial(TrialState.FAIL, {"batch_size": 1}, "oom"))
+    assert owed_retry(first_ngram_then_baseline, 1) == (Candidate("none", 0, 1), {"retry_of": 1, "attempt": 2})
