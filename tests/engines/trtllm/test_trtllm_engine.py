@@ -7,13 +7,15 @@ from __future__ import annotations
 import importlib.util
 import multiprocessing
 import os
+import time
 
 import pytest
 
 from autotune.engines.base import EngineConfig
 from autotune.engines.registry import create_engine, engine_spec
 from autotune.engines.trtllm import TensorRtLlmNotInstalledError
-from autotune.engines.worker import WorkerFailure
+from autotune.engines.trtllm.engine import runner_spec
+from autotune.engines.worker import EngineWorker, WorkerFailure
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.workload import Request, Workload
 
@@ -161,3 +163,62 @@ def test_configurations_the_models_cannot_run_are_refused_before_any_process(fak
 def test_target_must_be_a_model_folder(fake_trtllm, tmp_path) -> None:
     with pytest.raises(ConfigurationError, match="no config.json"):
         create_engine("trtllm", target=tmp_path)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def test_the_executor_process_of_each_llm_ends_with_its_worker(engine, fake_trtllm) -> None:
+    # Like the real LLM, the stand-in starts a process of its own when built (issue 13, items 6 and 8).
+    engine.load(EngineConfig("none"))
+    engine.measure(WORKLOAD, 1)
+    (first,) = inits(fake_trtllm)
+    assert _alive(first["executor_pid"])
+    engine.load(EngineConfig("ngram", 2))
+    engine.measure(WORKLOAD, 1)
+    second = inits(fake_trtllm)[1]
+    assert _gone(first["executor_pid"]) and _alive(second["executor_pid"])
+    engine.close()
+    assert _gone(second["executor_pid"])
+
+
+def _build_in_daemon(target: str, errors) -> None:  # noqa: ANN001
+    try:
+        import tensorrt_llm
+
+        tensorrt_llm.LLM(target).shutdown()
+        errors.put(None)
+    except BaseException as exc:  # noqa: BLE001 - reported to the test
+        errors.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_a_daemonic_worker_could_not_host_the_stand_in(fake_trtllm, target_dir) -> None:
+    context = multiprocessing.get_context("fork")
+    errors = context.Queue()
+    process = context.Process(target=_build_in_daemon, args=(str(target_dir), errors), daemon=True)
+    process.start()
+    message = errors.get(timeout=30)
+    process.join(10)
+    assert message is not None and "daemonic processes are not allowed to have children" in message
+
+
+def test_step_cost_timing_through_the_worker_sets_the_forcing_variable_in_the_child(fake_trtllm, mtp_target_dir) -> None:
+    worker = EngineWorker(runner_spec(mtp_target_dir, max_batch_size=2, stats_timeout_s=0.05), timeout_s=60)
+    points = worker.time_steps([EngineConfig("none"), EngineConfig("mtp", 1)], WORKLOAD, [1, 2], steps=3, rounds=1)
+    assert [(p["method"], p["batch_size"]) for p in points] == [("none", 1), ("none", 2), ("mtp", 1), ("mtp", 2)]
+    assert [i["forced_accepted"] for i in inits(fake_trtllm)] == [0, 1]  # set before LLM(...), in the worker only
+    assert "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" not in os.environ
+    assert not worker.alive

@@ -4,8 +4,8 @@ read) loads the file and turns the nested sections into configuration objects, w
 themselves (see the package doc: names per line, schedule and CUDA-graph rules).
 
 ``decoding_type`` per line: 1.0 dispatches through ``DecodingBaseConfig.from_dict``'s table (no
-Eagle3: EAGLE-3 is ``Eagle`` with ``eagle3_one_model``); 1.2 and main discriminate on the class
-literals (``Draft_Target``; ``Eagle`` is turned into ``Eagle3`` with a warning).
+Eagle3, no Draft_Target: EAGLE-3 is ``Eagle`` with ``eagle3_one_model``); 1.2 and main discriminate
+on the class literals (``Draft_Target``; ``Eagle`` is turned into ``Eagle3`` with a warning).
 """
 
 from __future__ import annotations
@@ -22,13 +22,16 @@ DECODING_TYPES = {
     "1.2": {"MTP": "MTPDecodingConfig", "NGram": "NGramDecodingConfig", "Draft_Target": "DraftTargetDecodingConfig",
             "Eagle": "Eagle3DecodingConfig", "Eagle3": "Eagle3DecodingConfig"},
 }
+# NVIDIA's 1.2/1.3 serving examples still write DraftTarget; 1.2 and main record it as an alias of the
+# literal (_decoding_type_alias, table not read), so the stand-in takes it rather than refuse what may work.
+DECODING_TYPES["1.2"]["DraftTarget"] = "DraftTargetDecodingConfig"
 DECODING_TYPES["main"] = DECODING_TYPES["1.2"]
 SECTIONS = {"kv_cache_config": "KvCacheConfig", "cuda_graph_config": "CudaGraphConfig"}
 
 
 def update_llm_args_with_extra_dict(llm_args: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """``llm_args`` updated with the YAML mapping ``extra`` (nested sections built and validated)."""
-    unknown = set(extra) - llmapi.LLM_ARGUMENTS
+    unknown = set(extra) - llmapi.LLM_ARGUMENTS - {"tensor_parallel_size"}  # a BaseLlmArgs field, LLM()'s own argument
     if unknown:
         raise ValueError(f"TorchLlmArgs: extra inputs are not permitted: {sorted(unknown)}")
     built = dict(extra)
