@@ -14,6 +14,7 @@ from autotune.engines.trtllm.engine import RUNNER_FACTORY
 from autotune.errors import ConfigurationError
 from autotune.search import TuneOptions, list_studies, tune
 from autotune.search.plan import plan_study
+from autotune.store import open_database, performance
 from autotune.workload import Request, Workload
 
 WORKLOAD = Workload("w", [Request("def parse(argv):", 8), Request("class Cache:", 6), Request("import os", 5)])
@@ -115,6 +116,15 @@ def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, 
     assert studies_engine(sqlite_url) == ["trtllm"]
     assert any(line.startswith("Draft other-tokenizer left out by the preflight:") for line in result.summary_lines())
     assert result.profile is not None
+    # Step costs were timed by the TensorRT-LLM runner at forced acceptance (issue 13, item 7), so the
+    # performance model has a cost profile for this engine.
+    assert {event["forced_accepted"] for event in inits} == {0, 1}  # timing builds at depth 1, trials at 0
+    with open_database(sqlite_url) as database, database.session() as session:
+        (costs,) = performance.cost_profiles(session)
+        assert costs.engine == "trtllm" and costs.source == "timed"
+        assert {(p["method"], p["batch_size"]) for p in costs.points} >= {("none", 1), ("mtp", 2), ("draft", 2)}
+        assert all(p["verify_s"] > 0 and p["steps"] > 0 for p in costs.points)
+        assert all(p["drafted_per_step"] == 1.0 for p in costs.points if p["method"] == "mtp")
 
 
 def studies_engine(db_url: str) -> list[str]:
