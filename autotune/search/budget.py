@@ -25,9 +25,11 @@ is left, just before the study would stop. A retry is measured, so it counts aga
 
 from __future__ import annotations
 
+import os
 import random
 import warnings
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -44,6 +46,7 @@ FAILURE_ATTR = "autotune_failure"
 REPEAT_ATTR = "repeat_of"
 RETRY_OF_ATTR = "retry_of"
 ATTEMPT_ATTR = "attempt"
+OWNER_ATTR = "autotune_owner"  # system attribute: the process running the trial (see claim)
 # Failures that can pass (the worker crashed, hung or ran out of memory); an unsupported
 # configuration, an engine error or an unusable measurement would fail the same way again.
 TRANSIENT_FAILURES = ("crash", "timeout", "oom")
@@ -151,7 +154,49 @@ def _ask(study: optuna.Study) -> optuna.Trial:
 
 
 def fail_stale_trials(study: optuna.Study) -> None:
-    """Fail (and re-queue) trials whose worker stopped sending heartbeats, as Study.optimize does."""
+    """Fail (and re-queue) trials whose worker stopped sending heartbeats, as Study.optimize does,
+    and at once those whose worker ran on this machine and is gone (see :func:`claim`): a rerun
+    right after a ``kill -9`` need not wait out the heartbeat's grace period."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
+        here = _process_identity(os.getpid())
+        if here is None:
+            return
+        storage = study._storage
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            owner = trial.system_attrs.get(OWNER_ATTR)
+            if owner is None or owner["machine"] != here["machine"] or _process_identity(owner["pid"]) == owner:
+                continue
+            try:
+                if not storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
+                    continue
+            except optuna.exceptions.UpdateFinishedTrialError:  # another worker failed it first
+                continue
+            callback = storage.get_heartbeat_stale_trial_callback()
+            if callback is not None:
+                callback(study, storage.get_trial(trial._trial_id))
+
+
+def claim(study: optuna.Study, trial: optuna.Trial) -> None:
+    """Record which process runs ``trial`` (Linux: machine, pid and the process's start time), so
+    that :func:`fail_stale_trials` can tell when it died."""
+    identity = _process_identity(os.getpid())
+    if identity is not None:
+        study._storage.set_trial_system_attr(trial._trial_id, OWNER_ATTR, identity)
+
+
+def _process_identity(pid: int) -> dict[str, Any] | None:
+    """``{"machine", "pid", "start"}`` of a live process, None where it is gone or /proc is missing.
+    The machine is the boot id with the pid namespace (containers on one host share the boot id but
+    not their pids); the start time tells a reused pid from the process that had it."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":  # a zombie has exited
+        return None
+    return {"machine": f"{boot}/{namespace}", "pid": pid, "start": int(fields[19])}

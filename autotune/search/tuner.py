@@ -187,6 +187,7 @@ class Tuner:
                     return None, None
                 # A trial without any heartbeat is never found stale: beat once before anything can fail.
                 self.storage.record_heartbeat(trial._trial_id)
+                budget.claim(self.study, trial)
                 candidate = self.plan.space.suggest(trial)  # inside the lock: other workers see the pick
                 trial.set_user_attr(LABEL_ATTR, candidate.label)
                 earlier = None if RETRY_OF_ATTR in trial.user_attrs else self._finished_before(trial.number, candidate)

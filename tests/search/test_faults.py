@@ -5,7 +5,14 @@ happened, and the study finished with exactly the trials asked for."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import optuna
 import pytest
@@ -67,3 +74,82 @@ def test_a_worker_fault_mid_trial_fails_that_trial_and_the_study_goes_on(options
     assert faulty_engine.calls(log_dir, FAULTY) == 1  # the budget held no room for a retry
     assert (result.status, result.analysis.counts.failed, result.analysis.counts.complete) == ("complete", 1, 3)
     assert result.profile is not None
+
+
+# -- the tuner killed with SIGKILL --------------------------------------------------------------------
+
+CLI = Path(__file__).with_name("faulty_cli.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tune_command(options, workload_file: Path) -> list[str]:
+    """``autotune tune`` for the four-point study of :func:`small`, with a short confirmation."""
+    return [sys.executable, str(CLI), "tune", "--db", options.db_url, "--study", options.study_name,
+            "--target", options.target, "--method", "ngram", "--max-depth", "1", "--batch-sizes", "1,2",
+            "--sampler", "grid", "--trials", "4", "--trial-timeout", "60", "--workload", str(workload_file),
+            "--max-repetitions", "3", "--confirm-seconds", "1", "--json"]
+
+
+def start_tune(command: list[str], plan: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CLI.parent), str(REPO)]), faulty_engine.PLAN_ENV: str(plan)}
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+
+
+def kill_when_held(process: subprocess.Popen, log_dir: Path) -> None:
+    """SIGKILL ``process`` once the engine holds (a trial or a confirmation is under way)."""
+    try:
+        while not (log_dir / "holding").exists():
+            assert process.poll() is None, f"autotune tune ended before the hold: {process.communicate()}"
+            time.sleep(0.1)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.communicate(timeout=60)
+    held = int((log_dir / "holding").read_text())
+    for _ in range(100):  # the worker dies with its parent (PR_SET_PDEATHSIG)
+        if not Path(f"/proc/{held}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{held}").exists()
+
+
+def snapshot(options) -> tuple[list, list]:
+    """The stored screening rows and the study's Optuna trials."""
+    rows = [row for row in study_trials(options.db_url, options.study_name) if row.phase == "screening"]
+    storage = options.db_url.replace("postgresql://", "postgresql+psycopg://")
+    return rows, optuna.load_study(study_name=options.study_name, storage=storage).trials
+
+
+@pytest.mark.parametrize(("held", "faults_by_label", "finished_before"), [
+    ("trial", {FAULTY: ["hold"]}, 3),  # killed while measuring the fourth trial
+    ("confirmation", {"none b1": [None, "hold"]}, 4),  # killed in the confirmation of batch size 1
+])
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_the_tuner_killed_mid_study_loses_nothing_and_a_rerun_completes(options, workload, tmp_path, request, db,
+                                                                        held, faults_by_label, finished_before) -> None:
+    options = replace(options, db_url=request.getfixturevalue(f"{db}_url"))
+    workload_file = tmp_path / "workload.jsonl"
+    workload_file.write_text("".join(json.dumps({"prompt": r.prompt, "max_tokens": r.max_tokens}) + "\n"
+                                     for r in workload.requests))
+    log_dir = tmp_path / "engine-log"
+    plan = faulty_engine.write_plan(tmp_path / "faults.json", log_dir, faults_by_label)
+    command = tune_command(options, workload_file)
+
+    kill_when_held(start_tune(command, plan), log_dir)
+
+    rows, trials = snapshot(options)
+    assert len(rows) == finished_before and all(row.state == "complete" for row in rows)
+    assert [t.number for t in trials if t.state == TrialState.COMPLETE] == [row.trial_number for row in rows]
+    assert len([t for t in trials if t.state == TrialState.RUNNING]) == 4 - finished_before
+    assert not [row for row in study_trials(options.db_url, options.study_name) if row.phase == "confirmation"]
+    assert [s.status for s in list_studies(options.db_url)] == ["confirming" if held == "confirmation" else "running"]
+
+    rerun = start_tune(command, plan)  # the hold was used up: the engine behaves from now on
+    out, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, err
+
+    after = assert_intact(options, [("none b1", "complete"), ("none b2", "complete"), ("ngram@1 b1", "complete"),
+                                    (FAULTY, "complete")])
+    assert after[:finished_before] == rows  # nothing finished was lost or changed
+    report = json.loads(out)
+    assert report["status"] == "complete" and report["counts"]["total"] == 4 and report["profile"] is not None
+    assert any(row["phase"] == "confirmation" for row in report["trials"])

@@ -1,0 +1,13 @@
+"""``autotune`` with the faulty engine (faulty_engine.py) in place of the embedded one, for the tests
+that kill a real ``autotune tune`` process: ``python faulty_cli.py tune ARGS...``; the plan comes from
+``FAULTY_ENGINE_PLAN`` as in faulty_engine.py."""
+
+from __future__ import annotations
+
+import faulty_engine
+from autotune.cli import main
+from autotune.engines import registry
+
+if __name__ == "__main__":
+    registry.EMBEDDED_FACTORY = faulty_engine.FACTORY
+    main()
