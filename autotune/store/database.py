@@ -78,21 +78,23 @@ def parse_database_url(url: str) -> URL:
 # A scheme as typed, well-formed or not: "postgresql://", "postgresql:/", "postgresql:", "postgresql//".
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*(?::/{0,2}|/{1,2})")
 _QUERY_PASSWORD = re.compile(r"(password=)[^&#\s]*", re.IGNORECASE)
+_NOT_A_PORT = re.compile(r":(?!\d*(?:[/?#]|$))[^/?#]*")
 
 
 def mask_password(text: str) -> str:
     """``text`` (a URL too malformed to parse, which SQLAlchemy cannot render without its password)
     with its password replaced by ``***``: everything from the first ``:`` after the scheme up to the
     last ``@`` (a typed password may hold ``:``, ``/``, ``@`` or spaces; with no ``:`` there, all of
-    it, since it may be the password without a user), and every ``password=`` query value."""
+    it, since it may be the password without a user); without an ``@`` (``user:password/db``, the
+    host forgotten), whatever follows a ``:`` and is not a port number; and every ``password=`` value."""
     text = _QUERY_PASSWORD.sub(r"\1***", text)
-    end = text.rfind("@")
-    if end < 0:
-        return text
     scheme = _SCHEME.match(text)
-    start = scheme.end() if scheme else 0
-    user, colon, _ = text[start:end].partition(":")
-    return f"{text[:start]}{user if colon else ''}{colon}***{text[end:]}"
+    head, rest = (text[:scheme.end()], text[scheme.end():]) if scheme else ("", text)
+    end = rest.rfind("@")
+    if end < 0:
+        return head + _NOT_A_PORT.sub(":***", rest)
+    user, colon, _ = rest[:end].partition(":")
+    return f"{head}{user if colon else ''}{colon}***{rest[end:]}"
 
 
 def display_url(url: URL | str) -> str:
