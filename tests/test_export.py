@@ -201,7 +201,8 @@ def run_script(script: str, tmp_path: Path, program: str, env: dict[str, str] | 
     run_env = {"PATH": f"{fake_bin}:{os.environ['PATH']}", "RECORD": str(record), **(env or {})}
     subprocess.run(["bash", str(path), *args], check=True, env=run_env, cwd=tmp_path, capture_output=True, timeout=30)
     config = Path(f"{record}.yaml")
-    return record.read_text().split("\0")[:-1], config.read_text() if config.exists() else ""
+    # Bytes, not read_text(): universal newlines would turn a "\r\n" inside an argument into "\n".
+    return record.read_bytes().decode().split("\0")[:-1], config.read_bytes().decode() if config.exists() else ""
 
 
 @pytest.mark.parametrize("method", sorted(PROFILES))
