@@ -69,6 +69,9 @@ MALFORMED_URLS = [
     f"postgresql://postgres:{PASSWORD}@127.0.0.1:1/test",  # nothing listening
     f"postgresql://postgres:{PASSWORD}@no-such-host.invalid/test",  # a host that does not resolve
     f"sqlite://postgres:{PASSWORD}@/nowhere/x.db",  # SQLite has no user, password or host
+    f"postgresql://postgres:{PASSWORD}@127.0.0.1:5432/te\x00st",  # a NUL: libpq would cut the name there
+    "sqlite:///autotune\x00.db",  # a NUL in a file name
+    f"postgresql://postgres:{PASSWORD}@127.0.0.1:5432/test?no_such_option=1",  # an option libpq does not know
     f"postgresql://postgres:{PASSWORD}/test",  # the "@host" forgotten: the password reads as a port
     f"{PASSWORD}@",  # no scheme at all
 ]

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from autotune.errors import DatabaseError
@@ -55,6 +55,8 @@ def parse_database_url(url: str) -> URL:
     """Parse and normalise a URL; a bare ``postgresql://`` uses psycopg 3, the driver we ship.
     DatabaseError (never showing a password) for a URL that is malformed, has a non-numeric port
     or names a database other than SQLite and PostgreSQL."""
+    if "\0" in url:  # a file name or libpq would cut the URL there, and use what is left
+        raise DatabaseError(f"malformed database URL {mask_password(url)!r}: it holds a NUL character")
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -191,7 +193,7 @@ def create_db_engine(url: str, *, create_parent: bool = False) -> Engine:
     try:
         with engine.connect():
             pass
-    except OperationalError as exc:
+    except DBAPIError as exc:  # OperationalError; ProgrammingError for an unknown ?option= in the URL
         engine.dispose()
         detail = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise DatabaseError(f"cannot connect to database {display_url(parsed)!r}: {detail}") from None
