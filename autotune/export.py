@@ -356,7 +356,7 @@ def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRu
     notes = _header(profile) + [
         "Serve:    trtllm-serve MODEL --backend pytorch --extra_llm_api_options THIS_FILE",
         f"Measure:  {measure}  (trtllm-bench reads the same file)",
-        f"MODEL = {serving_model(profile.target)}",
+        f"MODEL = {shlex.quote(serving_model(profile.target))}",  # quoted as the shell needs it, ready to paste
         f"Written for TensorRT-LLM {rules.version} (autotune export --trtllm-version: 1.0, 1.2 or main); keys and values",
         f"follow its tensorrt_llm/llmapi/llm_args.py: {rules.source}; see autotune/export.py.",
     ]

@@ -12,6 +12,7 @@ read back with the names intact; every comment stays one line.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -102,7 +103,11 @@ def test_hostile_names_reach_the_engine_literally_and_run_nothing(name: str, tmp
 
     config = yaml.safe_load(read(work / exported["trtllm"]))
     assert config["speculative_config"]["speculative_model_dir"] == draft
-    assert_one_line_comments(read(work / exported["trtllm"]))
+    yaml_text = read(work / exported["trtllm"])
+    assert_one_line_comments(yaml_text)
+    if name.isprintable():  # the MODEL comment is shell-quoted, ready to paste into trtllm-serve MODEL
+        model_line = next(line for line in yaml_text.splitlines() if line.startswith("# MODEL = "))
+        assert shlex.split(model_line.removeprefix("# MODEL = ")) == [name]
     document = json.loads(read(work / exported["json"]))["profile"]
     assert (document["target"]["name"], document["target"]["source"], document["draft"]["source"],
             document["study"]["name"], document["hardware"]["name"]) == (name, name, draft, name, name)
