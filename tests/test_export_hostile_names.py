@@ -25,8 +25,9 @@ import profile_factory as factory
 from autotune.cli import cli
 from autotune.profiles import transfer
 from test_export import run_script
+from test_no_password_leak import tiny_tune_args
 
-SENTINEL = "PWNED"  # every hostile name that could run something would create a file of this name
+SENTINEL = "PWNED"  # the file every hostile name that could run something would create
 HOSTILE = {
     "command substitution": f"$(touch {SENTINEL})",
     "backticks": f"`touch {SENTINEL}`",
@@ -129,7 +130,7 @@ def test_hostile_names_reach_the_engine_literally_and_run_nothing(name: str, tmp
         else:
             assert option(args, "--model") == name and option(args, "--model_path") == name
             assert yaml.safe_load(recorded_yaml) == config
-    assert not [p for p in tmp_path.rglob(f"*{SENTINEL}*")], "a hostile name ran a command"
+    assert not list(tmp_path.rglob(SENTINEL)), "a hostile name ran a command"
 
 
 @pytest.mark.parametrize("where", ["target.source", "draft.name", "study.name"])
@@ -146,3 +147,25 @@ def test_a_name_no_script_can_carry_is_refused_at_import(where: str, tmp_path: P
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.output
     assert "NUL" in result.stderr and where in result.stderr
     assert json.loads(invoke("profiles", "list", "--json", "--db", db)) == []
+
+
+def test_a_hostile_model_folder_reaches_the_engine_literally(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model tuned from a folder whose path is hostile (the other way a name gets in): the stored
+    path, exported, reaches each engine as one literal argument and runs nothing."""
+    folder = tmp_path / f"$(touch {SENTINEL}) `touch {SENTINEL}` it's \"q\"" / f"-rf x\nYAML\n; touch {SENTINEL}"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    db = f"sqlite:///{tmp_path / 'autotune.db'}"
+    invoke(*tiny_tune_args(folder), "--db", db)
+    profile_id = str(json.loads(invoke("profiles", "list", "--json", "--db", db))[0]["id"])
+    source = json.loads(invoke("profiles", "show", profile_id, "--json", "--db", db))["target"]["source"]
+    assert str(folder) in source
+    for fmt, program in SCRIPTS.items():
+        script = read(Path(invoke("export", profile_id, "--format", fmt, "--db", db).strip()))
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+        run_dir = tmp_path / fmt
+        run_dir.mkdir()
+        args, _ = run_script(script, run_dir, program, {"DATASET": "d.jsonl"} if fmt == "trtllm-bench" else None)
+        flag = {"vllm": None, "sglang": "--model-path", "trtllm-bench": "--model_path"}[fmt]
+        assert (args[1] if flag is None else option(args, flag)) == source
+    assert not list(tmp_path.rglob(SENTINEL)), "a hostile path ran a command"

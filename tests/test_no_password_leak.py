@@ -126,13 +126,12 @@ def secret_url(postgres_url: str) -> str:
     return make_url(postgres_url).set(password=PASSWORD).render_as_string(hide_password=False)
 
 
-@pytest.fixture
-def tiny_tune_args(tmp_path: Path) -> tuple[str, ...]:
-    """`autotune tune` arguments for one quick baseline trial of a tiny random model."""
-    target = tmp_path / "target.safetensors"
+def tiny_tune_args(folder: Path) -> tuple[str, ...]:
+    """`autotune tune` arguments for one quick baseline trial of a tiny random model saved in ``folder``."""
+    target = folder / "target.safetensors"
     save_model(CausalLM(ModelConfig(vocab_size=ByteTokenizer.vocab_size, d_model=32, n_layers=1, n_heads=2, d_ff=64,
                                     max_seq_len=96)), target)
-    workload = tmp_path / "workload.jsonl"
+    workload = folder / "workload.jsonl"
     workload.write_text('{"prompt": "def f(x):", "max_tokens": 4}\n')
     return ("tune", "--study", "tiny", "--target", str(target), "--method", "none", "--batch-sizes", "1", "--trials", "1",
             "--sampler", "grid", "--no-confirm", "--workload", str(workload), "--trial-timeout", "300")
@@ -154,7 +153,7 @@ def store_plannable_target(url: str) -> str:
 
 
 @pytest.mark.postgres
-def test_no_command_shows_the_password(secret_url: str, tiny_tune_args: tuple[str, ...], tmp_path: Path,
+def test_no_command_shows_the_password(secret_url: str, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture,
                                        caplog: pytest.LogCaptureFixture) -> None:
     """Every command, with and without --json, succeeding and failing, on a database with a password."""
@@ -164,6 +163,7 @@ def test_no_command_shows_the_password(secret_url: str, tiny_tune_args: tuple[st
     monkeypatch.chdir(work)
     ids = factory.populate(secret_url)
     plannable = store_plannable_target(secret_url)
+    tune = tiny_tune_args(tmp_path)
     profile = str(ids["h100-old"])
     succeed: list[tuple[str, ...]] = [
         ("db", "upgrade"), ("db", "current"), ("probe", "--quick"), ("studies",), ("trials", "h100-old"),
@@ -175,7 +175,7 @@ def test_no_command_shows_the_password(secret_url: str, tiny_tune_args: tuple[st
     succeed += [("export", profile, "--format", fmt, "-o", f"export-{fmt}") for fmt in
                 ("trtllm", "trtllm-bench", "vllm", "sglang", "json")]
     succeed += [("plan", "--hardware", "h200", "--model", plannable, "--export", "vllm", "-o", "plan.sh"),
-                ("report", "h100-old", "-o", "report"), tiny_tune_args, (*tiny_tune_args, "--json")]
+                ("report", "h100-old", "-o", "report"), tune, (*tune, "--json")]
     for args in succeed:
         result = invoke(*args, "--db", secret_url)
         assert_hidden(result, args)
