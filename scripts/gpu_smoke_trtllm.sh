@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Smoke tuning of autotune's TensorRT-LLM engine on a real NVIDIA GPU (see docs/trtllm.md).
+# Smoke test of autotune's TensorRT-LLM engine on a real NVIDIA GPU: the points of issue 13 first,
+# then a short tuning run whose profiles are exported and loaded again (see docs/trtllm.md).
 #
 #   scripts/gpu_smoke_trtllm.sh TARGET_DIR [DRAFT_DIR ...]
 #
 # TARGET_DIR / DRAFT_DIR: Hugging Face model folders (config.json, tokenizer, *.safetensors), e.g. a
-# small Llama-3.2-1B-Instruct target with no draft, or Llama-3.1-8B-Instruct with Llama-3.2-1B-Instruct.
-# Environment: PYTHON (default python3), OUT (default ./trtllm-smoke), BATCH_SIZES (default "1 4"),
-# DEPTH (default 3), N_TRIALS (default 6; the CLI tuning step).
+# small target with MTP modules, or Llama-3.1-8B-Instruct with Llama-3.2-1B-Instruct and an EAGLE-3 head.
+# Environment: PYTHON (default python3), OUT (default ./trtllm-smoke), BATCH_SIZES (default "1 4"; two
+# or more for the rebuild check), DEPTH (default 3), N_TRIALS (default 6; the tuning step).
 #
-# Steps: 1. GPU and TensorRT-LLM present; 2. probe + preflight + a small measured grid through the
-# library (scripts/gpu_smoke_trtllm.py: checks LLM reuse, decoding_iter semantics, counted drafts);
-# 3. a few-trial `autotune tune --engine trtllm` into $OUT/autotune.db.
+# Steps: 1. GPU and TensorRT-LLM present; 2. the issue's points through the library
+# (scripts/gpu_smoke_trtllm.py: step count, sampling at temperature > 0, stats per method, each YAML
+# through trtllm-serve and trtllm-bench, rebuild with memory freed, step costs at forced acceptance);
+# 3. a few-trial `autotune tune --engine trtllm` into $OUT/autotune.db; 4. every stored profile
+# exported for the installed version and loaded through trtllm-serve and trtllm-bench.
+# The markdown tables of steps 2 and 4 ($OUT/table.md, $OUT/exports/table.md) paste into docs/trtllm.md.
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
-    sed -n '2,12p' "$0"
+    sed -n '2,17p' "$0"
     exit 64
 fi
 TARGET=$1
@@ -26,26 +30,28 @@ DEPTH=${DEPTH:-3}
 N_TRIALS=${N_TRIALS:-6}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
+draft_args=()
+for draft in "$@"; do
+    draft_args+=(--draft "$draft")
+done
 
 echo "== 1. GPU and TensorRT-LLM"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.csv"
 "$PYTHON" -c "import tensorrt_llm; print('TensorRT-LLM', tensorrt_llm.__version__)" | tee "$OUT/tensorrt_llm_version.txt"
 
-echo "== 2. probe, preflight and a measured grid"
-draft_args=()
-for draft in "$@"; do
-    draft_args+=(--draft "$draft")
-done
+echo "== 2. the issue's points"
+status=0
 # shellcheck disable=SC2086  # BATCH_SIZES is a list of numbers
 "$PYTHON" "$HERE/gpu_smoke_trtllm.py" --target "$TARGET" ${draft_args[@]+"${draft_args[@]}"} --out "$OUT" \
-    --batch-sizes $BATCH_SIZES --depth "$DEPTH" 2>&1 | tee "$OUT/grid.log"
+    --batch-sizes $BATCH_SIZES --depth "$DEPTH" 2>&1 | tee "$OUT/checks.log" || status=1
 
 echo "== 3. tuning through the CLI"
-cli_drafts=()
-for draft in "$@"; do
-    cli_drafts+=(--draft "$draft")
-done
-autotune tune --engine trtllm --target "$TARGET" ${cli_drafts[@]+"${cli_drafts[@]}"} --trials "$N_TRIALS" \
-    --batch-sizes "${BATCH_SIZES// /,}" --max-depth "$DEPTH" --study trtllm-smoke \
-    --db "sqlite:///$PWD/$OUT/autotune.db" 2>&1 | tee "$OUT/tune.log"
-echo "== done: $OUT"
+DB="sqlite:///$PWD/$OUT/autotune.db"
+autotune tune --engine trtllm --target "$TARGET" ${draft_args[@]+"${draft_args[@]}"} --trials "$N_TRIALS" \
+    --batch-sizes "${BATCH_SIZES// /,}" --max-depth "$DEPTH" --study trtllm-smoke --db "$DB" 2>&1 | tee "$OUT/tune.log"
+
+echo "== 4. exported profiles through trtllm-serve and trtllm-bench"
+"$PYTHON" "$HERE/gpu_smoke_trtllm.py" --target "$TARGET" --out "$OUT/exports" --skip-engine --export-db "$DB" \
+    2>&1 | tee "$OUT/exports.log" || status=1
+echo "== done: $OUT/table.md and $OUT/exports/table.md (exit $status)"
+exit "$status"

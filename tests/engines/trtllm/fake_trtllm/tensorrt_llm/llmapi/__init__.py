@@ -408,7 +408,12 @@ class LLM:
         if draft:
             folders.append(Path(draft))
         self.weight_bytes = sum(model_weight_bytes(folder) for folder in folders)
-        per_token = sum(kv_bytes_per_token(json.loads((folder / "config.json").read_text())) for folder in folders)
+        configs = [json.loads((folder / "config.json").read_text()) for folder in folders]
+        per_token = sum(kv_bytes_per_token(config) for config in configs)
+        if isinstance(self.speculative, MTPDecodingConfig):  # the MTP layers keep KV in the same pool
+            # (get_num_spec_layers of tensorrt_llm/_torch/speculative/utils.py adds them to the cache's layers)
+            per_token += kv_bytes_per_token(configs[0]) // int(configs[0]["num_hidden_layers"]) * int(
+                configs[0].get("num_nextn_predict_layers") or 0)
         fraction = kwargs["kv_cache_config"].fields.get("free_gpu_memory_fraction", 0.9) if "kv_cache_config" in kwargs else 0.9
         free = GPU_TOTAL_BYTES - CUDA_CONTEXT_BYTES - self.weight_bytes
         self.max_num_blocks = int(fraction * free) // (TOKENS_PER_BLOCK * per_token)
