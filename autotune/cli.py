@@ -268,6 +268,9 @@ def models_export_hf_command(out: str, which: str, architecture: str, force: boo
         folders = export_builtin(Path(out), which, force=force, architecture=architecture)
     except FileExistsError as exc:
         raise OneLineError(str(exc)) from exc
+    except OSError as exc:  # an unwritable or impossible --out: the user's to fix, not a bug
+        raise OneLineError(f"cannot write the model folders under {out}: {exc.strerror or exc}; "
+                           "choose a writable folder with --out") from exc
     for folder in folders:
         click.echo(str(folder))
 
@@ -413,7 +416,8 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
     from autotune.search.options import TuneOptions
 
     try:
-        sizes = tuple(int(s) for s in batch_sizes.split(",")) if batch_sizes else None
+        # `--batch-sizes ""` is a typo, not a request for the defaults: it must not start a study.
+        sizes = tuple(int(s) for s in batch_sizes.split(",")) if batch_sizes is not None else None
     except ValueError:
         raise OneLineError(f"--batch-sizes must be comma-separated integers, got {batch_sizes!r}") from None
     options = TuneOptions(
