@@ -21,6 +21,9 @@ from autotune.store import open_database, profile_queries, repository
 from autotune.store.models import HardwareRecord, MeasurementRecord, ModelRecord
 
 CURRENT_HARDWARE = "current"
+# The largest id a row can have on every backend (PostgreSQL INTEGER): a larger one is not looked up,
+# since the database would reject the number itself (SQLite: OverflowError) rather than find nothing.
+MAX_ID = 2**31 - 1
 
 
 @functools.cache
@@ -73,7 +76,7 @@ def show_profile(db_url: str | None, profile_id: int, *, with_measurements: bool
 
 def load_profile(session: Session, profile_id: int, *, with_measurements: bool = True) -> DeploymentProfile:
     """:func:`show_profile` on an open session."""
-    record = profile_queries.get_profile(session, profile_id)
+    record = profile_queries.get_profile(session, profile_id) if 1 <= profile_id <= MAX_ID else None
     if record is None:
         newest = profile_queries.find_profiles(session)[:5]
         hint = f"newest ids: {', '.join(str(r.id) for r in newest)}" if newest else "the database holds no profile yet"
