@@ -12,7 +12,10 @@ Step time of a configuration at ``b`` active rows::
 
 where V(k, b) is the target verifying k tokens per row (taken from the baseline, k = 1, and the
 draft-model points, k = depth + 1) and k the expected widest row of the step (the n-gram proposer
-drafts only where it finds a match). MTP's verify is its own: committing a step also runs the MTP
+drafts only where it finds a match). That split needs the n-gram proposing time itself; an engine
+that does not time it apart (TensorRT-LLM reports drafting latency only for a two-model drafter, so
+its n-gram points carry ``propose_s`` 0 and the whole step in ``verify_s``: see
+:mod:`autotune.engines.trtllm.timing`) gets the n-gram points' own step grid, like the other methods. MTP's verify is its own: committing a step also runs the MTP
 modules over the accepted tokens. Depths and batch sizes between timed ones are interpolated
 linearly (a draft step costs depth draft passes, so propose is close to linear in depth), beyond
 the largest linearly extrapolated, below the smallest held flat.
@@ -124,6 +127,8 @@ class CostProfile:
                 verify[(p.depth + 1, p.batch_size)].append(p.verify_s)
         self._step = {key: _Grid(v) for key, v in step.items()}
         self._propose = {key: _Grid(v) for key, v in propose.items()}
+        # Proposers whose proposing was timed apart (module doc: the n-gram split needs it).
+        self._propose_timed = {p.proposer for p in self.points if p.propose_s > 0}
         self._verify = _Grid(verify) if len({k for k, _ in verify}) > 1 else None
         self._prefill = {key: _linear_fit([(p.prefill_tokens, p.prefill_s) for p in self.points if p.proposer == key])
                          for key in self._step}
@@ -140,7 +145,7 @@ class CostProfile:
         key = (method, draft if method == "draft" else None)
         if key not in self._step:
             raise KeyError(f"no timing for {method}{'' if key[1] is None else ':' + key[1]}")
-        if method == "ngram" and self._verify is not None:
+        if method == "ngram" and self._verify is not None and key in self._propose_timed:
             k = depth + 1 if width is None else width
             return self._propose[key].at(depth, batch_size) + self._verify.at(k, batch_size)
         return self._step[key].at(depth, batch_size)

@@ -120,3 +120,20 @@ def test_unforced_acceptance_is_refused_for_timing() -> None:
     assert (point["steps"], point["verify_s"], point["prefill_s"], point["drafted_per_step"]) == (1, 1e-3, 2e-3, 2.0)
     with pytest.raises(EngineError, match="no TensorRT-LLM iteration ran 3 sequences"):
         timing_point(stats, EngineConfig("mtp", 2), 3, 0, 10, drafter_timed=False)
+
+
+def test_trtllm_ngram_costs_come_from_its_own_steps_not_the_verify_split(fake_release, runners, target_dir,
+                                                                         draft_dir) -> None:
+    # TensorRT-LLM times no n-gram drafting apart (propose_s 0): splitting its step into proposing +
+    # the draft model's verify would drop the n-gram share of the step.
+    from autotune.perfmodel.cost import CostPoint, CostProfile
+
+    fake_release(RELEASES["1.2"])
+    runner = runners(target_dir)
+    configs = [EngineConfig("none"), EngineConfig("ngram", 2), EngineConfig("draft", 2, str(draft_dir))]
+    points = [CostPoint.from_dict(p) for p in runner.time_steps(configs, WORKLOAD, [1, 2], steps=3, rounds=1)]
+    ngram = [p for p in points if p.method == "ngram"]
+    assert all(p.propose_s == 0.0 for p in ngram)
+    costs = CostProfile(points)
+    for p in ngram:
+        assert costs.step_s("ngram", None, 2, p.batch_size) == pytest.approx(p.step_s)
