@@ -1,0 +1,150 @@
+"""Bad input to every command, as a new user types it: each case must end in exactly one line on
+stderr (``Error: ...`` saying what is wrong), exit code 2, no traceback, and a database file that
+is byte-identical afterwards.
+
+One SQLite database with real content (a quick probe and an imported deployment profile, with its
+study and trials) is built once for the module and hashed around every case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autotune.cli import cli
+
+EXAMPLE_PROFILE = next((Path(__file__).parents[1] / "profiles").glob("*.json"))
+UNWRITABLE = "/proc/autotune-nope"  # /proc refuses new entries, whoever runs the tests
+
+# (command line, fragment of the one error line). Placeholders: {db} the database URL, {files} a
+# folder of bad files, {study} the stored study, {profile} the stored profile's id.
+CASES = [
+    # files that do not exist, are not JSON, have the wrong schema, or are folders
+    ("measure --workload /no/such.jsonl", "does not exist"),
+    ("measure --workload {files}/not-json.jsonl", "invalid JSON"),
+    ("measure --workload {files}/wrong-schema.json", "unknown key(s) a"),
+    ("measure --workload {files}/prompt-not-text.jsonl", "'prompt' is missing"),
+    ("measure --workload {files}", "is a directory"),
+    ("measure --target /no/such.safetensors", "does not exist"),
+    ("measure --draft {files}/not-json.json", "not a readable safetensors file"),
+    ("tune --db {db} --draft {files}/not-json.json", "not a readable safetensors file"),
+    ("tune --db {db} --workload {files}/not-json.jsonl", "invalid JSON"),
+    ("profiles import /no/such.json --db {db}", "does not exist"),
+    ("profiles import {files}/not-json.json --db {db}", "not valid JSON"),
+    ("profiles import {files}/wrong-schema.json --db {db}", "not an autotune profile export"),
+    ("profiles import {files}/binary.json --db {db}", "not a UTF-8 text file"),
+    ("profiles import {files} --db {db}", "is a directory"),
+    ("preflight --target /no/such", "does not exist"),
+    ("preflight --target {files}", "has no config.json"),
+    ("preflight --target {files}/not-json.json", "is a file"),
+    # database URLs
+    ("studies --db http://example.com/db", "unsupported database URL"),
+    ("studies --db ::not-a-url::", "malformed database URL"),
+    ("db current --db sqlite:///{files}/no/such/folder/x.db", "does not exist"),
+    ("studies --db sqlite:///{files}", "cannot connect"),
+    # numbers: out of range, not numbers, negative, zero
+    ("measure --batch-size 0", "batch size must be an integer >= 1"),
+    ("measure --batch-size -3", "batch size must be an integer >= 1"),
+    ("measure --batch-size abc", "is not a valid integer"),
+    ("measure --method draft --depth 2 --batch-size 100000", "--batch-size"),
+    ("measure --depth 1000", "above the maximum"),
+    ("measure --temperature nan", "temperature must be a number >= 0"),
+    ("measure --precision 0", "precision must be a fraction"),
+    ("measure --max-seconds -5", "max seconds must be a number > 0"),
+    ("tune --db {db} --trials 0", "n_trials must be an integer >= 1"),
+    ("tune --db {db} --batch-sizes 1,two", "comma-separated integers"),
+    ('tune --db {db} --batch-sizes ""', "comma-separated integers"),
+    ("tune --db {db} --timeout -1", "timeout must be a number of seconds > 0"),
+    ("tune --db {db} --slo-tpot-ms -3", "SLO tpot_ms"),
+    ("preflight --target {files} --seq-len 0", "seq_len must be an integer >= 1"),
+    ("plan --hardware h200 --model autotune-byte-target --batch-sizes 0 --db {db}", "between 1 and 4096"),
+    ("plan --hardware h200 --model autotune-byte-target --max-depth 0 --db {db}", "--max-depth"),
+    ("profiles best --model autotune-byte-target --hardware {hardware} --batch-size 0 --db {db}", "batch size"),
+    ("profiles show 99999999999999999999999 --db {db}", "no deployment profile with id"),
+    ("export abc --db {db}", "is not a valid integer"),
+    # names of things that are not stored or do not exist
+    ("trials no-such-study --db {db}", "known studies: {study}"),
+    ("report no-such-study --db {db}", "no study 'no-such-study'"),
+    ("profiles list --study no-such-study --db {db}", "no study 'no-such-study'"),
+    ("profiles list --hardware no-such-machine --db {db}", "no hardware named 'no-such-machine'"),
+    ("profiles list --model no-such-model --db {db}", "no target model 'no-such-model'"),
+    ("profiles list --method beam --db {db}", "unknown method 'beam'"),
+    ("profiles show 999 --db {db}", "newest ids: {profile}"),
+    ("export 999 --format json --db {db}", "no deployment profile with id 999"),
+    ("plan --hardware tpu-v9 --model autotune-byte-target --db {db}", "unknown hardware 'tpu-v9'"),
+    ("plan --hardware h200 --model no-such-model --db {db}", "unknown target model 'no-such-model'"),
+    ("measure --method beam", "Invalid value for '--method'"),
+    ("measure --engine nope", "Invalid value for '--engine'"),
+    ("measure --device tpu", "unknown device 'tpu'"),
+    ("db upgrade no-such-revision --db {db}", "cannot migrate to 'no-such-revision'"),
+    ("db frobnicate", "No such command"),
+    # formats and versions
+    ("export {profile} --format yaml --db {db}", "Invalid value for '--format'"),
+    ("export {profile} --trtllm-version 9.9 --db {db}", "unknown TensorRT-LLM version '9.9'"),
+    ("models export-hf --out {files}/x --format gguf", "Invalid value for '--format'"),
+    # output paths: folders for files, files for folders, existing files, unwritable places
+    ("export {profile} -o {files} --db {db}", "is a directory"),
+    ("export {profile} -o {files}/not-json.json --db {db}", "pass --force to overwrite it"),
+    ("export {profile} -o " + UNWRITABLE + "/x.yaml --db {db}", "cannot write"),
+    ("report {study} -o {files}/not-json.json --db {db}", "is a file"),
+    ("report {study} -o " + UNWRITABLE + " --db {db}", "cannot write"),
+    ("models export-hf --out {files}/not-json.json", "is a file"),
+    ("models export-hf --out " + UNWRITABLE, "choose a writable folder with --out"),
+    ("plan --hardware h200 --model autotune-byte-target -o x.yaml --db {db}", "pass --export FORMAT too"),
+]
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run(args: list[str]):  # noqa: ANN201 - click.testing.Result
+    return CliRunner().invoke(cli, args)
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A database holding a probe and an imported profile, and a folder of bad files; the
+    placeholders of :data:`CASES`."""
+    root = tmp_path_factory.mktemp("bad-inputs")
+    database = root / "autotune.db"
+    url = f"sqlite:///{database}"
+    assert run(["probe", "--quick", "--db", url]).exit_code == 0
+    imported = run(["profiles", "import", str(EXAMPLE_PROFILE), "--db", url, "--json"])
+    assert imported.exit_code == 0, imported.output
+    profile = json.loads(imported.output)
+    files = root / "files"
+    files.mkdir()
+    (files / "not-json.jsonl").write_text("not json\n")
+    (files / "not-json.json").write_text("garbage\n")
+    (files / "wrong-schema.json").write_text('{"a": 1}\n')
+    (files / "prompt-not-text.jsonl").write_text('{"prompt": 5}\n')
+    (files / "binary.json").write_bytes(bytes(range(256)))
+    return {"db": url, "path": str(database), "files": str(files), "study": profile["study"],
+            "profile": str(profile["id"]), "hardware": profile["hardware_fingerprint"]}
+
+
+def test_there_are_enough_cases_across_every_command() -> None:
+    commands = {line.split()[0] for line, _ in CASES}
+    assert len(CASES) >= 25
+    assert commands >= {"measure", "tune", "studies", "trials", "profiles", "export", "plan", "report", "preflight",
+                        "models", "db"}
+
+
+@pytest.mark.parametrize(("line", "fragment"), CASES, ids=[line for line, _ in CASES])
+def test_bad_input_is_one_line_exit_2_and_leaves_the_database_alone(stored: dict[str, str], line: str,
+                                                                     fragment: str) -> None:
+    database = Path(stored["path"])
+    before = sha256(database)
+    result = run(shlex.split(line.format(**stored)))
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert fragment.format(**stored) in lines[0]
+    assert "Traceback" not in result.output and "internal error" not in lines[0]
+    assert sha256(database) == before, "a refused command changed the database"
