@@ -4,8 +4,8 @@
 own index serves the same lookups). Until now only code kept one profile per study (the tuner
 replaces it under the study lock), so a database written by a race or by hand may hold several.
 The upgrade then KEEPS THE NEWEST profile of each study (latest ``created_at``, the highest id
-among equals: the last one written, which is the one `profiles show` already returned) and deletes
-the older ones, instead of failing on the constraint; their trials stay. ``measurement_id`` and
+among equals: the one `profiles list`, newest first, already showed first) and deletes the older
+ones, instead of failing on the constraint; the study's trials all stay. ``measurement_id`` and
 ``draft_model_id`` get the indexes every other foreign key has, so that deleting a trial or a
 model does not scan the profiles. The downgrade restores 0005's indexes and keeps every row.
 
