@@ -109,6 +109,13 @@ def test_every_database_command_is_listed() -> None:
     assert sorted(db_commands()) == sorted(COMMAND_ARGS)
 
 
+@pytest.mark.postgres
+def test_an_open_database_shows_no_password(secret_url: str) -> None:
+    """What a message or a log line could print of an open database: its repr, its display URL."""
+    with open_database(secret_url) as database:
+        assert SECRET not in repr(database) + database.display_url + repr(database.engine)
+
+
 @pytest.mark.parametrize("url", MALFORMED_URLS)
 def test_a_malformed_url_is_one_line_without_the_password_in_every_command(url: str, tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +205,7 @@ def create_db_engine(url: str, *, create_parent: bool = False) -> Engine:
 class Database:
     """An open database: its engine and a session factory."""
 
-    url: str
+    url: str = field(repr=False)  # as given, password included: for connecting, never for showing
     engine: Engine
 
     def __post_init__(self) -> None:
