@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import profile_factory as factory
 
 ROOT = Path(__file__).resolve().parents[3]
