@@ -114,6 +114,8 @@ db_option = click.option(
     "Default: an SQLite file in the user's data directory.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+wide_option = click.option("--wide", is_flag=True,
+                           help="Every column at full width (by default tables fit the terminal, 80 columns when piped).")
 
 
 def command(group: click.Group, name: str, *, uses_db: bool = True) -> Callable:
@@ -435,7 +437,8 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
 
 @command(cli, "studies")
 @json_option
-def studies_command(db_url, as_json) -> None:
+@wide_option
+def studies_command(db_url, as_json, wide) -> None:
     """List tuning studies stored in the database.
 
     \b
@@ -448,14 +451,14 @@ def studies_command(db_url, as_json) -> None:
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in studies], indent=2, default=str))
     else:
-        rows = [s.to_dict() for s in studies]
-        render.print_rows(rows, list(rows[0]) if rows else ["name"], title="Studies")
+        render.print_studies(studies, wide)
 
 
 @command(cli, "trials")
 @click.argument("study")
 @json_option
-def trials_command(db_url, study, as_json) -> None:
+@wide_option
+def trials_command(db_url, study, as_json, wide) -> None:
     """List the stored trials of STUDY: screening passes (one run each), then the confirmation rows
     (repeated, paired with the baseline) with n, tokens/s and speedup and their 95 % intervals.
 
@@ -469,7 +472,7 @@ def trials_command(db_url, study, as_json) -> None:
     if as_json:
         click.echo(json.dumps([t.to_dict() for t in trials], indent=2, default=str))
     else:
-        render.print_trials(trials, f"Trials of {study}")
+        render.print_trials(trials, f"Trials of {study}", wide)
 
 
 @cli.group("profiles", cls=AutotuneGroup)
@@ -489,7 +492,8 @@ def profiles_group() -> None:
 @click.option("--method", default=None)
 @click.option("--study", default=None)
 @json_option
-def profiles_list_command(db_url, hardware, model, method, study, as_json) -> None:
+@wide_option
+def profiles_list_command(db_url, hardware, model, method, study, as_json, wide) -> None:
     """List deployment profiles, newest first.
 
     \b
@@ -498,18 +502,18 @@ def profiles_list_command(db_url, hardware, model, method, study, as_json) -> No
     """
     from autotune.profiles import list_profiles
 
-    rows = [p.summary() for p in list_profiles(db_url, hardware=hardware, model=model, method=method, study=study)]
+    profiles = list_profiles(db_url, hardware=hardware, model=model, method=method, study=study)
     if as_json:
-        click.echo(json.dumps(rows, indent=2, default=str))
+        click.echo(json.dumps([p.summary() for p in profiles], indent=2, default=str))
     else:
-        render.print_rows(rows, ["id", "created_at", "study", "hardware", "model", "method", "depth", "batch_size",
-                                 "tokens_per_s", "speedup"], title="Deployment profiles")
+        render.print_profiles(profiles, "Deployment profiles", wide)
 
 
 @command(profiles_group, "show")
 @click.argument("profile_id", type=int)
 @json_option
-def profiles_show_command(db_url, profile_id, as_json) -> None:
+@wide_option
+def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
     """Show one deployment profile: tokens/s and speedup with their 95 % intervals and n, whether
     the confirmation phase measured it, the configurations tied with it, and the depth to serve at
     each batch size (0: speculation off).
@@ -525,7 +529,7 @@ def profiles_show_command(db_url, profile_id, as_json) -> None:
         click.echo(json.dumps({**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with},
                               indent=2, default=str))
     else:
-        render.print_profile(profile)
+        render.print_profile(profile, wide)
 
 
 @command(profiles_group, "best")
@@ -534,7 +538,8 @@ def profiles_show_command(db_url, profile_id, as_json) -> None:
 @click.option("--batch-size", type=int, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
 @json_option
-def profiles_best_command(db_url, model, hardware, batch_size, slo_tpot_ms, as_json) -> None:
+@wide_option
+def profiles_best_command(db_url, model, hardware, batch_size, slo_tpot_ms, as_json, wide) -> None:
     """The best stored profile for a model on a machine, optionally at a batch size and TPOT limit.
 
     \b
@@ -548,8 +553,7 @@ def profiles_best_command(db_url, model, hardware, batch_size, slo_tpot_ms, as_j
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
     else:
-        render.print_rows([best.profile.summary()], ["id", "study", "hardware", "model", "method", "depth",
-                                                     "batch_size", "tokens_per_s", "speedup"], title="Best profile")
+        render.print_profiles([best.profile], "Best profile", wide)
         if best.operating_point is not None:
             point = best.operating_point.to_dict()
             render.print_rows([point], [k for k in ("method", "depth", "batch_size", "tokens_per_s", "tpot_ms_p50", "speedup")

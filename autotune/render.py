@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+import re
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -14,11 +16,13 @@ if TYPE_CHECKING:
     from autotune.store import SchemaStatus
 
 GIB = 1024**3
+WIDEST = 10_000  # columns a table is measured in: wider than any table's natural width
 
 
-def stdout() -> Console:
+def stdout(width: int | None = None) -> Console:
+    """A console on stdout, ``width`` columns wide (None: the terminal's, or $COLUMNS, or 80)."""
     # A fresh console each time so the CLI's captured stdout (tests, pipes) is honoured.
-    return Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False, soft_wrap=True, width=width)
 
 
 @contextmanager
@@ -84,17 +88,103 @@ def print_schema_status(status: SchemaStatus) -> None:
 
 
 def print_rows(rows: list[dict], columns: list[str], title: str | None = None, no_wrap: Collection[str] = (),
-               compact: bool = False) -> None:
-    """A table of the given columns of ``rows`` (dicts); floats shortened. On a narrow terminal the
-    ``no_wrap`` columns keep their width (the others wrap); ``compact`` shares the padding between
-    neighbouring cells (a wide table gains a character per column)."""
+               compact: bool = False, optional: Sequence[str] = (), wide: bool = False) -> None:
+    """A table of the given columns of ``rows`` (dicts); floats shortened.
+
+    It fits the terminal (80 columns when not a terminal, or $COLUMNS): the ``optional`` columns are
+    left out, in that order, while the table is wider than the terminal; headers are never cut and a
+    long cell folds onto the next line rather than losing its end. The ``no_wrap`` columns keep their
+    width where that still fits. ``compact`` shares the padding between neighbouring cells.
+    ``wide``: every column, at its natural width, whatever the terminal's."""
+    console = stdout()
+    shown = list(columns)
+    table = _table(rows, shown, title, no_wrap, compact)
+    if wide:
+        stdout(max(console.width, _measure(console, table).maximum)).print(table)
+        return
+    for column in optional:
+        if _measure(console, table).maximum <= console.width:
+            break
+        shown.remove(column)
+        table = _table(rows, shown, title, no_wrap, compact)
+    if no_wrap and _measure(console, table).minimum > console.width:
+        table = _table(rows, shown, title, (), compact)  # unwrapped cells would cut the headers
+    console.print(table)
+
+
+def _table(rows: list[dict], columns: list[str], title: str | None, no_wrap: Collection[str], compact: bool) -> Table:
     table = Table(title=title, collapse_padding=compact)
     for column in columns:
-        table.add_column(column, no_wrap=column in no_wrap)
+        table.add_column(column, no_wrap=column in no_wrap, overflow="fold", min_width=len(column))
     for row in rows:
         table.add_row(*[format_value(v) if isinstance(v, float) else ("-" if v is None else str(v))
                         for v in (row.get(c) for c in columns)])
-    stdout().print(table)
+    return table
+
+
+def _measure(console: Console, table: Table) -> Measurement:
+    return Measurement.get(console, console.options.update(width=WIDEST), table)
+
+
+def short_hardware(name: str) -> str:
+    """A hardware name short enough for a table column: "1x NVIDIA H200" -> "H200", "8x NVIDIA H100
+    80GB HBM3" -> "8x H100", "1x NVIDIA A10 + 1x NVIDIA L4" -> "A10+L4", "cpu: AMD EPYC (2 cores,
+    24 GiB)" -> "CPU 2c"; a name it does not recognise stays whole."""
+    cpu = re.fullmatch(r"cpu: .*\((\d+) cores?,.*\)", name)
+    if cpu:
+        return f"CPU {cpu.group(1)}c"
+    parts = []
+    for part in name.split(" + "):
+        gpu = re.fullmatch(r"(?:(\d+)x )?NVIDIA ([\w.]+).*", part.strip())
+        if gpu is None:
+            return name
+        count, model = gpu.groups()
+        parts.append(model if count in (None, "1") else f"{count}x {model}")
+    return "+".join(parts)
+
+
+# Every column of `profiles list` / `profiles best`; the optional ones go first when the terminal is narrow.
+PROFILE_COLUMNS = ["id", "created", "study", "hardware", "model", "config", "draft", "batch", "tokens/s", "speedup"]
+PROFILE_OPTIONAL = ("created", "study", "draft")
+
+
+def profile_summary_row(profile, wide: bool = False) -> dict:  # noqa: ANN001 - autotune.profiles.data.DeploymentProfile
+    """One line of ``profiles list``: the hardware by its short label unless ``wide``."""
+    summary = profile.summary()
+    return {
+        "id": summary["id"], "created": summary["created_at"], "study": summary["study"],
+        "hardware": summary["hardware"] if wide else short_hardware(summary["hardware"]), "model": summary["model"],
+        "config": profile.label(), "draft": summary["draft"], "batch": summary["batch_size"],
+        "tokens/s": summary["tokens_per_s"], "speedup": summary["speedup"],
+    }
+
+
+def print_profiles(profiles: list, title: str, wide: bool = False) -> None:
+    """``profiles list`` and ``profiles best``: a line per profile, newest first."""
+    print_rows([profile_summary_row(p, wide) for p in profiles], PROFILE_COLUMNS, title=title,
+               optional=PROFILE_OPTIONAL, wide=wide)
+
+
+# Every column of `studies` (StudySummary); the optional ones go first, in this order, when the terminal is narrow.
+STUDY_COLUMNS = ["name", "status", "engine", "objective", "hardware", "target", "workload", "done", "failed",
+                 "infeasible", "best", "tokens/s", "speedup", "created", "finished"]
+STUDY_OPTIONAL = ("created", "finished", "objective", "engine", "workload", "infeasible", "target", "failed",
+                  "tokens/s", "hardware", "status")
+
+
+def print_studies(studies: list, wide: bool = False) -> None:  # noqa: ANN001 - autotune.store.results.StudySummary
+    """``autotune studies``: a line per study, its trial counts and best configuration."""
+    rows = []
+    for study in studies:
+        data = study.to_dict()
+        rows.append({
+            "name": data["name"], "status": data["status"], "engine": data["engine"], "objective": data["objective"],
+            "hardware": data["hardware"] if wide else short_hardware(data["hardware"]), "target": data["target"],
+            "workload": data["workload"], "done": data["trials_complete"], "failed": data["trials_failed"],
+            "infeasible": data["trials_infeasible"], "best": data["best"], "tokens/s": data["best_tokens_per_s"],
+            "speedup": data["best_speedup"], "created": data["created_at"], "finished": data["finished_at"],
+        })
+    print_rows(rows, STUDY_COLUMNS, title="Studies", optional=STUDY_OPTIONAL, wide=wide)
 
 
 def print_lines(lines: list[str]) -> None:
@@ -290,15 +380,17 @@ def prediction_lines(rows: list) -> list[str]:
     return lines
 
 
-def print_trials(rows: list, title: str) -> None:
+def print_trials(rows: list, title: str, wide: bool = False) -> None:
     """``autotune trials``: a row per stored trial, screening then confirmation; predicted tokens/s
-    and the prediction's error next to the measured ones when the study has predictions."""
+    and the prediction's error next to the measured ones when the study has predictions. On a narrow
+    terminal accept and n go first (``wide``: every column)."""
     confirmed = any(row.confirmed for row in rows)
     columns = trial_columns(rows)
     predicted = len(columns) > len(TRIAL_COLUMNS)
     print_rows([trial_row(row) for row in rows], columns,
                title=f"{title} (confirmation rows: 95 % intervals over n rounds)" if confirmed else title,
-               no_wrap=UNWRAPPED_TRIAL_COLUMNS if predicted else (), compact=predicted)
+               no_wrap=UNWRAPPED_TRIAL_COLUMNS if predicted else (), compact=predicted, optional=("accept", "n"),
+               wide=wide)
     console = stdout()
     if rows and not confirmed:
         console.print("screening rows only: one pass each, no interval and no speedup "
@@ -337,9 +429,11 @@ def batch_size_row(row: dict) -> dict:
     }
 
 
-def print_profile(profile) -> None:  # noqa: ANN001 - autotune.profiles.data.DeploymentProfile
+def print_profile(profile, wide: bool = False) -> None:  # noqa: ANN001 - autotune.profiles.data.DeploymentProfile
     """``autotune profiles show``: the recommendation with its 95 % intervals and n, whether the
-    confirmation phase measured it, what it is tied with, and the per-batch-size table."""
+    confirmation phase measured it, what it is tied with, and the per-batch-size table (on a narrow
+    terminal without depth and n, which the configuration and the intervals already say; ``wide``:
+    every column)."""
     tokens, tpot, speedup = (profile.estimate(name) for name in ("tokens_per_s", "tpot_ms_p50", "speedup"))
     chosen = profile.chosen_trial
     facts = {
@@ -356,7 +450,7 @@ def print_profile(profile) -> None:  # noqa: ANN001 - autotune.profiles.data.Dep
         "from": None if chosen is None else f"{profile.chosen_phase} trial {chosen}",
     }
     print_rows([{"figure": name, "value": value} for name, value in facts.items()], ["figure", "value"],
-               title=f"Deployment profile {profile.id} (95 % intervals)")
+               title=f"Deployment profile {profile.id} (95 % intervals)", wide=wide)
     console = stdout()
     if not profile.confirmed:
         console.print("not confirmed: one screening run, no interval and no paired speedup (the confirmation phase "
@@ -367,7 +461,8 @@ def print_profile(profile) -> None:  # noqa: ANN001 - autotune.profiles.data.Dep
                       f"{', '.join(tied)}; {profile.label()} is the simplest to operate")
     table = [batch_size_row(row) for row in profile.per_batch_size]
     if table:
-        print_rows(table, list(table[0]), title="Per batch size: depth to serve (0: speculation off), 95 % intervals")
+        print_rows(table, list(table[0]), title="Per batch size: depth to serve (0: speculation off), 95 % intervals",
+                   optional=("n", "depth"), wide=wide)
 
 
 @contextmanager
@@ -405,9 +500,10 @@ def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
     console = stdout()
     console.print(f"[bold]{plan.title}[/bold]")
     table = Table(title=f"{plan.target.name} on {plan.hardware.name}, per batch size")
-    for column in ("batch", "best config", "pred. tok/s [95 %]", "speedup", "TPOT ms", "mem GiB", "fits"):
+    wrapping = ("best config", "pred tok/s [95%]")  # the widest cells: on 80 columns, an interval may wrap
+    for column in ("batch", *wrapping, "speedup", "TPOT ms", "mem GiB", "fits"):
         table.add_column(column, justify="left" if column in ("best config", "fits") else "right",
-                         no_wrap=column != "best config")
+                         no_wrap=column not in wrapping, min_width=len(column))  # headers stay whole
     for row in plan.rows:
         table.add_row(
             str(row.batch_size), row.label,
