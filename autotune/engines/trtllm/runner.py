@@ -33,7 +33,8 @@ import asyncio
 import gc
 import importlib
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
 from autotune.engines.failures import first_line, raise_out_of_memory
@@ -67,6 +68,7 @@ from autotune.workload import Workload
 
 WARMUP_TOKENS = 4
 STATS_POLL_S = 0.01
+T = TypeVar("T")
 
 
 class TrtLlmRunner:
@@ -217,42 +219,25 @@ class TrtLlmRunner:
 
     async def _timed(self, prompts: list[str], max_tokens: int) -> list[Any]:
         """Iteration statistics of ``prompts`` run together, greedy, EOS ignored."""
-        if not self._warm:
-            await self._stream([(prompts[0], WARMUP_TOKENS, 0.0)], 1, 0.0, 0, time.perf_counter())
-            self._warm = True
-        await self._read_stats([])
-        stats: list[Any] = []
-        done = asyncio.Event()
-        collector = asyncio.create_task(self._collect_stats(stats, done))
-        try:
-            await self._stream([(p, max_tokens, 0.0) for p in prompts], len(prompts), 0.0, 0, time.perf_counter(),
-                               ignore_eos=True)
-        finally:
-            done.set()
-            await collector
+        await self._warm_up(prompts[0], WARMUP_TOKENS, 0.0, 0)
+        _, stats = await self._with_stats(self._stream([(p, max_tokens, 0.0) for p in prompts], len(prompts), 0.0, 0,
+                                                       time.perf_counter(), ignore_eos=True))
         return stats
 
     # -- running ----------------------------------------------------------------------------------
 
     async def _run(self, workload: Workload, batch_size: int, temperature: float | None, seed: int) -> Measurement:
-        if not self._warm:  # first request of a fresh LLM: lazy initialisation, not the workload
-            first = workload.requests[0]
-            await self._stream([(first.prompt, min(WARMUP_TOKENS, first.max_tokens), first.temperature)], 1, temperature,
-                               seed, time.perf_counter())
-            self._warm = True
-        await self._read_stats([])  # what earlier runs left in the stats queue is not this run's
-        stats: list[Any] = []
-        done = asyncio.Event()
-        collector = asyncio.create_task(self._collect_stats(stats, done))
-        start = time.perf_counter()
-        try:
-            records = await self._stream(
-                [(r.prompt, r.max_tokens, r.temperature) for r in workload.requests], batch_size, temperature, seed, start
-            )
-            wall_time_s = time.perf_counter() - start
-        finally:
-            done.set()
-            await collector
+        first = workload.requests[0]
+        await self._warm_up(first.prompt, min(WARMUP_TOKENS, first.max_tokens), first.temperature if temperature is None
+                            else temperature, seed)
+
+        async def streamed() -> tuple[list[RequestRecord], float]:
+            start = time.perf_counter()  # runs once _with_stats has drained the stats queue
+            records = await self._stream([(r.prompt, r.max_tokens, r.temperature) for r in workload.requests], batch_size,
+                                         temperature, seed, start)
+            return records, time.perf_counter() - start  # the wall time ends with the last token, not the stats
+
+        (records, wall_time_s), stats = await self._with_stats(streamed())
         kind = speculative_kind(self.config, self._kind_of_draft)
         summary = summarize_iterations(stats, drafter_timed=kind in TWO_MODEL_KINDS)
         if self.config.method != "none" and summary.iterations == 0:
@@ -263,6 +248,26 @@ class TrtLlmRunner:
         device = "cuda" if self.tensor_parallel_size == 1 else f"cuda x{self.tensor_parallel_size}"
         return build_measurement(records, summary, self.config, workload, batch_size, temperature, seed, wall_time_s, device,
                                  version=self._version, memory=self._memory)
+
+    async def _warm_up(self, prompt: str, max_tokens: int, temperature: float, seed: int) -> None:
+        """One short request on a fresh LLM: lazy initialisation, not part of any measured run."""
+        if not self._warm:
+            await self._stream([(prompt, max_tokens, temperature)], 1, temperature, seed, time.perf_counter())
+            self._warm = True
+
+    async def _with_stats(self, run: Awaitable[T]) -> tuple[T, list[Any]]:
+        """``run``'s result and the iteration statistics collected while it ran (what earlier runs left
+        in the stats queue is dropped first: it is not this run's)."""
+        await self._read_stats([])
+        stats: list[Any] = []
+        done = asyncio.Event()
+        collector = asyncio.create_task(self._collect_stats(stats, done))
+        try:
+            result = await run
+        finally:
+            done.set()
+            await collector
+        return result, stats
 
     async def _stream(
         self, requests: list[tuple[str, int, float]], batch_size: int, temperature: float | None, seed: int, start: float,
