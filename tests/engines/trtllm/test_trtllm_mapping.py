@@ -1,8 +1,8 @@
 """Configuration -> TensorRT-LLM arguments, field by field, against the names TensorRT-LLM declares.
 
 The accepted names per class live in the fake package (fake_trtllm/tensorrt_llm/llmapi), taken from
-``tensorrt_llm/llmapi/llm_args.py`` of the 1.0/1.1 line and of main; every field the mapping writes
-must be accepted by both."""
+``tensorrt_llm/llmapi/llm_args.py`` of the 1.0 line, 1.2 and main; every field the mapping writes
+must be accepted by all of them (``allow_advanced_sampling`` only where the class declares it)."""
 
 from __future__ import annotations
 
