@@ -92,8 +92,8 @@ def print_rows(rows: list[dict], columns: list[str], title: str | None = None, n
     """A table of the given columns of ``rows`` (dicts); floats shortened.
 
     It fits the terminal (80 columns when not a terminal, or $COLUMNS): the ``optional`` columns are
-    left out, in that order, while the table is wider than the terminal; headers are never cut and a
-    long cell folds onto the next line rather than losing its end. The ``no_wrap`` columns keep their
+    left out, in that order, while the table cannot fit without breaking a word of a cell; headers are
+    never cut and a word longer than its column folds onto the next line rather than losing its end. The ``no_wrap`` columns keep their
     width where that still fits. ``compact`` shares the padding between neighbouring cells.
     ``wide``: every column, at its natural width, whatever the terminal's."""
     console = stdout()
@@ -102,12 +102,12 @@ def print_rows(rows: list[dict], columns: list[str], title: str | None = None, n
     if wide:
         stdout(max(console.width, _measure(console, table).maximum)).print(table)
         return
-    for column in optional:
-        if _measure(console, table).maximum <= console.width:
+    for column in [c for c in optional if c in shown]:
+        if _fits(console, table):
             break
         shown.remove(column)
         table = _table(rows, shown, title, no_wrap, compact)
-    if no_wrap and _measure(console, table).minimum > console.width:
+    if no_wrap and not _fits(console, table):
         table = _table(rows, shown, title, (), compact)  # unwrapped cells would cut the headers
     console.print(table)
 
@@ -120,6 +120,15 @@ def _table(rows: list[dict], columns: list[str], title: str | None, no_wrap: Col
         table.add_row(*[format_value(v) if isinstance(v, float) else ("-" if v is None else str(v))
                         for v in (row.get(c) for c in columns)])
     return table
+
+
+def _fits(console: Console, table: Table) -> bool:
+    """Whether ``table`` renders within the console's width without breaking a word of a cell."""
+    if _measure(console, table).minimum > console.width:
+        return False
+    with console.capture() as capture:
+        console.print(table)
+    return max(map(len, capture.get().splitlines()), default=0) <= console.width
 
 
 def _measure(console: Console, table: Table) -> Measurement:
@@ -383,14 +392,14 @@ def prediction_lines(rows: list) -> list[str]:
 def print_trials(rows: list, title: str, wide: bool = False) -> None:
     """``autotune trials``: a row per stored trial, screening then confirmation; predicted tokens/s
     and the prediction's error next to the measured ones when the study has predictions. On a narrow
-    terminal accept and n go first (``wide``: every column)."""
+    terminal accept, n, err and pred go first, in that order (``wide``: every column)."""
     confirmed = any(row.confirmed for row in rows)
     columns = trial_columns(rows)
     predicted = len(columns) > len(TRIAL_COLUMNS)
     print_rows([trial_row(row) for row in rows], columns,
                title=f"{title} (confirmation rows: 95 % intervals over n rounds)" if confirmed else title,
-               no_wrap=UNWRAPPED_TRIAL_COLUMNS if predicted else (), compact=predicted, optional=("accept", "n"),
-               wide=wide)
+               no_wrap=UNWRAPPED_TRIAL_COLUMNS if predicted else (), compact=predicted,
+               optional=("accept", "n", *reversed(PREDICTION_COLUMNS)), wide=wide)
     console = stdout()
     if rows and not confirmed:
         console.print("screening rows only: one pass each, no interval and no speedup "

@@ -18,6 +18,7 @@ from autotune import render
 from autotune.cli import cli
 from test_plan import TARGET
 from test_plan import url as plan_url  # noqa: F401 - the plan's database fixture
+from test_report_prediction import url as predicted_url  # noqa: F401 - a study whose trials have predictions
 
 EXAMPLE_PROFILE = next((Path(__file__).parent.parent / "profiles").glob("*.json"))
 BOX = "┏┃┡│└"  # the characters rich's table lines start with
@@ -110,6 +111,27 @@ def test_a_wide_terminal_keeps_every_column_without_wide(stored: dict[str, str])
 def test_plan_fits_80_columns(plan_url: str) -> None:  # noqa: F811 - the imported fixture
     assert_fits(run("plan", "--hardware", "h200", "--model", TARGET, "--db", plan_url),
                 {"batch", "best config", "pred tok/s [95%]", "speedup", "TPOT ms", "mem GiB", "fits"})
+
+
+def test_trials_with_predictions_fit_80_columns(predicted_url: str) -> None:  # noqa: F811 - the imported fixture
+    """On 80 columns the prediction columns go (after accept and n); --wide brings every one back."""
+    assert_fits(run("trials", "predicted", "--db", predicted_url), set(render.TRIAL_COLUMNS))
+    wide = run("trials", "predicted", "--wide", "--db", predicted_url)
+    at = render.TRIAL_COLUMNS.index("tokens/s") + 1
+    assert headers(wide)[0] == render.TRIAL_COLUMNS[:at] + render.PREDICTION_COLUMNS + render.TRIAL_COLUMNS[at:]
+
+
+def test_preflight_fits_80_columns(tmp_path: Path) -> None:
+    import hf_model_factory as hf
+
+    target = hf.write_model(tmp_path / "target", hf.llama_config())
+    draft = hf.write_model(tmp_path / "draft", hf.llama_config(vocab_size=300))  # a mismatch: long messages
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(cli, ["preflight", "--target", str(target), "--draft", str(draft)])
+    assert_fits(result.output, {"status", "name", "subject", "message"})
+
+
+def test_probe_fits_80_columns() -> None:
+    assert_fits(run("probe", "--quick", "--no-store"), {"metric", "unit", "measured", "peak", "ratio"})
 
 
 @pytest.mark.parametrize(
