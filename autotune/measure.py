@@ -147,8 +147,9 @@ def measure_configuration(
     ``depth`` None means ``DEFAULT_DEPTH`` for a speculative method and 0 for none; ``draft``
     None means the built-in draft for method draft; ``workload`` a JSONL path, a Workload, or None
     for the built-in workload; ``temperature`` overrides the requests' own; ``protocol`` says how
-    precisely to measure (default: ±5 % at 95 %, 3 to 10 rounds). Invalid options raise
-    ConfigurationError before any model is loaded.
+    precisely to measure (default: ±5 % at 95 %, 3 to 10 rounds). Invalid options, and a configuration
+    that cannot fit on the device (the check ``tune`` applies: memory at this batch size, the models'
+    context windows), raise ConfigurationError before any model is loaded.
     """
     if depth is None:
         depth = 0 if method == "none" else DEFAULT_DEPTH
@@ -266,6 +267,10 @@ def _device_bytes(device: str) -> int:
 
     resolved = resolve_device(device)
     if resolved.type == "cuda":
+        count = torch.cuda.device_count()
+        if (resolved.index or 0) >= count:  # torch would fail with an assertion, not a message
+            raise ConfigurationError(f"device {device} does not exist: this machine has {count} CUDA device(s), "
+                                     f"cuda:0 to cuda:{count - 1}; pass one of them with --device")
         return torch.cuda.get_device_properties(resolved).total_memory
     from autotune.hardware.cpu import read_cpu_spec
 

@@ -337,3 +337,13 @@ def test_cli_measure_oversized_batch_is_one_line_exit_2():
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot run on this device" in lines[0] and "--batch-size" in lines[0], result.stderr
+
+
+def test_a_gpu_index_the_machine_lacks_is_refused(monkeypatch: pytest.MonkeyPatch, no_engine_built):
+    """torch itself would fail on cuda:3 with a bare assertion while reading the device's memory."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ConfigurationError, match=r"device cuda:3 does not exist: .* cuda:0 to cuda:0"):
+        measure_configuration(device="cuda:3", workload=SMALL)
