@@ -50,11 +50,11 @@ def print_probe(result: ProbeResult) -> None:
     profile = result.profile
     console = stdout()
     console.print(f"[bold]{profile.name}[/bold]")
-    console.print(
-        f"fingerprint {profile.fingerprint}  ·  {profile.device_type} x{profile.device_count}  ·  "
-        f"memory {profile.memory_total_bytes / GIB:.1f} GiB  ·  probe method v{profile.method_version}"
-        f"{' (quick)' if profile.quick else ''}  ·  {profile.duration_s:.1f} s"
-    )
+    # Two lines rather than one: each fits an 80-column terminal.
+    console.print(f"fingerprint {profile.fingerprint}  ·  {profile.device_type} x{profile.device_count}  ·  "
+                  f"memory {profile.memory_total_bytes / GIB:.1f} GiB")
+    console.print(f"probe method v{profile.method_version}{' (quick)' if profile.quick else ''}  ·  "
+                  f"{profile.duration_s:.1f} s")
     table = Table(title="Measured vs. theoretical peak")
     table.add_column("metric")
     table.add_column("unit")
