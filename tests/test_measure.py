@@ -347,3 +347,13 @@ def test_a_gpu_index_the_machine_lacks_is_refused(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     with pytest.raises(ConfigurationError, match=r"device cuda:3 does not exist: .* cuda:0 to cuda:0"):
         measure_configuration(device="cuda:3", workload=SMALL)
+
+
+def test_a_folder_engine_gets_the_same_check_from_config_json(fake_trtllm, tmp_path, no_engine_built):
+    """TensorRT-LLM / vLLM targets are read from their Hugging Face folder: a context window shorter
+    than the workload's requests is refused before the worker starts."""
+    import hf_model_factory as hf
+
+    target = hf.write_model(tmp_path / "target", hf.llama_config(max_position_embeddings=16))
+    with pytest.raises(ConfigurationError, match=r"ngram@2 at batch size 1 .* the target handles 16; use a workload"):
+        measure_configuration(method="ngram", depth=2, workload=SMALL, engine="trtllm", target=target)
