@@ -231,10 +231,11 @@ def _require_fit(run: _Run, engine: str, target: str | Path | None, device: str)
 
     config = run.config
     folders = engine != "embedded"
-    drafts = {} if config.draft_model is None else {config.draft_model: _footprint(config.draft_model, "draft", folders)}
+    draft = config.draft_model
+    drafts = {} if draft is None else {draft: _footprint(draft, "draft", folders)}
     plan = plan_memory(_device_bytes(device), _footprint(target, "target", folders), drafts, run.workload,
                        whole_prompt_logits=not folders)
-    plan.require_fit(config.method, config.depth, run.batch_size, config.draft_model)
+    plan.require_fit(config.method, config.depth, run.batch_size, draft)
 
 
 def _footprint(model: str | Path | None, role: str, folder: bool) -> Any:

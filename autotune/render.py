@@ -93,9 +93,9 @@ def print_rows(rows: list[dict], columns: list[str], title: str | None = None, n
 
     It fits the terminal (80 columns when not a terminal, or $COLUMNS): the ``optional`` columns are
     left out, in that order, while the table cannot fit without breaking a word of a cell; headers are
-    never cut and a word longer than its column folds onto the next line rather than losing its end. The ``no_wrap`` columns keep their
-    width where that still fits. ``compact`` shares the padding between neighbouring cells.
-    ``wide``: every column, at its natural width, whatever the terminal's."""
+    never cut and a word longer than its column folds onto the next line rather than losing its end.
+    The ``no_wrap`` columns keep their width where that still fits. ``compact`` shares the padding
+    between neighbouring cells. ``wide``: every column, at its natural width, whatever the terminal's."""
     console = stdout()
     shown = list(columns)
     table = _table(rows, shown, title, no_wrap, compact)

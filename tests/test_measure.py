@@ -303,8 +303,9 @@ def test_the_suggested_batch_size_fits_and_one_more_does_not():
     plan.require_fit("draft", 2, largest, "builtin")
     with pytest.raises(ConfigurationError, match=f"pass --batch-size {largest} or less"):
         plan.require_fit("draft", 2, largest + 1, "builtin")
+    tiny = plan_memory(1 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True)
     with pytest.raises(ConfigurationError, match="does not fit even at batch size 1: use a smaller --target or --draft"):
-        plan_memory(1 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True).require_fit("draft", 2, 1, "builtin")
+        tiny.require_fit("draft", 2, 1, "builtin")
 
 
 def test_a_request_longer_than_the_context_window_is_refused(tmp_path, no_engine_built):
