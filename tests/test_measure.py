@@ -358,3 +358,19 @@ def test_a_folder_engine_gets_the_same_check_from_config_json(fake_trtllm, tmp_p
     target = hf.write_model(tmp_path / "target", hf.llama_config(max_position_embeddings=16))
     with pytest.raises(ConfigurationError, match=r"ngram@2 at batch size 1 .* the target handles 16; use a workload"):
         measure_configuration(method="ngram", depth=2, workload=SMALL, engine="trtllm", target=target)
+
+
+def test_a_model_of_unknown_cache_size_is_refused_on_its_weights_alone():
+    """A folder whose config.json lacks the sizes costs 0 bytes per sequence: only its weights decide."""
+    from dataclasses import replace
+
+    from autotune.engines.embedded.footprint import model_path, read_footprint
+    from autotune.search.memory import plan_memory
+
+    unknown = replace(read_footprint(model_path(None, "target")), kv_bytes_per_token=0, vocab_size=0)
+    plan = plan_memory(1 << 30, unknown, {}, SMALL, whole_prompt_logits=False)
+    assert plan.largest_batch_size("none", 0) is None
+    plan.require_fit("none", 0, 100_000)
+    heavy = plan_memory(1 << 30, replace(unknown, weight_bytes=1 << 40), {}, SMALL, whole_prompt_logits=False)
+    with pytest.raises(ConfigurationError, match="does not fit even at batch size 1"):
+        heavy.require_fit("none", 0, 1)

@@ -69,10 +69,13 @@ class MemoryPlan:
         """Estimated peak bytes of running ``method`` at ``depth`` and ``batch_size`` (module doc)."""
         return self.weight_bytes(method, draft) + batch_size * self.bytes_per_sequence(method, depth, draft)
 
-    def largest_batch_size(self, method: str, depth: int, draft: str | None = None) -> int:
-        """The largest batch size at which ``method`` at ``depth`` fits in memory (0: not even 1)."""
-        return largest_batch(self.usable_bytes, self.weight_bytes(method, draft),
-                             self.bytes_per_sequence(method, depth, draft))
+    def largest_batch_size(self, method: str, depth: int, draft: str | None = None) -> int | None:
+        """The largest batch size at which ``method`` at ``depth`` fits in memory (0: not even 1); None
+        when sequences cost nothing we know of (a model folder whose config.json lacks the sizes)."""
+        weights, per_sequence = self.weight_bytes(method, draft), self.bytes_per_sequence(method, depth, draft)
+        if per_sequence <= 0:
+            return None if weights <= self.usable_bytes else 0
+        return largest_batch(self.usable_bytes, weights, per_sequence)
 
     def infeasibility(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> str | None:
         """Why this configuration cannot run here, or None when it fits."""
