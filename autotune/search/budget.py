@@ -88,16 +88,19 @@ def owed_retry(counted: list[FrozenTrial], retry_failed: int) -> tuple[Candidate
     attempts: dict[str, list[FrozenTrial]] = {}
     for trial in sorted(counted, key=lambda t: t.number):
         attempts.setdefault(repr(sorted(_params(trial).items())), []).append(trial)
-    owed = []
-    for tries in attempts.values():
+
+    def owed(tries: list[FrozenTrial]) -> bool:
         latest = tries[-1]
-        if (latest.state == TrialState.FAIL and latest.user_attrs.get(STATE_ATTR) == "failed"
-                and latest.user_attrs.get(FAILURE_ATTR) in TRANSIENT_FAILURES and len(tries) <= retry_failed):
-            owed.append((SearchSpace.candidate_of(_params(latest)), tries[0].number, latest.number, len(tries)))
-    if not owed:
+        return (latest.state == TrialState.FAIL and latest.user_attrs.get(STATE_ATTR) == "failed"
+                and latest.user_attrs.get(FAILURE_ATTR) in TRANSIENT_FAILURES and len(tries) <= retry_failed)
+
+    def order(tries: list[FrozenTrial]) -> tuple[bool, int]:
+        return SearchSpace.candidate_of(_params(tries[0])).method != BASELINE_METHOD, tries[0].number
+
+    tries = min((tries for tries in attempts.values() if owed(tries)), key=order, default=None)
+    if tries is None:
         return None
-    candidate, _first, failed, tried = min(owed, key=lambda o: (o[0].method != BASELINE_METHOD, o[1]))
-    return candidate, {RETRY_OF_ATTR: failed, ATTEMPT_ATTR: tried + 1}
+    return SearchSpace.candidate_of(_params(tries[-1])), {RETRY_OF_ATTR: tries[-1].number, ATTEMPT_ATTR: len(tries) + 1}
 
 
 def ask_within_budget(

@@ -165,7 +165,7 @@ class Tuner:
             raise
         status = self._settle(spent)
         if self.options.confirm and budget.all_finished(self.study.get_trials(deepcopy=False)):
-            self._confirm(status)
+            status = self._confirm(spent) or status
         return self._result(status, time.monotonic() - started)
 
     # -- one trial --------------------------------------------------------------------------------
@@ -307,11 +307,14 @@ class Tuner:
         except Exception:  # noqa: BLE001 - the original error matters; heartbeats fail the trial later
             pass
 
+    def _status(self, spent: bool) -> str:
+        """complete once nothing is left to ask for and every trial finished; else running."""
+        return "complete" if spent and budget.all_finished(self.study.get_trials(deepcopy=False)) else "running"
+
     def _settle(self, spent: bool) -> str:
-        """complete once nothing is left to ask for and every trial finished; else running. A study
-        another worker is confirming keeps that status (that worker settles it when done)."""
-        finished = budget.all_finished(self.study.get_trials(deepcopy=False))
-        status = "complete" if spent and finished else "running"
+        """Store :meth:`_status`, except over a study another worker is confirming (that worker
+        settles it when done)."""
+        status = self._status(spent)
         with self.database.session() as session:
             if session.get(StudyRecord, self.study_id).status != "confirming":
                 results.set_study_status(session, self.study_id, status)
@@ -319,18 +322,20 @@ class Tuner:
 
     # -- confirmation ---------------------------------------------------------------------------------
 
-    def _confirm(self, status: str) -> None:
+    def _confirm(self, spent: bool) -> str | None:
         """Re-measure the finalists with the full protocol (:mod:`autotune.search.confirm`) unless
         the screening trials as they stand were confirmed already, or another worker is at it.
 
         The claim (status ``confirming``) and the write both happen under the study lock, and the
         write checks again that nobody stored a confirmation of the same trials meanwhile: two
-        workers finishing together measure at worst twice, but store once."""
+        workers finishing together measure at worst twice, but store once. Returns the status it
+        leaves, None when it did not confirm. That status is worked out afresh at the end: the
+        other workers that finished meanwhile left it to this one."""
         with named_lock(self.database.engine, self.plan.name), self.database.session() as session:
             rows = results.study_rows(session, self.study_id)
             screened = len(decision.screening_rows(rows))
             if not screened or _confirmed(rows, screened) or session.get(StudyRecord, self.study_id).status == "confirming":
-                return
+                return None
             results.set_study_status(session, self.study_id, "confirming")
         try:
             batches = self._measure_finalists(rows)
@@ -339,9 +344,11 @@ class Tuner:
                 if not _confirmed(latest, screened):
                     self._record_confirmation(session, latest, screened, batches)
         finally:
+            status = self._status(spent)
             with self.database.session() as session:
                 results.set_study_status(session, self.study_id, status)
         self._store_profile()
+        return status
 
     def _engine_config(self, candidate: Candidate) -> EngineConfig:
         return candidate.engine_config(self.plan.draft_engine_args)

@@ -151,7 +151,11 @@ def test_engine_failures_are_stored_and_count_against_the_budget(options) -> Non
     assert {row.state for row in result.rows} == {"failed"}
     assert all("no answer within 0.01 s" in row.reason and row.extra["failure"] == "timeout" for row in result.rows)
     assert len(result.rows) == 6 and result.status == "complete"
-    assert result.profile is None and result.analysis.summary == ["No trial has completed yet."]
+    assert result.profile is None and result.analysis.summary[0] == "No trial has completed yet."
+    no_baseline = [line for line in result.analysis.summary if line.startswith("No speedup")]
+    assert no_baseline == [f"No speedup at batch size {b}: its baseline (method none) failed 2 times in screening "
+                           "(last: no answer within 0.01 s; the worker was killed)." for b in (1, 2)]
+    assert [row.extra.get("retry_of") is not None for row in result.rows[:4]] == [False, False, True, True]
     assert {trial.state for trial in optuna_trials(options)} == {TrialState.FAIL}
 
 
