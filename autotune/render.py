@@ -21,14 +21,16 @@ WIDEST = 10_000  # columns a table is measured in: wider than any table's natura
 
 def stdout(width: int | None = None) -> Console:
     """A console on stdout, ``width`` columns wide (None: the terminal's, or $COLUMNS, or 80)."""
-    # A fresh console each time so the CLI's captured stdout (tests, pipes) is honoured.
-    return Console(highlight=False, soft_wrap=True, width=width)
+    # A fresh console each time so the CLI's captured stdout (tests, pipes) is honoured. No markup
+    # nor emoji codes: names come from users and imported profiles, and "[/]" or "[red]" in one
+    # was a rich MarkupError (an internal error) or restyled the table; style= is used instead.
+    return Console(highlight=False, soft_wrap=True, width=width, markup=False, emoji=False)
 
 
 @contextmanager
 def status_spinner(enabled: bool = True) -> Iterator[Callable[[str], None]]:
     """A spinner on stderr; yields a callback that updates its text (a no-op when disabled)."""
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False, emoji=False)  # names are not markup (see stdout)
     if not enabled or not console.is_terminal:
         yield lambda _message: None
         return
@@ -49,7 +51,7 @@ def print_probe(result: ProbeResult) -> None:
     """The probe's facts and a metric table: measured, theoretical peak, ratio."""
     profile = result.profile
     console = stdout()
-    console.print(f"[bold]{profile.name}[/bold]")
+    console.print(profile.name, style="bold")
     # Two lines rather than one: each fits an 80-column terminal.
     console.print(f"fingerprint {profile.fingerprint}  ·  {profile.device_type} x{profile.device_count}  ·  "
                   f"memory {profile.memory_total_bytes / GIB:.1f} GiB")
@@ -479,11 +481,11 @@ def trial_progress(enabled: bool = True) -> Iterator[Callable]:
     """A progress bar on stderr for tuning: trials done of total, best so far, ETA."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False, emoji=False)  # names are not markup (see stdout)
     if not enabled or not console.is_terminal:
         yield lambda _update: None
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console) as bar:
         task = bar.add_task("tuning", total=None)
 
@@ -507,7 +509,7 @@ def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
         return format_value(value)
 
     console = stdout()
-    console.print(f"[bold]{plan.title}[/bold]")
+    console.print(plan.title, style="bold")
     table = Table(title=f"{plan.target.name} on {plan.hardware.name}, per batch size")
     wrapping = ("best config", "pred tok/s [95%]")  # the widest cells: on 80 columns, an interval may wrap
     for column in ("batch", *wrapping, "speedup", "TPOT ms", "mem GiB", "fits"):

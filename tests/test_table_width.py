@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import profile_factory as factory
 from autotune import render
 from autotune.cli import cli
+from autotune.profiles import transfer
 from test_plan import TARGET
 from test_plan import url as plan_url  # noqa: F401 - the plan's database fixture
 from test_report_prediction import url as predicted_url  # noqa: F401 - a study whose trials have predictions
@@ -148,3 +149,19 @@ def test_probe_fits_80_columns() -> None:
 )
 def test_short_hardware_labels(name: str, label: str) -> None:
     assert render.short_hardware(name) == label
+
+
+
+@pytest.mark.parametrize("name", ["study [/] closed", "[bold red]loud[/bold red] :warning:", "[link=x]y"])
+def test_names_are_shown_as_written_not_as_markup(tmp_path: Path, name: str) -> None:
+    """A name with rich markup or an emoji code is printed literally by every table ("[/]" was a
+    MarkupError, an internal error; "[bold red]" restyled the row and ":warning:" became an emoji)."""
+    from test_export_hostile_names import hostile_profile
+
+    url = f"sqlite:///{tmp_path / 'autotune.db'}"
+    source = tmp_path / "hostile.json"
+    source.write_text(transfer.dumps(hostile_profile(name)))
+    stored_id = json.loads(run("profiles", "import", str(source), "--db", url, "--json"))["id"]
+    for args in (("profiles", "list"), ("profiles", "show", str(stored_id)), ("studies",)):
+        output = run(*args, "--db", url, "--wide", columns=250)
+        assert name in output, (args, output)
