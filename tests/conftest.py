@@ -2,7 +2,8 @@
 
 PostgreSQL tests run when ``AUTOTUNE_TEST_POSTGRES_URL`` names a server (CI and README's test
 command set it); they then FAIL, not skip, if the server cannot be reached. Each test gets a
-database of its own, created and dropped around it.
+database of its own, created and dropped around it (``postgres_url``), or one per module
+(``postgres_module_url``) for modules that build their content once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,9 +46,9 @@ def _postgres_admin_url() -> str:
     return server
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test."""
+@contextmanager
+def _fresh_postgres_database() -> Iterator[str]:
+    """Create an empty database on the configured server, yield its URL, drop it afterwards."""
     admin_url = make_url(_postgres_admin_url()).set(drivername="postgresql+psycopg")
     name = f"autotune_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
@@ -62,6 +64,21 @@ def postgres_url() -> Iterator[str]:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test."""
+    with _fresh_postgres_database() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def postgres_module_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database shared by the tests of one module (which fill it once and
+    must leave it as they found it); no other module sees it."""
+    with _fresh_postgres_database() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
