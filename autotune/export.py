@@ -17,9 +17,10 @@ Where the names come from (checked against the sources, not guessed):
   literal is ``Draft_Target``). ``speculative_model_dir`` is the 1.0 field and a validation alias of
   ``speculative_model`` since 1.2. MTP: 1.0-1.2 read ``num_nextn_predict_layers``, main reads
   ``max_draft_len`` (the old key is remapped with a warning), so both are written, equal.
-* The YAML is written for one TensorRT-LLM version (``--trtllm-version``, :data:`TRTLLM_VERSIONS`,
-  default :data:`DEFAULT_TRTLLM_VERSION`); what differs between versions, with the copy of
-  ``llm_args.py`` each rule was read in, is at :data:`TRTLLM_RULES` and in docs/trtllm.md.
+* The YAML is written for one TensorRT-LLM version (``--trtllm-version``, default
+  :data:`DEFAULT_TRTLLM_VERSION`); what differs between versions, with the copy of ``llm_args.py``
+  each rule was read in, is in :mod:`autotune.engines.trtllm.versions` (shared with the engine
+  adapter) and docs/trtllm.md.
 * A draft that is an EAGLE-3 head (config.json ``architectures``, judged by
   :func:`autotune.engines.trtllm.mapping.draft_kind` as the engine adapters do) exports as
   TensorRT-LLM ``Eagle3`` (1.0: ``Eagle`` with ``eagle3_one_model``), vLLM ``eagle3``, SGLang
@@ -59,7 +60,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,15 +68,17 @@ import yaml
 
 from autotune import __version__
 from autotune.engines.trtllm.mapping import (
-    DECODING_TYPES,
+    ADVANCED_SAMPLING_FIELD,
     DEFAULT_MAX_NGRAM,
     DEFAULT_MAX_NUM_TOKENS,
     DRAFT_TARGET,
     EAGLE3,
     EAGLE_LEGACY,
     KV_CACHE_FRACTION,
+    ONE_MODEL_KINDS,
     draft_kind,
 )
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, TrtllmRules, trtllm_rules
 from autotune.engines.vllm.mapping import DRAFT_METHODS
 from autotune.errors import ConfigurationError
 from autotune.profiles import transfer
@@ -95,65 +98,6 @@ SUFFIXES = {
 DEFAULT_EXPORT_DIR = Path("profiles")
 
 
-@dataclass(frozen=True)
-class TrtllmRules:
-    """What one TensorRT-LLM version reads from ``--extra_llm_api_options``, as far as an export
-    writes it. ``decoding_types``: speculative kind -> ``decoding_type``. ``schedule``: how
-    ``draft_len_schedule`` keys are read ("lower": a key holds from its batch size up, key 1 is
-    required; "upper": a key holds up to its batch size, batch sizes above the largest key get draft
-    length 0), None where the field does not exist. ``graph_max_batch_size``: whether
-    ``cuda_graph_config.max_batch_size`` may be written next to ``batch_sizes`` (then equal to
-    their maximum)."""
-
-    version: str
-    decoding_types: dict[str, str]
-    schedule: str | None
-    graph_max_batch_size: bool
-    source: str
-
-
-# Read in NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py (stored public copies, searched 2026-12;
-# the index names a copy by its content, not by tag, so each is identified by what it contains):
-# * 1.0 line: the copy whose DecodingBaseConfig(StrictBaseModel) declares speculative_model_dir and
-#   dispatches decoding_type through a table (MTP, Medusa, Eagle, Lookahead, NGram, DraftTarget,
-#   UserProvided, AUTO: no Eagle3; EAGLE-3 is "Eagle" with eagle3_one_model) and has no
-#   draft_len_schedule; TorchLlmArgs.validate_cuda_graph_config refuses batch_sizes together with a
-#   non-zero max_batch_size unless batch_sizes equal the generated list ("Please don't set both
-#   cuda_graph_config.batch_sizes and cuda_graph_config.max_batch_size"), so only batch_sizes is written.
-# * 1.2: the copy with SpeculativeConfig = Annotated[Union[...], Field(discriminator="decoding_type")],
-#   DraftTargetDecodingConfig.decoding_type Literal["Draft_Target"], Eagle3DecodingConfig
-#   Literal["Eagle3"], allow_advanced_sampling (prototype), max_concurrency NonNegativeInt, and
-#   validate_draft_len_schedule_and_sort: "draft_len_schedule must include batch_size=1",
-#   schedule[1] == max_draft_len, values <= max_draft_len; field description "batch_size >= 1 uses
-#   draft_len=4, batch_size >= 4 uses draft_len=2" (a key is a lower bound). CudaGraphConfig's own
-#   validator: "max_batch_size must equal max(batch_sizes)" when both are given.
-# * main (after PR #10860, "Dynamic draft length on spec decode one-model path", merged 2026-03-13):
-#   the copy with max_concurrency PositiveInt, allow_advanced_sampling deprecated, and
-#   validate_max_concurrency_and_draft_len_schedule_mutually_exclusive ("max_concurrency and
-#   draft_len_schedule are mutually exclusive"; max_concurrency becomes {max_concurrency:
-#   max_draft_len}); the schedule's smallest key must map to max_draft_len, key 1 is no longer
-#   required; description "{4:4, 8:2, 32:1}: batch sizes 1-4 use 4, 5-8 use 2, 9-32 use 1, 33+: 0
-#   (implicit, speculation disabled)" (a key is an upper bound). Same CudaGraphConfig rule as 1.2.
-# The canonical decoding_type of 1.2 and main is the class literal the discriminator matches; the
-# "DraftTarget" spelling of NVIDIA's serving examples goes through an alias (the private
-# _decoding_type_alias, "record decoding_type alias used during parsing (for warnings)"), whose
-# table was not read, so the literal is written.
-TRTLLM_RULES = {
-    "1.0": TrtllmRules("1.0", {"mtp": "MTP", "ngram": "NGram", DRAFT_TARGET: "DraftTarget", EAGLE3: "Eagle"},
-                       None, False, "1.0-line llm_args.py (DecodingBaseConfig.from_dict dispatch table)"),
-    "1.2": TrtllmRules("1.2", {"mtp": "MTP", "ngram": "NGram", DRAFT_TARGET: "Draft_Target", EAGLE3: "Eagle3"},
-                       "lower", True, "1.2 llm_args.py (validate_draft_len_schedule_and_sort: key 1 required)"),
-    "main": TrtllmRules("main", {"mtp": "MTP", "ngram": "NGram", DRAFT_TARGET: "Draft_Target", EAGLE3: "Eagle3"},
-                        "upper", True, "main llm_args.py after PR #10860 (keys are upper bounds)"),
-}
-TRTLLM_VERSIONS = tuple(TRTLLM_RULES)
-DEFAULT_TRTLLM_VERSION = "1.2"  # the newest release whose rules were read in its own sources
-# The engine adapter's yaml_config (autotune/engines/trtllm/mapping.py) writes 1.0's spellings, which
-# NVIDIA's 1.2/1.3 serving examples still use; by method, for tests/engines/trtllm/test_trtllm_mapping.py.
-TRTLLM_DECODING_TYPES = {"mtp": DECODING_TYPES["mtp"], "draft": DECODING_TYPES[DRAFT_TARGET], "ngram": DECODING_TYPES["ngram"]}
-assert TRTLLM_DECODING_TYPES == {m: TRTLLM_RULES["1.0"].decoding_types[DRAFT_TARGET if m == "draft" else m]
-                                 for m in TRTLLM_DECODING_TYPES}
-
 # Block reuse stays off for draft-target, as in NVIDIA's draft-target serving examples.
 KV_BLOCK_REUSE = {"none": True, "mtp": True, "ngram": True, "draft": False}
 # Speculative kind (method, or for method draft what the draft folder is) -> vLLM method / SGLang algorithm.
@@ -163,7 +107,7 @@ SGLANG_ALGORITHMS = {"mtp": "NEXTN", "ngram": "NGRAM", DRAFT_TARGET: "STANDALONE
 
 def export_profile(profile: DeploymentProfile, fmt: str, trtllm_version: str = DEFAULT_TRTLLM_VERSION) -> str:
     """``profile`` as text in format ``fmt`` (one of :data:`FORMATS`); the TensorRT-LLM formats are
-    written for ``trtllm_version`` (one of :data:`TRTLLM_VERSIONS`)."""
+    written for ``trtllm_version`` (one of :data:`autotune.engines.trtllm.versions.TRTLLM_VERSIONS`)."""
     check_format(fmt)
     rules = trtllm_rules(trtllm_version)
     profile.validate()
@@ -182,17 +126,6 @@ def export_profile(profile: DeploymentProfile, fmt: str, trtllm_version: str = D
 def check_format(fmt: str) -> None:
     if fmt not in FORMATS:
         raise ConfigurationError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
-
-
-def trtllm_rules(version: str) -> TrtllmRules:
-    """The rules of TensorRT-LLM ``version``: ``1.0``, ``1.2`` or ``main``; a release number
-    (``1.2.0``) means its line."""
-    key = str(version).strip().lower()
-    if key not in TRTLLM_RULES:
-        key = ".".join(key.split(".")[:2])
-    if key not in TRTLLM_RULES:
-        raise ConfigurationError(f"unknown TensorRT-LLM version {version!r}; choose one of {', '.join(TRTLLM_VERSIONS)}")
-    return TRTLLM_RULES[key]
 
 
 def write_export(
@@ -302,6 +235,10 @@ def trtllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan,
         spec["speculative_model_dir"] = serving_model(profile.draft)
         if kind == EAGLE3:
             spec["eagle3_one_model"] = True  # as the engine adapter measures it
+    if kind in ONE_MODEL_KINDS and rules.advanced_sampling_flag:
+        # 1.2 decodes one-model MTP/EAGLE-3 greedily without it, whatever a request's temperature
+        # (autotune.engines.trtllm.mapping's module doc gives the source).
+        spec[ADVANCED_SAMPLING_FIELD] = True
     elif kind == "ngram":
         spec.update(
             max_matching_ngram_size=int(profile.details.get("max_ngram", DEFAULT_MAX_NGRAM)),

@@ -29,7 +29,7 @@ TRTLLM_FIELDS = {
     # DecodingBaseConfig (+ the decoding_type discriminator). speculative_model_dir: 1.0's field name,
     # a validation alias of speculative_model since 1.2.
     "DecodingBaseConfig": {"decoding_type", "max_draft_len", "speculative_model_dir", "max_concurrency",
-                           "draft_len_schedule"},
+                           "draft_len_schedule", "allow_advanced_sampling"},
     "MTPDecodingConfig": {"num_nextn_predict_layers", "use_relaxed_acceptance_for_thinking", "relaxed_topk",
                           "relaxed_delta", "use_mtp_vanilla"},
     "NGramDecodingConfig": {"max_matching_ngram_size", "is_keep_all", "is_use_oldest", "is_public_pool"},
@@ -99,7 +99,8 @@ def test_trtllm_yaml_uses_only_documented_fields_and_passes_their_rules(method: 
 def test_trtllm_mtp_writes_both_depth_names_and_the_schedule() -> None:
     spec = trtllm(PROFILES["mtp"])["speculative_config"]
     assert spec == {"decoding_type": "MTP", "max_draft_len": 4, "num_nextn_predict_layers": 4,
-                    "draft_len_schedule": {1: 4, 2: 4, 4: 2, 8: 0}}
+                    "draft_len_schedule": {1: 4, 2: 4, 4: 2, 8: 0},
+                    "allow_advanced_sampling": True}  # 1.2 (the default) samples one-model MTP only with it
 
 
 def test_trtllm_draft_target_names_the_draft_and_switches_off_with_max_concurrency() -> None:

@@ -230,9 +230,10 @@ def test_version_1_0_has_one_draft_length_and_switches_off_with_max_concurrency(
 @pytest.mark.parametrize("version", ["1.2", "main"])
 def test_eagle3_draft_exports_as_eagle3(version: str) -> None:
     config = trtllm(PROFILES["eagle3"], version)
+    sampling = {"allow_advanced_sampling": True} if version == "1.2" else {}  # a deprecated no-op on main
     assert config["speculative_config"] == {"decoding_type": "Eagle3", "max_draft_len": 3,
                                             "speculative_model_dir": "/models/eagle3-head", "eagle3_one_model": True,
-                                            "max_concurrency": 4}
+                                            "max_concurrency": 4, **sampling}
 
 
 def test_eagle3_draft_in_1_0_is_eagle_with_the_one_model_flag() -> None:

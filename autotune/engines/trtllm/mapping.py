@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
-from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, DRAFT_TARGET, EAGLE3, TRTLLM_RULES, trtllm_rules
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, DRAFT_TARGET, EAGLE3, trtllm_rules
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 
 DEFAULT_MAX_NUM_TOKENS = 8192  # BaseLlmArgs.max_num_tokens default; also the prefill budget per step
@@ -70,8 +70,6 @@ TWO_MODEL_KINDS = frozenset({DRAFT_TARGET})
 # unless allow_advanced_sampling is set, on the versions that have the flag (module doc).
 ONE_MODEL_KINDS = frozenset({"mtp", EAGLE3})
 ADVANCED_SAMPLING_FIELD = "allow_advanced_sampling"
-# 1.0's spellings, still imported by autotune/export.py until it reads autotune.engines.trtllm.versions.
-DECODING_TYPES = TRTLLM_RULES["1.0"].decoding_types
 # Share of free GPU memory for the KV cache. A draft model brings weights and a KV cache of its own,
 # so draft-target leaves more room (over-allocating the draft's cache is the classic OOM there).
 KV_CACHE_FRACTION = {"none": 0.9, "mtp": 0.9, "ngram": 0.9, "draft": 0.8}
