@@ -2,7 +2,7 @@
 
 The plan is a JSON file named by the environment variable ``FAULTY_ENGINE_PLAN`` (worker processes
 inherit the environment, so in-process studies and ``autotune tune`` subprocesses both see it):
-``{"log_dir": DIR, "faults": {"ngram@1 b2": ["crash", null, ...], ...}}``. Keys are trial labels
+``{"log_dir": DIR, "faults": {"ngram@1 b2": ["exit", null, ...], ...}}``. Keys are trial labels
 (``none b1``, ``ngram@2 b2``). The k-th ``measure`` call of a label, over every worker process,
 behaves as entry k of its list (``null`` or past the end: measures normally):
 
