@@ -39,6 +39,25 @@ def test_a_configuration_that_failed_once_is_measured_on_retry(options, faults) 
     assert best_b2.tokens_per_s is not None
 
 
+def test_a_sampler_proposing_a_failed_configuration_gets_the_failure_until_nothing_untried_is_left(options,
+                                                                                                    faults) -> None:
+    options = replace(small(options, options.db_url), sampler="random", seed=5, n_trials=5)
+    log = faults({"ngram@1 b1": ["oom"]})
+
+    result = tune(options)
+
+    rows = sorted((row for row in result.rows if row.phase == "screening"), key=lambda row: row.trial_number)
+    measured = [row.label for row in rows]
+    assert measured[-1] == "ngram@1 b1" and set(measured[:-1]) == {"none b1", "none b2", "ngram@1 b1", "ngram@1 b2"}
+    assert rows[-1].state == "complete" and rows[-1].extra["attempt"] == 2  # measured again only at the end
+    failed = next(row for row in rows if row.state == "failed")
+    trials = optuna.load_study(study_name=options.study_name, storage=options.db_url).trials
+    replayed = [t for t in trials if t.user_attrs.get("repeat_of") == failed.trial_number]
+    assert replayed and all(t.number < rows[-1].trial_number and t.state == TrialState.FAIL for t in replayed)
+    assert faulty_engine.calls(log, "ngram@1 b1") == 2
+    assert result.status == "complete" and result.analysis.counts.total == 5
+
+
 def test_no_retries_keep_every_failure_final(options, faults) -> None:
     options = replace(small(options, options.db_url), n_trials=5, retry_failed=0)
     log = faults({FAULTY: ["exit"]})
