@@ -42,6 +42,7 @@ CASES = [
     ("measure --draft {files}/not-json.json", "not a readable safetensors file"),
     ("tune --db {db} --draft {files}/not-json.json", "not a readable safetensors file"),
     ("tune --db {db} --workload {files}/not-json.jsonl", "invalid JSON"),
+    ("tune --db {db} --target {files}", "is a folder: the embedded engine takes a .safetensors file"),
     ("profiles import /no/such.json --db {db}", "does not exist"),
     ("profiles import {files}/not-json.json --db {db}", "not valid JSON"),
     ("profiles import {files}/wrong-schema.json --db {db}", "not an autotune profile export"),

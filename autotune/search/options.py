@@ -72,7 +72,7 @@ class TuneOptions:
     batch size.
     """
 
-    db_url: str | None = None
+    db_url: str | None = field(default=None, repr=False)  # may hold a password: never in a repr
     study_name: str | None = None
     target: str | None = None
     drafts: tuple[str, ...] = (BUILTIN_DRAFT,)
@@ -195,11 +195,20 @@ class TuneOptions:
                 if not Path(draft).is_dir():
                     raise ConfigurationError(f"draft folder {draft} does not exist; pass a Hugging Face model folder")
             return
-        if self.target is not None and not Path(self.target).is_file():
-            raise ConfigurationError(f"target model file {self.target} does not exist; pass a model file or omit --target")
+        if self.target is not None:
+            _require_model_file("target", self.target, "omit --target")
         for draft in self.drafts:
-            if draft != BUILTIN_DRAFT and not Path(draft).is_file():
-                raise ConfigurationError(f"draft model file {draft} does not exist; pass a model file or 'builtin'")
+            if draft != BUILTIN_DRAFT:
+                _require_model_file("draft", draft, "pass 'builtin'")
+
+
+def _require_model_file(role: str, path: str, otherwise: str) -> None:
+    """The embedded engine loads a model file; a folder is a Hugging Face checkpoint for the folder engines."""
+    if Path(path).is_dir():
+        raise ConfigurationError(f"{role} model {path} is a folder: the embedded engine takes a .safetensors file "
+                                 "(a Hugging Face folder needs --engine trtllm or vllm)")
+    if not Path(path).is_file():
+        raise ConfigurationError(f"{role} model file {path} does not exist; pass a model file or {otherwise}")
 
 
 def _require_int(name: str, value: object, low: int, high: int | None = None) -> None:

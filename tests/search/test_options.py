@@ -71,3 +71,8 @@ def test_grid_defaults_to_every_point(options) -> None:
     assert plan.n_trials == len(plan.space.candidates()) == 2 + 3 * 2 * 2
     assert plan.planned()[:2] == plan.space.baselines()
     assert sorted(map(repr, plan.planned())) == sorted(map(repr, plan.space.candidates()))
+
+
+def test_the_database_url_stays_out_of_the_options_repr() -> None:
+    """TuneOptions in a log line or a traceback must not show a --db password."""
+    assert "s3cretPW" not in repr(TuneOptions(db_url="postgresql://u:s3cretPW@host/db"))
