@@ -15,6 +15,9 @@ from autotune.errors import ConfigurationError
 ENGINES = ("embedded", "trtllm", "vllm")
 # Engines that run Hugging Face model folders (the target is required) in worker processes of their own.
 FOLDER_ENGINES = ("trtllm", "vllm")
+# Engines whose adapters time step costs at forced acceptance (``time_steps``): the performance model
+# and the model-guided sampler need them. vLLM exposes no forcing switch we could drive.
+TIMED_ENGINES = ("embedded", "trtllm")
 EMBEDDED_FACTORY = "autotune.engines.embedded.engine:EmbeddedEngine"
 
 

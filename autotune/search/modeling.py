@@ -11,7 +11,7 @@
   the study's rows whenever it is asked: the corrections follow the measurements as they arrive,
   and every worker of a distributed study sees the same model.
 
-Engines without step-cost timings (trtllm, for now) get no model: trials are stored without a
+Engines without step-cost timings (vllm) get no model: trials are stored without a
 prediction, and the model sampler is refused for them (:class:`TuneOptions`).
 """
 

@@ -76,3 +76,11 @@ def test_grid_defaults_to_every_point(options) -> None:
 def test_the_database_url_stays_out_of_the_options_repr() -> None:
     """TuneOptions in a log line or a traceback must not show a --db password."""
     assert "s3cretPW" not in repr(TuneOptions(db_url="postgresql://u:s3cretPW@host/db"))
+
+
+def test_the_model_sampler_is_refused_for_an_engine_without_step_timings(options, monkeypatch) -> None:
+    """vLLM takes no step-cost timings, so the model-guided search has no model there (vLLM itself
+    need not be installed for the refusal: the engine check is stepped over)."""
+    monkeypatch.setattr("autotune.engines.registry.check_engine", lambda _name: None)
+    with pytest.raises(ConfigurationError, match="sampler model needs step-cost timings, which the vllm adapter"):
+        replace(options, engine="vllm", target="/tmp", drafts=(), sampler="model").validate()

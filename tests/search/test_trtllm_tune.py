@@ -127,5 +127,19 @@ def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, 
         assert all(p["drafted_per_step"] == 1.0 for p in costs.points if p["method"] == "mtp")
 
 
+def test_the_model_guided_search_runs_on_trtllm_timings(fake_trtllm, folders, gpu, sqlite_url) -> None:
+    """With the runner's forced-acceptance timings (item 7) --sampler model works for TensorRT-LLM: a
+    trial carries the prediction made before it ran, except a proposer's first run, which gives the
+    model its acceptance profile (as with the embedded engine)."""
+    options = trtllm_options(folders, gpu, db_url=sqlite_url, study_name="guided", methods=("none", "mtp"),
+                             drafts=("builtin",), max_depth=1, sampler="model", n_trials=4, seed=0,
+                             trial_timeout_s=120, confirm=False)
+    result = tune(options)
+    measured = sorted((row for row in result.rows if row.phase == "screening" and row.state == "complete"),
+                      key=lambda row: row.trial_number)
+    first_mtp = next(row for row in measured if row.method == "mtp")
+    assert len(measured) == 4 and [row.prediction is not None for row in measured if row is not first_mtp] == [True] * 3
+
+
 def studies_engine(db_url: str) -> list[str]:
     return [study.engine for study in list_studies(db_url)]
