@@ -16,21 +16,22 @@ if TYPE_CHECKING:
     from autotune.store import SchemaStatus
 
 GIB = 1024**3
+# No markup nor emoji codes on any console: names come from users and imported profiles, and "[/]"
+# or "[red]" in one was a rich MarkupError (an internal error) or restyled a table; style= is used.
+PLAIN = {"markup": False, "emoji": False}
 WIDEST = 10_000  # columns a table is measured in: wider than any table's natural width
 
 
 def stdout(width: int | None = None) -> Console:
     """A console on stdout, ``width`` columns wide (None: the terminal's, or $COLUMNS, or 80)."""
-    # A fresh console each time so the CLI's captured stdout (tests, pipes) is honoured. No markup
-    # nor emoji codes: names come from users and imported profiles, and "[/]" or "[red]" in one
-    # was a rich MarkupError (an internal error) or restyled the table; style= is used instead.
-    return Console(highlight=False, soft_wrap=True, width=width, markup=False, emoji=False)
+    # A fresh console each time so the CLI's captured stdout (tests, pipes) is honoured.
+    return Console(highlight=False, soft_wrap=True, width=width, **PLAIN)
 
 
 @contextmanager
 def status_spinner(enabled: bool = True) -> Iterator[Callable[[str], None]]:
     """A spinner on stderr; yields a callback that updates its text (a no-op when disabled)."""
-    console = Console(stderr=True, markup=False, emoji=False)  # names are not markup (see stdout)
+    console = Console(stderr=True, **PLAIN)
     if not enabled or not console.is_terminal:
         yield lambda _message: None
         return
@@ -481,7 +482,7 @@ def trial_progress(enabled: bool = True) -> Iterator[Callable]:
     """A progress bar on stderr for tuning: trials done of total, best so far, ETA."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    console = Console(stderr=True, markup=False, emoji=False)  # names are not markup (see stdout)
+    console = Console(stderr=True, **PLAIN)
     if not enabled or not console.is_terminal:
         yield lambda _update: None
         return
