@@ -13,7 +13,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -85,6 +85,21 @@ def postgres_module_url() -> Iterator[str]:
 def db_url(request: pytest.FixtureRequest) -> str:
     """Every storage test runs on both backends."""
     return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def new_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], str]]:
+    """A maker of fresh, empty databases of one backend (SQLite files, or databases on the
+    configured PostgreSQL server, dropped afterwards), for tests that need many."""
+    with ExitStack() as stack:
+        count = iter(range(1_000_000))
+
+        def make() -> str:
+            if request.param == "sqlite":
+                return f"sqlite:///{tmp_path / f'fresh-{next(count)}.db'}"
+            return stack.enter_context(_fresh_postgres_database())
+
+        yield make
 
 
 @pytest.fixture

@@ -27,7 +27,9 @@ from autotune.profiles.data import DeploymentProfile, ModelInfo
 from autotune.profiles.query import load_profile
 from autotune.store import open_database, profile_queries
 from autotune.store.database import display_url
-from autotune.store.models import DeploymentProfileRecord, ModelRecord
+from autotune.store.locks import named_lock
+from autotune.store.models import DeploymentProfileRecord, HardwareRecord, ModelRecord
+from autotune.store.rows import get_or_create
 
 DOCUMENT_FORMAT = "autotune-deployment-profile"
 DOCUMENT_VERSION = 2
@@ -152,23 +154,24 @@ def import_profile(db_url: str | None, path: Path | str) -> DeploymentProfile:
     except UnicodeDecodeError:
         raise ConfigurationError(f"{path} is not a UTF-8 text file") from None
     profile = parse_document(text, str(path))
-    with open_database(db_url) as database, database.session() as session:
-        existing = profile_queries.find_study(session, profile.study.name)
-        if existing is not None:
-            raise ConfigurationError(
-                f"study {profile.study.name!r} already exists in {display_url(database.engine.url)} (id {existing.id}): "
-                "this profile was imported or tuned there before; see `autotune profiles list --study NAME`"
-            )
-        record = store_profile(session, profile)
-        return load_profile(session, record.id)
+    with open_database(db_url) as database:
+        # The study's lock, as tune takes it: two imports of one file, or an import racing a tune
+        # of that study, take turns, and the later one finds the study there.
+        with named_lock(database.engine, profile.study.name), database.session() as session:
+            existing = profile_queries.find_study(session, profile.study.name)
+            if existing is not None:
+                raise ConfigurationError(
+                    f"study {profile.study.name!r} already exists in {display_url(database.engine.url)} "
+                    f"(id {existing.id}): this profile was imported or tuned there before; "
+                    "see `autotune profiles list --study NAME`"
+                )
+            record = store_profile(session, profile)
+            return load_profile(session, record.id)
 
 
 def store_profile(session: Session, profile: DeploymentProfile) -> DeploymentProfileRecord:
     """Insert ``profile`` (study, trials, the profile row) reusing stored hardware and models."""
-    hardware = profile_queries.hardware_by_fingerprint(session, profile.hardware.fingerprint)
-    if hardware is None:
-        hardware = records.new_hardware_record(profile.hardware)
-        session.add(hardware)
+    hardware, _ = get_or_create(session, HardwareRecord, *_split_key(records.hardware_values(profile.hardware)))
     models = _models(session, [profile.target, *([profile.draft] if profile.draft else []), *profile.draft_models])
     study = records.new_study_record(profile.study, hardware, models[profile.target.fingerprint])
     session.add(study)
@@ -203,9 +206,13 @@ def store_profile(session: Session, profile: DeploymentProfile) -> DeploymentPro
 
 def _models(session: Session, models: list[ModelInfo]) -> dict[str, ModelRecord]:
     """Stored records for ``models`` by fingerprint, creating the missing ones."""
-    stored = profile_queries.models_by_fingerprint(session, {m.fingerprint for m in models})
+    stored: dict[str, ModelRecord] = {}
     for model in models:
-        if model.fingerprint not in stored:
-            stored[model.fingerprint] = records.new_model_record(model)
-            session.add(stored[model.fingerprint])
+        stored[model.fingerprint], _ = get_or_create(session, ModelRecord, *_split_key(records.model_values(model)))
     return stored
+
+
+def _split_key(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the fingerprint, the other columns): the unique key and the values of a new row."""
+    rest = dict(values)
+    return {"fingerprint": rest.pop("fingerprint")}, rest

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlch
 from sqlalchemy.orm import Session, sessionmaker
 
 from autotune.errors import DatabaseError
+from autotune.store.locks import backoff, describe_holders, file_lock_holders
 
 ENV_DB_URL = "AUTOTUNE_DB_URL"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -125,13 +127,36 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API objects
         cursor = dbapi_connection.cursor()
-        # WAL lets readers (dashboard, `profiles`) run while a worker writes; the busy timeout
-        # makes concurrent writers wait instead of failing with "database is locked".
-        cursor.execute("PRAGMA journal_mode=WAL")
+        # The busy timeout makes concurrent writers wait instead of failing with "database is
+        # locked" (the driver's ``timeout`` already set it; stated here for every connection).
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # WAL lets readers (dashboard, `profiles`) run while a worker writes.
+        _switch_to_wal(cursor, engine.url.database)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
+
+
+def _switch_to_wal(cursor: sqlite3.Cursor, path: str | None) -> None:
+    """``PRAGMA journal_mode=WAL``, retried on SQLITE_BUSY until the busy timeout.
+
+    The busy timeout does not cover this statement. On a file not yet in WAL mode (new, or being
+    created by another process) the switch is sqlite3BtreeSetVersion: a read transaction that then
+    upgrades itself to an exclusive one to write the file-format bytes. SQLite never calls the busy
+    handler for an upgrade from a read lock (two readers upgrading at once would wait for each other
+    for ever), so a connection whose upgrade meets another's lock gets SQLITE_BUSY at once. Retried
+    from scratch it holds no read lock, so waiting is safe; once the file is in WAL mode the
+    statement only reads the header and never conflicts."""
+    for _ in backoff(SQLITE_BUSY_TIMEOUT_MS / 1000):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", sqlite3.SQLITE_BUSY) & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+    holders = file_lock_holders(Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm")) if path else []
+    raise sqlite3.OperationalError(f"database is locked after {SQLITE_BUSY_TIMEOUT_MS / 1000:g} s: "
+                                   f"{describe_holders(holders)}")
 
 
 def engine_options(url: URL) -> dict[str, Any]:

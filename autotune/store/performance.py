@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from autotune.store.models import AcceptanceProfileRecord, CostProfileRecord, utcnow
+from autotune.store.rows import get_or_create
 
 COST_SOURCES = ("timed", "roofline")
 
@@ -56,14 +57,9 @@ def save_acceptance(
     are the caller's pooled totals and replace the stored ones (nothing is added up here)."""
     if len(positions) != max_depth:
         raise ValueError(f"{len(positions)} positions for max_depth {max_depth}: one entry per draft position")
-    record = find_acceptance(
-        session, target_model_id=target_model_id, proposer=proposer, workload_fingerprint=workload_fingerprint
-    )
-    if record is None:
-        record = AcceptanceProfileRecord(
-            target_model_id=target_model_id, proposer=proposer, workload_fingerprint=workload_fingerprint
-        )
-        session.add(record)
+    key = {"target_model_id": target_model_id, "proposer": proposer, "workload_fingerprint": workload_fingerprint}
+    record, _ = get_or_create(session, AcceptanceProfileRecord, key,
+                              {"workload_name": workload_name, "max_depth": max_depth})
     record.draft_model_id = draft_model_id
     record.workload_name = workload_name
     record.max_depth = max_depth
@@ -122,12 +118,11 @@ def save_cost_profile(
     counts as new (``created_at`` is now), so that listings show the costs in use first."""
     if source not in COST_SOURCES:
         raise ValueError(f"unknown cost profile source {source!r}")
-    record = find_cost_profile(
-        session, hardware_id=hardware_id, engine=engine, target_model_id=target_model_id, key=key
+    record, _ = get_or_create(
+        session, CostProfileRecord,
+        {"hardware_id": hardware_id, "engine": engine, "target_model_id": target_model_id, "key": key},
+        {"source": source},
     )
-    if record is None:
-        record = CostProfileRecord(hardware_id=hardware_id, engine=engine, target_model_id=target_model_id, key=key)
-        session.add(record)
     record.source = source
     record.points = [dict(point) for point in points]
     record.settings = dict(settings)

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from autotune.store.models import HardwareRecord, ProbeRecord
+from autotune.store.rows import get_or_create
 
 
 def upsert_hardware(
@@ -21,11 +22,11 @@ def upsert_hardware(
     memory_total_bytes: int,
     spec: Mapping[str, Any],
 ) -> HardwareRecord:
-    """The hardware row for ``fingerprint``, created on first sight; static facts refreshed."""
-    record = session.scalar(select(HardwareRecord).where(HardwareRecord.fingerprint == fingerprint))
-    if record is None:
-        record = HardwareRecord(fingerprint=fingerprint)
-        session.add(record)
+    """The hardware row for ``fingerprint``, created on first sight (race-free: store/rows.py);
+    static facts refreshed."""
+    facts = {"name": name, "device_type": device_type, "device_count": device_count,
+             "memory_total_bytes": memory_total_bytes, "spec": dict(spec)}
+    record, _ = get_or_create(session, HardwareRecord, {"fingerprint": fingerprint}, facts)
     record.name = name
     record.device_type = device_type
     record.device_count = device_count

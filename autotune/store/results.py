@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from autotune.analysis.intervals import Estimate
 from autotune.errors import ConfigurationError
+from autotune.store.rows import get_or_create
 from autotune.store.models import (
     DeploymentProfileRecord,
     HardwareRecord,
@@ -160,15 +161,11 @@ def upsert_model(
     vocab_size: int | None,
     config: Mapping[str, Any],
 ) -> ModelRecord:
-    """The model row for ``fingerprint`` (its content), created on first sight."""
-    record = session.scalar(select(ModelRecord).where(ModelRecord.fingerprint == fingerprint))
-    if record is None:
-        record = ModelRecord(
-            fingerprint=fingerprint, name=name, role=role, source=source, num_params=num_params,
-            num_mtp_modules=num_mtp_modules, vocab_size=vocab_size, config=dict(config),
-        )
-        session.add(record)
-        session.flush()
+    """The model row for ``fingerprint`` (its content), created on first sight (race-free: store/rows.py)."""
+    record, _ = get_or_create(session, ModelRecord, {"fingerprint": fingerprint}, {
+        "name": name, "role": role, "source": source, "num_params": num_params, "num_mtp_modules": num_mtp_modules,
+        "vocab_size": vocab_size, "config": dict(config),
+    })
     return record
 
 
@@ -302,10 +299,11 @@ def save_profile(
     intervals: Mapping[str, Any] | None = None,
 ) -> DeploymentProfileRecord:
     """Store the study's recommendation, replacing the previous one (one profile per study)."""
-    record = study_profile(session, study.id)
-    if record is None:
-        record = DeploymentProfileRecord(study_id=study.id)
-        session.add(record)
+    record, _ = get_or_create(session, DeploymentProfileRecord, {"study_id": study.id}, {
+        "hardware_id": study.hardware_id, "target_model_id": study.target_model_id, "objective": study.objective,
+        "method": method, "depth": depth, "batch_size": batch_size, "per_batch_size": per_batch_size,
+        "details": dict(details),
+    })
     record.hardware_id = study.hardware_id
     record.target_model_id = study.target_model_id
     record.objective = study.objective
