@@ -71,8 +71,7 @@ def snapshot(db_file: Path, out_dir: Path) -> int:
                 (out_dir / f"report-{name}.html").write_text(html.read_text().replace(str(work), "<WORK>"))
             count += 4
         profiles = json.loads(autotune("profiles", "list", "--json", env=env).stdout)
-        models = sorted({profile["target"]["name"] if isinstance(profile.get("target"), dict) else profile["target"]
-                         for profile in profiles})
+        models = sorted({profile["model"] for profile in profiles})
         for profile in profiles:
             pid = str(profile["id"])
             record(f"profile-{pid}-show", "profiles", "show", pid)
