@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,8 +35,29 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     monkeypatch.delenv("AUTOTUNE_DEBUG", raising=False)
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An SQLite file migrated to head once per session; tests get copies (a copy takes a
+    millisecond, a migration a few hundred)."""
+    from autotune.store import open_database
+
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    with open_database(f"sqlite:///{path}"):
+        pass  # closing the last connection checkpoints the WAL into the file: a copy of it is whole
+    return path
+
+
 @pytest.fixture
-def sqlite_url(tmp_path) -> str:
+def sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """An SQLite database at head (a copy of the session's template), as a fresh `autotune` run leaves it."""
+    path = tmp_path / "autotune.db"
+    shutil.copyfile(sqlite_template, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture
+def empty_sqlite_url(tmp_path: Path) -> str:
+    """An SQLite file that does not exist yet: for tests of creating and migrating a schema."""
     return f"sqlite:///{tmp_path / 'autotune.db'}"
 
 
@@ -47,14 +69,15 @@ def _postgres_admin_url() -> str:
 
 
 @contextmanager
-def _fresh_postgres_database() -> Iterator[str]:
-    """Create an empty database on the configured server, yield its URL, drop it afterwards."""
+def _fresh_postgres_database(template: str | None = None) -> Iterator[str]:
+    """Create a database on the configured server (empty, or a copy of ``template``), yield its
+    URL, drop it afterwards."""
     admin_url = make_url(_postgres_admin_url()).set(drivername="postgresql+psycopg")
     name = f"autotune_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
+            connection.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
     except Exception as exc:  # a configured server must be reachable: fail, never skip
         admin.dispose()
         pytest.fail(f"{POSTGRES_ENV}={os.environ[POSTGRES_ENV]} is set but unusable: {exc}")
@@ -66,25 +89,52 @@ def _fresh_postgres_database() -> Iterator[str]:
         admin.dispose()
 
 
+@pytest.fixture(scope="session")
+def postgres_template() -> Iterator[str]:
+    """The name of a PostgreSQL database migrated to head once per session, which tests' databases
+    are created from (CREATE DATABASE ... TEMPLATE copies it in tens of milliseconds)."""
+    from autotune.store import open_database
+
+    with _fresh_postgres_database() as url:
+        with open_database(url):
+            pass  # the engine is disposed on closing: a template must have no connections
+        yield make_url(url).database
+
+
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test."""
+def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh PostgreSQL database at head for one test."""
+    template = _postgres_admin_url() and request.getfixturevalue("postgres_template")
+    with _fresh_postgres_database(template) as url:
+        yield url
+
+
+@pytest.fixture
+def empty_postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database: for tests of creating and migrating a schema."""
     with _fresh_postgres_database() as url:
         yield url
 
 
 @pytest.fixture(scope="module")
-def postgres_module_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database shared by the tests of one module (which fill it once and
+def postgres_module_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh PostgreSQL database at head shared by the tests of one module (which fill it once and
     must leave it as they found it); no other module sees it."""
-    with _fresh_postgres_database() as url:
+    template = _postgres_admin_url() and request.getfixturevalue("postgres_template")
+    with _fresh_postgres_database(template) as url:
         yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest) -> str:
-    """Every storage test runs on both backends."""
+    """Every storage test runs on both backends: a database at head."""
     return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def empty_db_url(request: pytest.FixtureRequest) -> str:
+    """An empty database on each backend: for tests of creating and migrating the schema."""
+    return request.getfixturevalue(f"empty_{request.param}_url")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

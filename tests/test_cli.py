@@ -48,7 +48,8 @@ def test_every_command_takes_db_and_debug(path: tuple[str, ...]) -> None:
         assert "--db" in options
 
 
-def test_db_current_upgrade_downgrade(db_url: str) -> None:
+def test_db_current_upgrade_downgrade(empty_db_url: str) -> None:
+    db_url = empty_db_url
     result = run("db", "current", "--db", db_url, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["current"] is None
@@ -192,6 +193,7 @@ def test_measure_with_trtllm_missing_fails_at_once_in_one_line(tmp_path) -> None
     assert_one_line_error(run("measure", "--engine", "trtllm", "--target", str(tmp_path)), "pip3 install tensorrt_llm")
 
 
+@pytest.mark.slow  # a stand-in TensorRT-LLM worker, repeated to the precision
 def test_measure_with_trtllm_measures_in_a_worker_and_verifies(fake_trtllm, tmp_path) -> None:
     """The fake TensorRT-LLM decodes deterministically, so greedy MTP output equals the baseline's."""
     import hf_model_factory as hf

@@ -27,7 +27,7 @@ def test_every_package_folder_is_listed_in_pyproject() -> None:
 def test_wheel_ships_migrations_weights_and_workloads(tmp_path: Path) -> None:
     # Build from a copy: setuptools writes build/ next to the sources.
     source = tmp_path / "src"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__"))
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", "__pycache__", "*.db"))
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(source)],
         check=True,

@@ -97,6 +97,7 @@ def test_worker_is_reused_while_the_configuration_stays(worker) -> None:
         ("bug", "crash", "KeyError: 'missing' (at test_worker.py:"),
     ],
 )
+@pytest.mark.slow  # a worker process per case, some waited out to a timeout
 def test_failures_are_typed_and_the_next_call_works(worker, fault, kind, reason) -> None:
     with pytest.raises(WorkerFailure) as failure:
         worker.measure(EngineConfig("none"), Workload(fault, WORKLOAD.requests), 1)
@@ -108,6 +109,7 @@ def test_failures_are_typed_and_the_next_call_works(worker, fault, kind, reason)
     assert worker.starts == 2
 
 
+@pytest.mark.slow  # a worker process per case, some waited out to a timeout
 def test_a_hanging_call_is_killed_at_the_timeout(worker) -> None:
     worker.measure(EngineConfig("none"), WORKLOAD, 1)  # started with a generous timeout
     worker.timeout_s = 1.5
@@ -118,6 +120,7 @@ def test_a_hanging_call_is_killed_at_the_timeout(worker) -> None:
     assert not process.is_alive()
 
 
+@pytest.mark.slow  # a worker process per case, some waited out to a timeout
 def test_stopping_a_worker_kills_the_processes_it_started(target_file, tmp_path) -> None:
     pid_file = tmp_path / "helper.pid"
     spec = EngineSpec(f"{FaultyEngine.__module__}:FaultyEngine", {"target": target_file, "pid_file": str(pid_file)})
@@ -188,6 +191,7 @@ def _all_gone(pids: list[int], timeout_s: float = 5) -> bool:
     return True
 
 
+@pytest.mark.slow  # a worker process per case, some waited out to a timeout
 def test_an_engine_may_start_processes_of_its_own(target_file, tmp_path) -> None:
     with _spawning_worker(target_file, tmp_path) as worker:
         assert worker.measure(EngineConfig("none"), WORKLOAD, 1).output_tokens == 7
@@ -200,6 +204,7 @@ def test_an_engine_may_start_processes_of_its_own(target_file, tmp_path) -> None
     assert _all_gone(pids)
 
 
+@pytest.mark.slow  # a worker process per case, some waited out to a timeout
 def test_a_timeout_kills_the_engines_processes_too(target_file, tmp_path) -> None:
     with _spawning_worker(target_file, tmp_path) as worker:
         worker.measure(EngineConfig("none"), WORKLOAD, 1)
@@ -228,6 +233,7 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
 
 
+@pytest.mark.slow  # a worker process per case, some waited out to a timeout
 def test_a_parent_killed_by_sigkill_leaves_no_worker_behind(target_file, tmp_path) -> None:
     script = _parent_script("hang")  # busy for an hour
     parent = subprocess.Popen([sys.executable, "-c", script, target_file, str(tmp_path)], env=_environment())
@@ -243,6 +249,7 @@ def test_a_parent_killed_by_sigkill_leaves_no_worker_behind(target_file, tmp_pat
         parent.wait()
 
 
+@pytest.mark.slow  # a worker process per case, some waited out to a timeout
 @pytest.mark.parametrize("ending", ["", "del worker\n"])  # the worker kept, or dropped unstopped
 def test_interpreter_exit_without_stop_does_not_wait_for_the_worker(target_file, tmp_path, ending) -> None:
     script = _parent_script("tiny") + "print(worker._process.pid, flush=True)\n" + ending  # no worker.stop()

@@ -110,6 +110,7 @@ def test_logits_stay_close_over_the_whole_context(models: dict, name: str) -> No
     assert diff.max().item() < 1e-3
 
 
+@pytest.mark.slow  # transformers generates token by token
 @pytest.mark.parametrize("name", [BUILTIN_TARGET_NAME, BUILTIN_DRAFT_NAME])
 def test_greedy_generation_matches_our_engine(models: dict, name: str) -> None:
     ours, hf = models[name]

@@ -119,6 +119,7 @@ def test_qwen2_logits_match_ours(models: dict) -> None:
     check_logits(models, BUILTIN_TARGET_NAME)
 
 
+@pytest.mark.slow  # transformers generates token by token
 def test_qwen2_greedy_generation_matches_our_engine(models: dict) -> None:
     check_greedy_generation(models, BUILTIN_TARGET_NAME)
 

@@ -19,6 +19,8 @@ from autotune.search.budget import FINISHED, counted_trials
 
 from test_resume import read_until, start_worker
 
+pytestmark = pytest.mark.slow  # several tune processes sharing one study
+
 N_TRIALS = 9
 
 

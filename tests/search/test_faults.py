@@ -23,6 +23,8 @@ from faulty_engine import faults  # noqa: F401 - a fixture
 from autotune.search import list_studies, study_trials, tune
 from autotune.search.budget import counted_trials
 
+pytestmark = pytest.mark.slow  # whole studies with faulty workers, on both backends, and kill -9 of real tune processes
+
 FAULTY = "ngram@1 b2"
 
 

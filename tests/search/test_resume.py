@@ -13,9 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
 from autotune.search import study_trials, tune
+
+pytestmark = pytest.mark.slow  # a real tune killed with SIGKILL and rerun
 
 SCRIPT = Path(__file__).with_name("tune_process.py")
 REPO = Path(__file__).resolve().parents[2]

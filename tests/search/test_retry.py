@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import optuna
+import pytest
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
@@ -16,6 +17,8 @@ from autotune.search import tune
 from autotune.search.budget import owed_retry
 from autotune.search.space import Candidate
 from test_faults import FAULTY, assert_intact, small
+
+pytestmark = pytest.mark.slow  # a study per retry rule
 
 SCREENED = [("none b1", "complete"), ("none b2", "complete"), ("ngram@1 b1", "complete")]
 

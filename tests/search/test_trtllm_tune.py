@@ -94,6 +94,7 @@ def test_a_study_without_drafts_tunes_mtp_and_ngram(fake_trtllm, folders, gpu) -
     assert plan.space.methods == ("none", "mtp", "ngram") and plan.excluded_drafts == {}
 
 
+@pytest.mark.slow  # a whole stand-in study; the guided one stays in the quick tier
 def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, gpu, sqlite_url) -> None:
     options = trtllm_options(folders, gpu, db_url=sqlite_url, study_name="gpu", methods=("none", "mtp", "draft"),
                              max_depth=1, sampler="grid", n_trials=None, seed=0, trial_timeout_s=120)

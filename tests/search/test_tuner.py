@@ -106,6 +106,7 @@ def test_an_optuna_study_autotune_did_not_create_is_refused(options) -> None:
         tune(options)
 
 
+@pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_grid_runs_every_point_once_and_records_what_does_not_fit(options, cpu_profile) -> None:
     memory = plan_study(options).memory
     fitting = max(memory.required_bytes("none", 0, 2), memory.required_bytes("draft", 1, 1, "draft"))
@@ -124,6 +125,7 @@ def test_grid_runs_every_point_once_and_records_what_does_not_fit(options, cpu_p
     assert result.status == "complete" and result.n_trials == 4
 
 
+@pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_repeats_are_answered_without_measuring_and_a_spent_space_stops(options) -> None:
     # Two points only: the baseline and ngram@1. Once both are measured the sampler can only
     # repeat them; the repeats are answered from the first results, then the study stops.
@@ -140,12 +142,14 @@ def test_repeats_are_answered_without_measuring_and_a_spent_space_stops(options)
         assert (repeat.params, repeat.values, repeat.state) == (original.params, original.values, original.state)
 
 
+@pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_a_space_of_the_baseline_alone_stops_after_the_baselines(options) -> None:
     result = tune(replace(options, methods=("none",), n_trials=10))
     assert [row.label for row in screening(result.rows)] == ["none b1", "none b2"]
     assert result.status == "complete"
 
 
+@pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_engine_failures_are_stored_and_count_against_the_budget(options) -> None:
     result = tune(replace(options, trial_timeout_s=0.01))  # nothing can answer that fast
     assert {row.state for row in result.rows} == {"failed"}
@@ -159,6 +163,7 @@ def test_engine_failures_are_stored_and_count_against_the_budget(options) -> Non
     assert {trial.state for trial in optuna_trials(options)} == {TrialState.FAIL}
 
 
+@pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_an_unmet_slo_is_reported_with_the_closest_configuration(options) -> None:
     result = tune(replace(options, methods=("ngram",), max_depth=1, batch_sizes=(1,), n_trials=2,
                           slo=Slo(tpot_ms=1e-6, percentile=50)))
@@ -172,6 +177,7 @@ def test_an_unmet_slo_is_reported_with_the_closest_configuration(options) -> Non
         assert profile.details["slo_met"] is False
 
 
+@pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_pareto_objective_gives_a_front(options) -> None:
     result = tune(replace(options, objective="pareto", methods=("ngram",), max_depth=1, batch_sizes=(1,),
                           n_trials=2))
@@ -180,6 +186,7 @@ def test_pareto_objective_gives_a_front(options) -> None:
     assert result.analysis.pareto_front and result.to_dict()["pareto_front"]
 
 
+@pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_ctrl_c_fails_the_running_trial_and_the_next_run_retries_it(options) -> None:
     def interrupt_third(update) -> None:
         if update.finished is None and update.trials_done == 2:

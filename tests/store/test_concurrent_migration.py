@@ -1,6 +1,6 @@
 """Two processes migrating one fresh database at the same moment (workers opening a new shared
 database, or two `autotune db upgrade`): both succeed, the schema is created once and is at head,
-and what each wrote afterwards is there. Runs on SQLite and on PostgreSQL (``db_url``)."""
+and what each wrote afterwards is there. Runs on SQLite and on PostgreSQL (``empty_db_url``)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def start(url: str, how: str, name: str) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize("how", ["open", "upgrade"])
-def test_two_processes_migrate_a_fresh_database_once(db_url: str, how: str) -> None:
-    workers = [start(db_url, how, f"study-{n}") for n in range(2)]
+def test_two_processes_migrate_a_fresh_database_once(empty_db_url: str, how: str) -> None:
+    workers = [start(empty_db_url, how, f"study-{n}") for n in range(2)]
     try:
         for worker in workers:  # both imported and waiting: release them together
             assert worker.stdout.readline().strip() == "ready"
@@ -42,7 +42,7 @@ def test_two_processes_migrate_a_fresh_database_once(db_url: str, how: str) -> N
     for worker, output in zip(workers, outputs):
         assert (worker.returncode, output.strip()) == (0, f"revision {head}")  # no error, no warning
 
-    with open_database(db_url) as database:
+    with open_database(empty_db_url) as database:
         migrate.check(database.engine)  # every table, index and constraint once, as the models say
         with database.engine.connect() as connection:
             assert connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars().all() == [head]

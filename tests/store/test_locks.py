@@ -103,9 +103,9 @@ def test_a_migration_that_outlasts_the_timeout_names_its_holder(held_sqlite, mon
 
 
 @pytest.mark.postgres
-def test_a_held_advisory_lock_names_the_server_process(postgres_url: str, monkeypatch) -> None:
+def test_a_held_advisory_lock_names_the_server_process(empty_postgres_url: str, monkeypatch) -> None:
     monkeypatch.setattr(migrate, "SCHEMA_LOCK_TIMEOUT_S", 0.3)
-    with open_database(postgres_url, migrate=False) as database, database.engine.connect() as holder:
+    with open_database(empty_postgres_url, migrate=False) as database, database.engine.connect() as holder:
         holder.execute(text("SELECT pg_advisory_lock(:key)"), {"key": lock_key(migrate.SCHEMA_LOCK)})
         pid = holder.execute(text("SELECT pg_backend_pid()")).scalar()
         with pytest.raises(DatabaseError, match=rf"waiting for the autotune-schema lock on the database: "

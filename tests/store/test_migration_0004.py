@@ -2,7 +2,7 @@
 read as one screening pass; the downgrade drops confirmation rows and restores the old constraint.
 
 Rows are written at 0003 through SQLAlchemy Core on the reflected tables (no ORM: the models
-describe the head schema, not 0003's). Every test runs on SQLite and on PostgreSQL (``db_url``).
+describe the head schema, not 0003's). Every test runs on SQLite and on PostgreSQL (``empty_db_url``).
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def unique_constraints(connection: Connection) -> dict[str, list[str]]:
     }
 
 
-def test_rows_from_0003_read_as_one_screening_pass(db_url: str) -> None:
-    with open_database(db_url, migrate=False) as database:
+def test_rows_from_0003_read_as_one_screening_pass(empty_db_url: str) -> None:
+    with open_database(empty_db_url, migrate=False) as database:
         assert migrate.upgrade(database.engine, BEFORE).current == BEFORE
         with database.engine.begin() as connection:
             ids = write_0003_rows(connection)
@@ -62,7 +62,7 @@ def test_rows_from_0003_read_as_one_screening_pass(db_url: str) -> None:
         assert status.is_head and status.current == migrate.head_revision()  # through REVISION
         migrate.check(database.engine)  # the rebuilt table (SQLite batch mode) matches the models
 
-    with open_database(db_url) as database:  # at head: opens without complaint
+    with open_database(empty_db_url) as database:  # at head: opens without complaint
         with database.session() as session:
             rows = results.study_rows(session, ids["study"])
             assert [(r.trial_number, r.measurement_id) for r in rows] == [(0, ids["baseline"]), (1, ids["mtp"])]
@@ -119,9 +119,9 @@ def make_study(session) -> int:  # noqa: ANN001 - a Session
     ).id
 
 
-def test_downgrade_to_0003_drops_confirmation_rows(db_url: str) -> None:
+def test_downgrade_to_0003_drops_confirmation_rows(empty_db_url: str) -> None:
     interval = {"value": 290.0, "low": 280.0, "high": 300.0, "n": 5, "confidence": 0.95}
-    with open_database(db_url) as database:
+    with open_database(empty_db_url) as database:
         with database.engine.begin() as connection:
             assert unique_constraints(connection)["uq_autotune_measurements_trial"] == [
                 "study_id", "phase", "trial_number",
@@ -170,11 +170,11 @@ def test_downgrade_to_0003_drops_confirmation_rows(db_url: str) -> None:
         migrate.check(database.engine)
 
 
-def test_migrating_keeps_profiles_linked_to_their_trials(db_url: str) -> None:
+def test_migrating_keeps_profiles_linked_to_their_trials(empty_db_url: str) -> None:
     """0004 rebuilds autotune_measurements on SQLite (batch mode: copy, DROP, rename). With the
     foreign keys on that every autotune connection sets, the DROP must not fire the profiles'
     ``measurement_id ... ON DELETE SET NULL``: a profile keeps its chosen trial, up and down."""
-    with open_database(db_url, migrate=False) as database:
+    with open_database(empty_db_url, migrate=False) as database:
         migrate.upgrade(database.engine, BEFORE)
         with database.engine.begin() as connection:
             ids = write_0003_rows(connection)

@@ -3,7 +3,7 @@ prediction; the downgrade drops the acceptance and cost profiles and the predict
 every measurement and profile.
 
 Rows are written at 0004 through SQLAlchemy Core on the reflected tables (no ORM: the models
-describe the head schema, not 0004's). Every test runs on SQLite and on PostgreSQL (``db_url``).
+describe the head schema, not 0004's). Every test runs on SQLite and on PostgreSQL (``empty_db_url``).
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def write_0004_rows(connection: Connection) -> dict[str, int]:
     }
 
 
-def test_rows_from_0004_survive_with_no_prediction(db_url: str) -> None:
-    with open_database(db_url, migrate=False) as database:
+def test_rows_from_0004_survive_with_no_prediction(empty_db_url: str) -> None:
+    with open_database(empty_db_url, migrate=False) as database:
         assert migrate.upgrade(database.engine, BEFORE).current == BEFORE
         with database.engine.begin() as connection:
             ids = write_0004_rows(connection)
@@ -74,7 +74,7 @@ def test_rows_from_0004_survive_with_no_prediction(db_url: str) -> None:
                 select(measurements.c.id).where(measurements.c.prediction.is_(None)).order_by(measurements.c.id)
             ).scalars().all() == [ids["screening"], ids["confirmation"]]
 
-    with open_database(db_url) as database:  # at head: opens without complaint
+    with open_database(empty_db_url) as database:  # at head: opens without complaint
         with database.session() as session:
             rows = results.study_rows(session, ids["study"])
             assert [(r.phase, r.measurement_id, r.prediction) for r in rows] == [
@@ -100,8 +100,8 @@ def test_rows_from_0004_survive_with_no_prediction(db_url: str) -> None:
             assert [p.sources for p in performance.acceptance_profiles(session)] == [[ids["screening"]]]
 
 
-def test_downgrade_to_0004_drops_the_model_and_keeps_measurements(db_url: str) -> None:
-    with open_database(db_url, migrate=False) as database:
+def test_downgrade_to_0004_drops_the_model_and_keeps_measurements(empty_db_url: str) -> None:
+    with open_database(empty_db_url, migrate=False) as database:
         migrate.upgrade(database.engine, BEFORE)
         with database.engine.begin() as connection:
             ids = write_0004_rows(connection)

@@ -4,7 +4,7 @@ head a second profile for a study is refused; the downgrade keeps every row and 
 indexes. Every foreign key of every autotune table has an index.
 
 Rows are written at 0005 through SQLAlchemy Core on the reflected tables (no ORM: the models
-describe the head schema, not 0005's). Every test runs on SQLite and on PostgreSQL (``db_url``).
+describe the head schema, not 0005's). Every test runs on SQLite and on PostgreSQL (``empty_db_url``).
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def trial_counts(connection: Connection) -> dict[int, int]:
     return dict(tuple(row) for row in connection.execute(query))
 
 
-def test_duplicate_profiles_upgrade_to_the_newest_with_every_trial_kept(db_url: str) -> None:
-    with open_database(db_url, migrate=False) as database:
+def test_duplicate_profiles_upgrade_to_the_newest_with_every_trial_kept(empty_db_url: str) -> None:
+    with open_database(empty_db_url, migrate=False) as database:
         assert migrate.upgrade(database.engine, BEFORE).current == BEFORE
         with database.engine.begin() as connection:
             ids = write_0005_rows(connection)
@@ -108,7 +108,7 @@ def test_duplicate_profiles_upgrade_to_the_newest_with_every_trial_kept(db_url: 
             with database.engine.begin() as connection:
                 add_profile(connection, ids, ids["single"], ids["single.0"], 100.0, NOW)
 
-    with open_database(db_url) as database:  # ... and the tuner's way, replacing it, still works.
+    with open_database(empty_db_url) as database:  # ... and the tuner's way, replacing it, still works.
         with database.session() as session:
             for study_id, measurement in ((ids["single"], ids["single.0"]), (ids["none"], ids["none.1"])):
                 results.save_profile(
@@ -134,8 +134,8 @@ def unique_names(connection: Connection) -> set[str]:
     return {c["name"] for c in inspect(connection).get_unique_constraints(PROFILES)}
 
 
-def test_downgrade_to_0005_keeps_every_row_and_its_indexes(db_url: str) -> None:
-    with open_database(db_url, migrate=False) as database:
+def test_downgrade_to_0005_keeps_every_row_and_its_indexes(empty_db_url: str) -> None:
+    with open_database(empty_db_url, migrate=False) as database:
         migrate.upgrade(database.engine, BEFORE)
         with database.engine.begin() as connection:
             ids = write_0005_rows(connection)
@@ -165,10 +165,10 @@ def test_downgrade_to_0005_keeps_every_row_and_its_indexes(db_url: str) -> None:
             assert profile_rows(connection) == at_head and second not in {row[0] for row in at_head}
 
 
-def test_every_foreign_key_has_an_index(db_url: str) -> None:
+def test_every_foreign_key_has_an_index(empty_db_url: str) -> None:
     """Each foreign key's columns lead some index (a unique constraint's or the primary key's
     counts): deleting a parent row, or joining from it, never scans the child table."""
-    with open_database(db_url) as database:
+    with open_database(empty_db_url) as database:
         with database.engine.connect() as connection:
             inspector = inspect(connection)
             checked = []

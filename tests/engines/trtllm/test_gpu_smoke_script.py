@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import profile_factory as factory
+
+pytestmark = pytest.mark.slow  # the GPU smoke script end to end against two stand-in lines
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "scripts" / "gpu_smoke_trtllm.py"
