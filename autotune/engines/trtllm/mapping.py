@@ -175,9 +175,8 @@ def yaml_config(
     on their command line. One depth for every batch size, so neither ``draft_len_schedule`` nor
     ``max_concurrency`` is written, and ``cuda_graph_config`` carries ``max_batch_size`` alone, which
     every version accepts (1.0 refuses it only next to ``batch_sizes``)."""
-    rules = trtllm_rules(version)
-    arguments = llm_arguments(config, "MODEL", max_batch_size, kind_of_draft, tensor_parallel_size, max_ngram,
-                              advanced_sampling=rules.advanced_sampling_flag)
+    trtllm_rules(version)  # an unknown version is refused for method none too
+    arguments = llm_arguments(config, "MODEL", max_batch_size, kind_of_draft, tensor_parallel_size, max_ngram)
     del arguments["model"]
     document: dict[str, Any] = {}
     for key, value in arguments.items():
