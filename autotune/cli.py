@@ -597,7 +597,7 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
       autotune export 1 --format trtllm --trtllm-version main
       autotune export 1 --format vllm -o serve.sh --force
     """
-    from autotune.export import write_export
+    from autotune.serving import write_export
 
     click.echo(str(write_export(db_url, profile_id, fmt, output=output, force=force, trtllm_version=trtllm_version)))
 

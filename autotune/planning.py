@@ -512,7 +512,7 @@ def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str,
 def write_plan_export(plan: DeploymentPlan, fmt: str, output: str | Path | None = None, force: bool = False) -> Path:
     """Write ``plan`` as a serving config (``autotune export``'s formats; the header says it is a
     prediction) to ``output``, by default ``profiles/plan__<hardware>__<model>__<config>-bs<b><suffix>``."""
-    from autotune.export import DEFAULT_EXPORT_DIR, SUFFIXES, check_format, export_profile, slugify
+    from autotune.serving import DEFAULT_EXPORT_DIR, SUFFIXES, check_format, export_profile, slugify
     from autotune.profiles.files import write_atomic
 
     check_format(fmt)

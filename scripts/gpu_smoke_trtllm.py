@@ -275,7 +275,7 @@ def check_timing(args: argparse.Namespace, configs: list[tuple[EngineConfig, str
 
 def exported_yamls(db_url: str, out: Path, line: str) -> list[tuple[str, Path]]:
     """Every stored profile of ``db_url`` as ``autotune export --format trtllm --trtllm-version LINE`` writes it."""
-    from autotune.export import write_export
+    from autotune.serving import write_export
     from autotune.profiles import list_profiles
 
     files = []

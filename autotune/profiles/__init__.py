@@ -4,7 +4,7 @@
     best = profiles.best_profile(None, "builtin-target", hardware="current", batch_size=8)
     print(best.deployment().label(), best.operating_point.tokens_per_s)
 
-Exporting to serving configs lives in :mod:`autotune.export`, the HTML report in
+Exporting to serving configs lives in :mod:`autotune.serving`, the HTML report in
 :mod:`autotune.report`.
 """
 

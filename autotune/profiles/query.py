@@ -99,7 +99,7 @@ class BestProfile:
 
     def deployment(self) -> DeploymentProfile:
         """The profile with method, depth, draft, batch size and figures of the operating point,
-        ready for :func:`autotune.export.export_profile`."""
+        ready for :func:`autotune.serving.export_profile`."""
         point = self.operating_point
         if point is None:
             return self.profile

@@ -10,7 +10,7 @@ import pytest
 
 import profile_factory as factory
 from autotune.errors import ConfigurationError
-from autotune.export import export_profile
+from autotune.serving import export_profile
 from autotune.profiles import import_profile, show_profile
 from autotune.profiles.data import MeasurementInfo
 from autotune.store import open_database

@@ -11,7 +11,7 @@ import pytest
 
 import profile_factory as factory
 from autotune.errors import ConfigurationError
-from autotune.export import export_profile
+from autotune.serving import export_profile
 from autotune.profiles import best_profile, import_profile, list_profiles, query, show_profile
 from autotune.store import open_database
 from autotune.store.models import HardwareRecord, ModelRecord

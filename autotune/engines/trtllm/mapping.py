@@ -156,9 +156,7 @@ def llm_arguments(
     }
     kind = speculative_kind(config, kind_of_draft)
     if kind is not None:
-        fields = _speculative_fields(config, kind, max_ngram)
-        if advanced_sampling and kind in ONE_MODEL_KINDS:
-            fields[ADVANCED_SAMPLING_FIELD] = True
+        fields = speculative_fields(config, kind, max_ngram, advanced_sampling)
         arguments["speculative_config"] = ConfigObject(SPECULATIVE_CLASSES[kind], fields)
     return arguments
 
@@ -177,32 +175,51 @@ def yaml_config(
     on their command line. One depth for every batch size, so neither ``draft_len_schedule`` nor
     ``max_concurrency`` is written, and ``cuda_graph_config`` carries ``max_batch_size`` alone, which
     every version accepts (1.0 refuses it only next to ``batch_sizes``)."""
-    rules = trtllm_rules(version)
-    arguments = llm_arguments(config, "MODEL", max_batch_size, kind_of_draft, tensor_parallel_size, max_ngram,
-                              advanced_sampling=rules.advanced_sampling_flag)
+    trtllm_rules(version)  # an unknown version is refused for method none too
+    arguments = llm_arguments(config, "MODEL", max_batch_size, kind_of_draft, tensor_parallel_size, max_ngram)
     del arguments["model"]
     document: dict[str, Any] = {}
     for key, value in arguments.items():
         if key == "speculative_config":
-            kind = speculative_kind(config, kind_of_draft)
-            document[key] = {"decoding_type": rules.decoding_types[kind], **value.fields}
+            document[key] = yaml_speculative_config(config, speculative_kind(config, kind_of_draft), max_ngram, version)
         else:
             document[key] = dict(value.fields) if isinstance(value, ConfigObject) else value
     return document
 
 
-def _speculative_fields(config: EngineConfig, kind: str, max_ngram: int) -> dict[str, Any]:
+def yaml_speculative_config(config: EngineConfig, kind: str, max_ngram: int = DEFAULT_MAX_NGRAM,
+                            version: str = DEFAULT_TRTLLM_VERSION) -> dict[str, Any]:
+    """``speculative_config`` as the YAML of TensorRT-LLM ``version`` writes it: that version's
+    ``decoding_type`` for ``kind``, then :func:`speculative_fields` (with ``allow_advanced_sampling``
+    where the version needs it to sample). Shared by :func:`yaml_config` and the profile exporter
+    (:mod:`autotune.serving.trtllm`), so that a served configuration is the measured one."""
+    rules = trtllm_rules(version)
+    fields = speculative_fields(config, kind, max_ngram, advanced_sampling=rules.advanced_sampling_flag)
+    return {"decoding_type": rules.decoding_types[kind], **fields}
+
+
+def speculative_fields(config: EngineConfig, kind: str, max_ngram: int = DEFAULT_MAX_NGRAM,
+                       advanced_sampling: bool = False) -> dict[str, Any]:
+    """Keyword arguments of the speculative configuration class of ``kind`` (a value of
+    :func:`speculative_kind`) for ``config``'s depth and draft model; ``advanced_sampling`` adds
+    ``allow_advanced_sampling=True`` for the one-model kinds. No checks: :func:`speculative_kind`
+    refuses what cannot be measured (so a measured draft is a folder, never the built-in default),
+    and an export may name a draft the engine never loaded, written as given."""
     depth = config.depth
     if kind == "mtp":
-        return {"num_nextn_predict_layers": depth, "max_draft_len": depth}
-    if kind == DRAFT_TARGET:
-        return {"max_draft_len": depth, "speculative_model_dir": str(config.draft_model)}
-    if kind == EAGLE3:
-        return {"max_draft_len": depth, "speculative_model_dir": str(config.draft_model), "eagle3_one_model": True}
-    return {
-        "max_draft_len": depth,
-        "max_matching_ngram_size": max_ngram,
-        "is_keep_all": True,
-        "is_use_oldest": False,  # propose what followed the newest match, as the embedded engine does
-        "is_public_pool": False,  # each sequence searches its own history only
-    }
+        fields = {"max_draft_len": depth, "num_nextn_predict_layers": depth}
+    elif kind == DRAFT_TARGET:
+        fields = {"max_draft_len": depth, "speculative_model_dir": str(config.draft)}
+    elif kind == EAGLE3:
+        fields = {"max_draft_len": depth, "speculative_model_dir": str(config.draft), "eagle3_one_model": True}
+    else:
+        fields = {
+            "max_draft_len": depth,
+            "max_matching_ngram_size": max_ngram,
+            "is_keep_all": True,
+            "is_use_oldest": False,  # propose what followed the newest match, as the embedded engine does
+            "is_public_pool": False,  # each sequence searches its own history only
+        }
+    if advanced_sampling and kind in ONE_MODEL_KINDS:
+        fields[ADVANCED_SAMPLING_FIELD] = True
+    return fields

@@ -3,7 +3,8 @@ arguments autotune writes. Pure data: no import of tensorrt_llm.
 
 Both writers of TensorRT-LLM YAML read these rules: the engine adapter
 (:func:`autotune.engines.trtllm.mapping.yaml_config`) and the profile exporter
-(:mod:`autotune.export`), which sits above the engines and so imports them from here.
+(:mod:`autotune.serving.trtllm`), whose speculative block is the adapter's own
+(:func:`autotune.engines.trtllm.mapping.yaml_speculative_config`).
 
 Read in NVIDIA/TensorRT-LLM ``tensorrt_llm/llmapi/llm_args.py`` (stored public copies, searched 2026-12;
 the index names a copy by its content, not by tag, so each is identified by what it contains):

@@ -23,10 +23,11 @@ from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
 from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM, DRAFT_TARGET, EAGLE3
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 
-__all__ = ["DEFAULT_MAX_NGRAM", "engine_arguments", "speculative_config"]
+__all__ = ["DEFAULT_MAX_NGRAM", "SPECULATIVE_METHODS", "engine_arguments", "speculative_config", "speculative_fields"]
 
-# Draft kind (autotune.engines.trtllm.mapping.draft_kind) -> vLLM's method for a draft folder.
-DRAFT_METHODS = {DRAFT_TARGET: "draft_model", EAGLE3: "eagle3"}
+# Speculative kind (the method, or for method draft what the draft folder is:
+# autotune.engines.trtllm.mapping.draft_kind) -> vLLM's method.
+SPECULATIVE_METHODS = {"mtp": "mtp", "ngram": "ngram", DRAFT_TARGET: "draft_model", EAGLE3: "eagle3"}
 
 
 def speculative_config(config: EngineConfig, kind_of_draft: str | None, max_ngram: int = DEFAULT_MAX_NGRAM) -> dict[str, Any] | None:
@@ -35,19 +36,27 @@ def speculative_config(config: EngineConfig, kind_of_draft: str | None, max_ngra
     config.validate()
     if config.method == "none":
         return None
-    spec: dict[str, Any] = {"num_speculative_tokens": config.depth}
-    if config.method == "ngram":
-        spec.update(method="ngram", prompt_lookup_max=max_ngram, prompt_lookup_min=1)
-    elif config.method == "mtp":
-        spec["method"] = "mtp"
-    else:
+    kind = config.method
+    if config.method == "draft":
         if config.draft in (None, BUILTIN_DRAFT):
             raise ConfigurationError("method draft with --engine vllm needs --draft DRAFT_FOLDER (a Hugging Face model "
                                      "folder; export the built-in one with: autotune models export-hf --out DIR)")
-        method = DRAFT_METHODS.get(kind_of_draft or DRAFT_TARGET)
-        if method is None:
+        kind = kind_of_draft or DRAFT_TARGET
+        if kind not in SPECULATIVE_METHODS:
             raise UnsupportedConfigError(f"vLLM runs whole draft models and EAGLE-3 heads, not a {kind_of_draft} draft")
-        spec.update(method=method, model=config.draft)
+    return speculative_fields(config, kind, max_ngram)
+
+
+def speculative_fields(config: EngineConfig, kind: str, max_ngram: int = DEFAULT_MAX_NGRAM) -> dict[str, Any]:
+    """``SpeculativeConfig`` fields for ``config``'s depth and draft, run as ``kind`` (a key of
+    :data:`SPECULATIVE_METHODS`). No checks: :func:`speculative_config` refuses what cannot be
+    measured, and the profile exporter (:mod:`autotune.serving.vllm`) may name a draft the engine
+    never loaded."""
+    spec: dict[str, Any] = {"method": SPECULATIVE_METHODS[kind], "num_speculative_tokens": config.depth}
+    if config.method == "ngram":
+        spec.update(prompt_lookup_max=max_ngram, prompt_lookup_min=1)
+    elif config.method == "draft":  # draft_model or eagle3: both name the draft folder
+        spec["model"] = config.draft
     return spec
 
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import profile_factory as factory
-from autotune import export
+from autotune import serving
 from autotune.engines.base import EngineConfig
 from autotune.engines.trtllm.mapping import DRAFT_TARGET, EAGLE3, yaml_config
 from autotune.engines.trtllm.versions import TRTLLM_RULES, TRTLLM_VERSIONS
@@ -56,7 +56,7 @@ def read_as(fake_release, tmp_path: Path):
 @pytest.mark.parametrize("version", TRTLLM_VERSIONS)
 @pytest.mark.parametrize("name", sorted(PROFILES))
 def test_every_export_loads_in_the_version_it_is_written_for(name, version, read_as) -> None:
-    text = export.export_profile(PROFILES[name], "trtllm", trtllm_version=version)
+    text = serving.export_profile(PROFILES[name], "trtllm", trtllm_version=version)
     args = read_as(text, version)
     written = yaml.safe_load(text)
     assert set(args) == {"model", *written}
@@ -84,7 +84,7 @@ def test_the_adapters_own_yaml_loads_in_its_version(version, read_as) -> None:
 def test_a_newer_export_is_refused_by_1_0(read_as) -> None:
     for name in ("draft", "eagle3", "mtp-scheduled"):
         with pytest.raises(ValueError, match="Invalid decoding type|extra inputs|Please don't set both"):
-            read_as(export.export_profile(PROFILES[name], "trtllm", trtllm_version="1.2"), "1.0")
+            read_as(serving.export_profile(PROFILES[name], "trtllm", trtllm_version="1.2"), "1.0")
 
 
 def test_schedule_rules_differ_between_1_2_and_main(read_as) -> None:

@@ -15,10 +15,11 @@ import pytest
 import yaml
 
 import profile_factory as factory
-from autotune import export
+from autotune import serving
 from autotune.errors import ConfigurationError
 from autotune.profiles import OutputExistsError, ProfileNotFoundError, show_profile
 from autotune.profiles.analysis import serving_plan
+from autotune.serving.vllm import vllm_batch_schedule
 
 # Field names per class, read in NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py (1.0 release, 1.2
 # release, main at commit 0004396 of 2026); only the fields autotune may write are listed per class.
@@ -63,7 +64,7 @@ PROFILES = {
 
 
 def trtllm(profile) -> dict:  # noqa: ANN001
-    return yaml.safe_load(export.export_profile(profile, "trtllm"))
+    return yaml.safe_load(serving.export_profile(profile, "trtllm"))
 
 
 def check_trtllm_rules(config: dict, method: str) -> None:
@@ -118,7 +119,7 @@ def test_trtllm_ngram_fields_describe_autotunes_proposer() -> None:
 
 def test_trtllm_header_documents_the_profile_and_builtin_models() -> None:
     profile = replace(factory.profile_data("draft", 2, 2, {2: ("draft", 2)}, draft_source="builtin:draft"), chosen_trial=5)
-    text = export.export_profile(profile, "trtllm")
+    text = serving.export_profile(profile, "trtllm")
     header = [line for line in text.splitlines() if line.startswith("#")]
     assert any("deployment profile 7, trial 5: draft@2 with draft tiny-draft (dddd000011112222) at batch size 2" in line
                for line in header)
@@ -138,7 +139,7 @@ def test_header_states_the_figures_with_their_intervals(fmt: str) -> None:
     profile = factory.profile_data("mtp", 4, 1, {1: ("mtp", 4, 2.19, 1.89, 2.53), 4: ("mtp", 2, 1.31, 1.22, 1.40),
                                                   8: ("none", 0)}, confirmed=True,
                                    details={"tied_with": ["mtp@4", "mtp@3"]})
-    header = header_of(export.export_profile(profile, fmt))
+    header = header_of(serving.export_profile(profile, fmt))
     assert ("measured: 841.8 tokens/s ±8.4 % (n=7), 2.19x [1.89, 2.53] vs none, TPOT p50 4.20 ms ±2.0 %, "
             "95 % intervals") in header
     assert "within noise of mtp@3 at batch size 1: mtp@4 is the simplest of them to operate" in header
@@ -150,7 +151,7 @@ def test_header_states_the_figures_with_their_intervals(fmt: str) -> None:
 
 def test_header_of_an_unconfirmed_profile_says_one_screening_run() -> None:
     profile = replace(factory.profile_data("mtp", 4, 1, {1: ("mtp", 4), 8: ("none", 0)}), speedup=None)
-    header = header_of(export.export_profile(profile, "trtllm"))
+    header = header_of(serving.export_profile(profile, "trtllm"))
     assert "measured: 123.4 tokens/s, TPOT p50 8.10 ms (one screening run, no interval)" in header
     assert "  batch size 1: depth 4 (mtp@4, one screening run, no speedup measured)" in header
     assert not any("within noise" in line or "±" in line for line in header)
@@ -159,7 +160,7 @@ def test_header_of_an_unconfirmed_profile_says_one_screening_run() -> None:
 def test_header_of_a_stored_confirmed_profile(stored) -> None:  # noqa: ANN001
     url, profile_id = stored
     profile = show_profile(url, profile_id)
-    header = header_of(export.export_profile(profile, "trtllm"))
+    header = header_of(serving.export_profile(profile, "trtllm"))
     tokens, speedup = profile.estimate("tokens_per_s"), profile.estimate("speedup")
     measured = next(line for line in header if line.startswith("measured: "))
     assert measured.startswith(f"measured: {tokens.value:.1f} tokens/s ±{100 * tokens.relative_half_width:.1f} % "
@@ -209,7 +210,7 @@ def run_script(script: str, tmp_path: Path, program: str, env: dict[str, str] | 
 @pytest.mark.parametrize("method", sorted(PROFILES))
 def test_trtllm_bench_script_remeasures_with_the_same_yaml(method: str, tmp_path: Path) -> None:
     profile = PROFILES[method]
-    script = export.export_profile(profile, "trtllm-bench")
+    script = serving.export_profile(profile, "trtllm-bench")
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)
     assert flags(command_words(script, "trtllm-bench")) <= TRTLLM_BENCH_FLAGS
     dataset = tmp_path / "dataset.jsonl"
@@ -222,7 +223,7 @@ def test_trtllm_bench_script_remeasures_with_the_same_yaml(method: str, tmp_path
 
 
 def test_trtllm_bench_script_demands_a_dataset(tmp_path: Path) -> None:
-    script = export.export_profile(PROFILES["mtp"], "trtllm-bench")
+    script = serving.export_profile(PROFILES["mtp"], "trtllm-bench")
     with pytest.raises(subprocess.CalledProcessError) as failure:
         run_script(script, tmp_path, "trtllm-bench")
     assert b"set DATASET" in failure.value.stderr
@@ -246,7 +247,7 @@ def vllm_lookup(schedule: list[list[int]], max_num_seqs: int, max_depth: int) ->
 @pytest.mark.parametrize("method", sorted(PROFILES))
 def test_vllm_script(method: str, tmp_path: Path) -> None:
     profile = PROFILES[method]
-    script = export.export_profile(profile, "vllm")
+    script = serving.export_profile(profile, "vllm")
     args, _ = run_script(script, tmp_path, "vllm", args=("--host", "127.0.0.1", "--port", "8123"))
     assert args[:2] == ["serve", "/models/tiny-target"]
     assert args[-4:] == ["--host", "127.0.0.1", "--port", "8123"]  # the script's arguments go on to vllm serve
@@ -279,15 +280,15 @@ def test_vllm_schedules_the_draft_length_per_batch_size() -> None:
     """The measured draft length per batch size (mtp: {1: 4, 2: 4, 4: 2, 8: 0, 16: 0}) as vLLM's
     inclusive ranges, each depth held up to the next measured batch size; 0 switches speculation off."""
     def schedule(name: str):  # noqa: ANN202
-        spec = json.loads(command_words(export.export_profile(PROFILES[name], "vllm"), "vllm")[-2])
+        spec = json.loads(command_words(serving.export_profile(PROFILES[name], "vllm"), "vllm")[-2])
         return spec.get("num_speculative_tokens_per_batch_size")
 
     assert schedule("mtp") == [[1, 3, 4], [4, 7, 2], [8, 16, 0]]
     assert schedule("draft") == [[1, 7, 2], [8, 8, 0]]  # speculation off from batch size 8
     assert schedule("ngram") is None  # depth 3 at every measured batch size
     one = factory.profile_data("mtp", 3, 1, {4: ("mtp", 3), 8: ("mtp", 1)})
-    assert export.vllm_batch_schedule(serving_plan(one)) == [[1, 7, 3], [8, 8, 1]]  # batch size 1 added by the plan
-    text = export.export_profile(PROFILES["mtp"], "vllm")
+    assert vllm_batch_schedule(serving_plan(one)) == [[1, 7, 3], [8, 8, 1]]  # batch size 1 added by the plan
+    text = serving.export_profile(PROFILES["mtp"], "vllm")
     assert "speculates at every batch size" not in text and "num_speculative_tokens_per_batch_size: [first" in text
 
 
@@ -300,7 +301,7 @@ def test_vllm_accepts_the_exported_arguments(vllm_python: Path, tmp_path: Path) 
 
     exported = {}
     for method, profile in PROFILES.items():
-        words = command_words(export.export_profile(profile, "vllm"), "vllm")
+        words = command_words(serving.export_profile(profile, "vllm"), "vllm")
         assert words[:2] == ["vllm", "serve"] and words[-1] == "$@"
         exported[method] = words[2:-1]
     check = r"""
@@ -346,7 +347,7 @@ def test_every_exported_value_is_shell_quoted(tmp_path: Path) -> None:
                                    draft_source=hostile)
     profile = replace(profile, target=replace(profile.target, source=hostile + "-target"))
     for fmt, program in (("vllm", "vllm"), ("sglang", "python"), ("trtllm-bench", "trtllm-bench")):
-        script = export.export_profile(profile, fmt)
+        script = serving.export_profile(profile, fmt)
         header = script.split("set -euo pipefail")[0].splitlines()[1:]
         assert header and all(line.startswith("#") for line in header)
         env = {"DATASET": "d.jsonl"} if fmt == "trtllm-bench" else None
@@ -366,7 +367,7 @@ def test_every_exported_value_is_shell_quoted(tmp_path: Path) -> None:
 @pytest.mark.parametrize("method", sorted(PROFILES))
 def test_sglang_script(method: str, tmp_path: Path) -> None:
     profile = PROFILES[method]
-    script = export.export_profile(profile, "sglang")
+    script = serving.export_profile(profile, "sglang")
     args, _ = run_script(script, tmp_path, "python")
     assert args[:2] == ["-m", "sglang.launch_server"]
     assert flags(args) <= SGLANG_FLAGS
@@ -380,28 +381,28 @@ def test_sglang_script(method: str, tmp_path: Path) -> None:
 
 
 def test_engines_without_a_batch_switch_say_so() -> None:
-    text = export.export_profile(PROFILES["mtp"], "sglang")
+    text = serving.export_profile(PROFILES["mtp"], "sglang")
     assert "speculates at every batch size" in text and "{1: 4, 2: 4, 4: 2, 8: 0, 16: 0}" in text
-    assert "speculates at every batch size" not in export.export_profile(PROFILES["none"], "sglang")
+    assert "speculates at every batch size" not in serving.export_profile(PROFILES["none"], "sglang")
 
 
 def test_json_export_is_the_whole_profile() -> None:
-    document = json.loads(export.export_profile(PROFILES["draft"], "json"))
+    document = json.loads(serving.export_profile(PROFILES["draft"], "json"))
     assert document["profile"]["method"] == "draft" and document["profile"]["draft"]["source"] == "/models/tiny-draft"
 
 
 def test_unknown_format_is_refused_before_the_database_is_opened() -> None:
     with pytest.raises(ConfigurationError, match="unknown export format 'toml'; choose one of trtllm, trtllm-bench"):
-        export.write_export("sqlite:////nonexistent/folder/a.db", 1, "toml")
+        serving.write_export("sqlite:////nonexistent/folder/a.db", 1, "toml")
     with pytest.raises(ConfigurationError, match="unknown export format"):
-        export.export_profile(PROFILES["mtp"], "yaml")
+        serving.export_profile(PROFILES["mtp"], "yaml")
 
 
 def test_default_path_is_built_from_hardware_model_and_method() -> None:
-    path = export.default_export_path(PROFILES["mtp"], "trtllm")
+    path = serving.default_export_path(PROFILES["mtp"], "trtllm")
     assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d4-bs1.trtllm.yaml")
-    assert export.default_export_path(PROFILES["none"], "vllm").name.endswith("__none-bs8.vllm.sh")
-    assert export.slugify("  ÄÖ // ") == "unnamed"
+    assert serving.default_export_path(PROFILES["none"], "vllm").name.endswith("__none-bs8.vllm.sh")
+    assert serving.slugify("  ÄÖ // ") == "unnamed"
 
 
 @pytest.fixture
@@ -412,33 +413,33 @@ def stored(sqlite_url: str) -> tuple[str, int]:
 def test_write_export_default_path_atomic_and_no_clobber(stored, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     url, profile_id = stored
     monkeypatch.chdir(tmp_path)
-    path = export.write_export(url, profile_id, "trtllm")
+    path = serving.write_export(url, profile_id, "trtllm")
     assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d2-bs4.trtllm.yaml")
-    expected = export.export_profile(show_profile(url, profile_id), "trtllm")
+    expected = serving.export_profile(show_profile(url, profile_id), "trtllm")
     assert path.read_text() == expected
     check_trtllm_rules(yaml.safe_load(expected), "mtp")
     assert os.listdir(tmp_path / "profiles") == [path.name]  # no temporary file left behind
 
     path.write_text("edited by hand\n")
     with pytest.raises(OutputExistsError, match="exists; pass --force to overwrite it"):
-        export.write_export(url, profile_id, "trtllm")
+        serving.write_export(url, profile_id, "trtllm")
     assert path.read_text() == "edited by hand\n"
-    assert export.write_export(url, profile_id, "trtllm", force=True).read_text() == expected
+    assert serving.write_export(url, profile_id, "trtllm", force=True).read_text() == expected
 
 
 def test_write_export_to_a_chosen_file(stored, tmp_path: Path) -> None:  # noqa: ANN001
     url, profile_id = stored
-    script = export.write_export(url, profile_id, "vllm", output=tmp_path / "new" / "serve.sh")
+    script = serving.write_export(url, profile_id, "vllm", output=tmp_path / "new" / "serve.sh")
     assert script.read_text().startswith("#!/usr/bin/env bash")
     assert script.stat().st_mode & stat.S_IXUSR
-    json_path = export.write_export(url, profile_id, "json", output=tmp_path / "p.json")
+    json_path = serving.write_export(url, profile_id, "json", output=tmp_path / "p.json")
     assert not json_path.stat().st_mode & stat.S_IXUSR
     assert json.loads(json_path.read_text())["profile"]["study"]["name"] == "h100-old"
     with pytest.raises(ConfigurationError, match="is a folder"):
-        export.write_export(url, profile_id, "json", output=tmp_path)
+        serving.write_export(url, profile_id, "json", output=tmp_path)
 
 
 def test_write_export_of_an_unknown_profile(stored) -> None:  # noqa: ANN001
     url, _ = stored
     with pytest.raises(ProfileNotFoundError, match="no deployment profile with id 4242"):
-        export.write_export(url, 4242, "trtllm")
+        serving.write_export(url, 4242, "trtllm")

@@ -2,7 +2,7 @@
 engine, and every TensorRT-LLM export passes a strict reader of the version it is written for.
 
 :func:`parse` below encodes, per version, the rules read in NVIDIA/TensorRT-LLM
-``tensorrt_llm/llmapi/llm_args.py`` (the copies named at ``autotune.export.TRTLLM_RULES``):
+``tensorrt_llm/llmapi/llm_args.py`` (the copies named at ``autotune.engines.trtllm.versions.TRTLLM_RULES``):
 
 * decoding_type: 1.0 dispatches through a table (MTP, Medusa, Eagle, Lookahead, NGram, DraftTarget,
   UserProvided, AUTO: no Eagle3); 1.2 and main discriminate on the class literals (``Draft_Target``,
@@ -28,10 +28,12 @@ import yaml
 from click.testing import CliRunner
 
 import profile_factory as factory
-from autotune import export
+from autotune import serving
 from autotune.cli import cli
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
 from autotune.errors import ConfigurationError
 from autotune.profiles.analysis import serving_plan
+from autotune.serving.speculation import speculative_kind, with_draft_config
 
 VERSIONS = ("1.0", "1.2", "main")
 
@@ -151,7 +153,7 @@ PROFILES = {
 
 
 def trtllm(profile, version: str) -> dict:  # noqa: ANN001
-    return yaml.safe_load(export.export_profile(profile, "trtllm", trtllm_version=version))
+    return yaml.safe_load(serving.export_profile(profile, "trtllm", trtllm_version=version))
 
 
 def intended_depths(profile) -> dict[int, int]:  # noqa: ANN001
@@ -213,14 +215,14 @@ def test_decoding_type_spellings_per_version() -> None:
     assert trtllm(PROFILES["draft"], "1.0")["speculative_config"]["decoding_type"] == "DraftTarget"
     for version in ("1.2", "main"):
         assert trtllm(PROFILES["draft"], version)["speculative_config"]["decoding_type"] == "Draft_Target"
-    assert export.export_profile(PROFILES["draft"], "trtllm") == export.export_profile(PROFILES["draft"], "trtllm", "1.2")
+    assert serving.export_profile(PROFILES["draft"], "trtllm") == serving.export_profile(PROFILES["draft"], "trtllm", "1.2")
     for version in VERSIONS:
         assert trtllm(PROFILES["mtp-scheduled"], version)["speculative_config"]["decoding_type"] == "MTP"
         assert trtllm(PROFILES["ngram"], version)["speculative_config"]["decoding_type"] == "NGram"
 
 
 def test_version_1_0_has_one_draft_length_and_switches_off_with_max_concurrency() -> None:
-    text = export.export_profile(PROFILES["mtp-scheduled"], "trtllm", "1.0")
+    text = serving.export_profile(PROFILES["mtp-scheduled"], "trtllm", "1.0")
     spec = yaml.safe_load(text)["speculative_config"]
     assert spec == {"decoding_type": "MTP", "max_draft_len": 4, "num_nextn_predict_layers": 4, "max_concurrency": 4}
     assert "# TensorRT-LLM 1.0 has no draft_len_schedule: draft length 4 (the profile's own)" in text
@@ -237,37 +239,37 @@ def test_eagle3_draft_exports_as_eagle3(version: str) -> None:
 
 
 def test_eagle3_draft_in_1_0_is_eagle_with_the_one_model_flag() -> None:
-    text = export.export_profile(PROFILES["eagle3"], "trtllm", "1.0")
+    text = serving.export_profile(PROFILES["eagle3"], "trtllm", "1.0")
     spec = yaml.safe_load(text)["speculative_config"]
     assert spec["decoding_type"] == "Eagle" and spec["eagle3_one_model"] is True
     assert "TensorRT-LLM 1.0 has no Eagle3 decoding type" in text
 
 
 def test_eagle3_draft_exports_to_vllm_and_sglang(tmp_path: Path) -> None:
-    vllm = export.export_profile(PROFILES["eagle3"], "vllm")
+    vllm = serving.export_profile(PROFILES["eagle3"], "vllm")
     words = shlex.split(vllm.replace("\\\n", " ").split("exec ", 1)[1])
     spec = json.loads(words[words.index("--speculative-config") + 1])
     assert spec["method"] == "eagle3" and spec["model"] == "/models/eagle3-head"
-    sglang = shlex.split(export.export_profile(PROFILES["eagle3"], "sglang").replace("\\\n", " ").split("exec ", 1)[1])
+    sglang = shlex.split(serving.export_profile(PROFILES["eagle3"], "sglang").replace("\\\n", " ").split("exec ", 1)[1])
     assert sglang[sglang.index("--speculative-algorithm") + 1] == "EAGLE3"
     assert sglang[sglang.index("--speculative-draft-model-path") + 1] == "/models/eagle3-head"
     assert sglang[sglang.index("--speculative-num-draft-tokens") + 1] == "4"
     assert "STANDALONE" not in " ".join(sglang)
-    bench = export.export_profile(PROFILES["eagle3"], "trtllm-bench", "main")
+    bench = serving.export_profile(PROFILES["eagle3"], "trtllm-bench", "main")
     assert "decoding_type: Eagle3" in bench and "written for TensorRT-LLM main" in bench
 
 
 def test_a_whole_draft_model_still_exports_as_draft_target() -> None:
-    assert export.speculative_kind(PROFILES["draft"]) == "draft_target"
-    assert "draft_model" in export.export_profile(PROFILES["draft"], "vllm")
-    assert "STANDALONE" in export.export_profile(PROFILES["draft"], "sglang")
+    assert speculative_kind(PROFILES["draft"]) == "draft_target"
+    assert "draft_model" in serving.export_profile(PROFILES["draft"], "vllm")
+    assert "STANDALONE" in serving.export_profile(PROFILES["draft"], "sglang")
 
 
 def test_an_eagle_1_2_head_is_refused_where_the_engine_cannot_run_it() -> None:
     profile = replace(PROFILES["eagle3"], draft=replace(PROFILES["eagle3"].draft, config={"architectures": ["EagleLlamaForCausalLM"]}))
     for fmt in ("trtllm", "vllm"):
         with pytest.raises(ConfigurationError, match="is an EAGLE-1/2 head"):
-            export.export_profile(profile, fmt)
+            serving.export_profile(profile, fmt)
 
 
 def test_draft_kind_comes_from_the_folder_when_readable_else_from_the_database(tmp_path: Path) -> None:
@@ -275,10 +277,10 @@ def test_draft_kind_comes_from_the_folder_when_readable_else_from_the_database(t
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(EAGLE3_CONFIG))
     stored_as_model = replace(PROFILES["draft"], draft=replace(PROFILES["draft"].draft, source=str(folder)))
-    assert export.speculative_kind(stored_as_model) == "draft_target"  # nothing stored
-    assert export.speculative_kind(export.with_draft_config(stored_as_model)) == "eagle3"  # the folder says
+    assert speculative_kind(stored_as_model) == "draft_target"  # nothing stored
+    assert speculative_kind(with_draft_config(stored_as_model)) == "eagle3"  # the folder says
     gone = replace(PROFILES["eagle3"], draft=replace(PROFILES["eagle3"].draft, source=str(tmp_path / "gone")))
-    assert export.with_draft_config(gone) is gone and export.speculative_kind(gone) == "eagle3"  # the database says
+    assert with_draft_config(gone) is gone and speculative_kind(gone) == "eagle3"  # the database says
 
 
 def test_write_export_reads_the_draft_folder(sqlite_url: str, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
@@ -290,17 +292,17 @@ def test_write_export_reads_the_draft_folder(sqlite_url: str, tmp_path: Path, mo
 
     stored = show_profile(sqlite_url, profile_id, with_measurements=True)
     draft = factory.profile_data("draft", 2, 2, {2: ("draft", 2)}, draft_source=str(folder)).draft
-    monkeypatch.setattr(export, "show_profile", lambda *a, **k: replace(stored, method="draft", depth=2, draft=draft))
-    path = export.write_export(sqlite_url, profile_id, "trtllm", output=tmp_path / "p.yaml", trtllm_version="main")
+    monkeypatch.setattr(serving, "show_profile", lambda *a, **k: replace(stored, method="draft", depth=2, draft=draft))
+    path = serving.write_export(sqlite_url, profile_id, "trtllm", output=tmp_path / "p.yaml", trtllm_version="main")
     assert yaml.safe_load(path.read_text())["speculative_config"]["decoding_type"] == "Eagle3"
 
 
 def test_unknown_version_is_refused_before_the_database_is_opened() -> None:
     with pytest.raises(ConfigurationError, match=r"unknown TensorRT-LLM version '0\.9'; choose one of 1\.0, 1\.2, main"):
-        export.write_export("sqlite:////nonexistent/folder/a.db", 1, "trtllm", trtllm_version="0.9")
+        serving.write_export("sqlite:////nonexistent/folder/a.db", 1, "trtllm", trtllm_version="0.9")
     with pytest.raises(ConfigurationError, match="unknown TensorRT-LLM version"):
-        export.export_profile(PROFILES["mtp-scheduled"], "trtllm", "1.1")
-    assert export.trtllm_rules("1.2.0").version == "1.2" and export.trtllm_rules("MAIN").version == "main"
+        serving.export_profile(PROFILES["mtp-scheduled"], "trtllm", "1.1")
+    assert trtllm_rules("1.2.0").version == "1.2" and trtllm_rules("MAIN").version == "main"
 
 
 def test_cli_option(tmp_path: Path) -> None:
@@ -310,4 +312,4 @@ def test_cli_option(tmp_path: Path) -> None:
     assert result.output.strip().splitlines() == [
         "Error: unknown TensorRT-LLM version '0.9'; choose one of 1.0, 1.2, main"]
     help_text = CliRunner().invoke(cli, ["export", "--help"]).output
-    assert "--trtllm-version" in help_text and f"[default: {export.DEFAULT_TRTLLM_VERSION}]" in help_text
+    assert "--trtllm-version" in help_text and f"[default: {DEFAULT_TRTLLM_VERSION}]" in help_text
