@@ -58,7 +58,7 @@ def sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
 @pytest.fixture
 def empty_sqlite_url(tmp_path: Path) -> str:
     """An SQLite file that does not exist yet: for tests of creating and migrating a schema."""
-    return f"sqlite:///{tmp_path / 'autotune.db'}"
+    return f"sqlite:///{tmp_path / 'new.db'}"
 
 
 def _postgres_admin_url() -> str:

@@ -38,11 +38,11 @@ from autotune.search.plan import plan_study
         ({"grace_period_s": 1}, "grace period must be"),
     ],
 )
-def test_bad_options_are_refused_before_anything_is_written(options, changes, message) -> None:
-    bad = replace(options, **changes)
+def test_bad_options_are_refused_before_anything_is_written(options, empty_sqlite_url, changes, message) -> None:
+    bad = replace(options, db_url=empty_sqlite_url, **changes)
     with pytest.raises(ConfigurationError, match=message):
         tune(bad)
-    assert not Path(options.db_url.removeprefix("sqlite:///")).exists()
+    assert not Path(empty_sqlite_url.removeprefix("sqlite:///")).exists()
 
 
 def test_the_same_draft_twice_is_refused(options, models) -> None:
