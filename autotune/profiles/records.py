@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -117,32 +116,6 @@ def deployment_profile(
         measurements=measurements,
         draft_models=draft_models,
     )
-
-
-def model_values(model: ModelInfo) -> dict[str, Any]:
-    """The columns of a new model row for ``model`` (store.rows.get_or_create's key and values)."""
-    return {
-        "fingerprint": model.fingerprint,
-        "name": model.name,
-        "role": model.role,
-        "source": model.source,
-        "num_params": model.num_params,
-        "num_mtp_modules": model.num_mtp_modules,
-        "vocab_size": model.vocab_size,
-        "config": dict(model.config),
-    }
-
-
-def hardware_values(hardware: HardwareInfo) -> dict[str, Any]:
-    """The columns of a new hardware row for ``hardware`` (store.rows.get_or_create's key and values)."""
-    return {
-        "fingerprint": hardware.fingerprint,
-        "name": hardware.name,
-        "device_type": hardware.device_type,
-        "device_count": hardware.device_count,
-        "memory_total_bytes": hardware.memory_total_bytes,
-        "spec": dict(hardware.spec),
-    }
 
 
 def new_study_record(study: StudyInfo, hardware: HardwareRecord, target: ModelRecord) -> StudyRecord:

@@ -171,7 +171,7 @@ def import_profile(db_url: str | None, path: Path | str) -> DeploymentProfile:
 
 def store_profile(session: Session, profile: DeploymentProfile) -> DeploymentProfileRecord:
     """Insert ``profile`` (study, trials, the profile row) reusing stored hardware and models."""
-    hardware, _ = get_or_create(session, HardwareRecord, *_split_key(records.hardware_values(profile.hardware)))
+    hardware, _ = get_or_create(session, HardwareRecord, *_split_key(profile.hardware.to_dict()))
     models = _models(session, [profile.target, *([profile.draft] if profile.draft else []), *profile.draft_models])
     study = records.new_study_record(profile.study, hardware, models[profile.target.fingerprint])
     session.add(study)
@@ -208,11 +208,12 @@ def _models(session: Session, models: list[ModelInfo]) -> dict[str, ModelRecord]
     """Stored records for ``models`` by fingerprint, creating the missing ones."""
     stored: dict[str, ModelRecord] = {}
     for model in models:
-        stored[model.fingerprint], _ = get_or_create(session, ModelRecord, *_split_key(records.model_values(model)))
+        stored[model.fingerprint], _ = get_or_create(session, ModelRecord, *_split_key(model.to_dict()))
     return stored
 
 
 def _split_key(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the fingerprint, the other columns): the unique key and the values of a new row."""
+    """A HardwareInfo's or ModelInfo's fields (named as their table's columns) as (the fingerprint,
+    the other columns): the unique key and the values of a new row."""
     rest = dict(values)
     return {"fingerprint": rest.pop("fingerprint")}, rest
