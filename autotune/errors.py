@@ -34,4 +34,8 @@ class UnsupportedConfigError(EngineError):
 
 
 class ProfileNotFoundError(ConfigurationError):
-    """No stored deployment profile matches the request."""
+    """No stored profile matches the request; the message names the nearest stored match."""
+
+
+class OutputExistsError(ConfigurationError):
+    """An export or report would overwrite an existing file without ``force``."""

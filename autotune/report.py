@@ -30,9 +30,9 @@ from autotune import __version__
 from autotune.analysis import decision, prediction
 from autotune.analysis.decision import pareto_front
 from autotune.analysis.intervals import Estimate
+from autotune.errors import ProfileNotFoundError
 from autotune.profiles import analysis, records
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo, utc_iso
-from autotune.profiles.errors import ProfileNotFoundError
 from autotune.profiles.files import write_atomic
 from autotune.render import format_error, format_estimate, format_speedup
 from autotune.store import open_database, profile_queries

@@ -9,7 +9,7 @@ Exporting to serving configs lives in :mod:`autotune.serving`, the HTML report i
 """
 
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo
-from autotune.profiles.errors import OutputExistsError, ProfileNotFoundError
+from autotune.errors import OutputExistsError, ProfileNotFoundError
 from autotune.profiles.query import BestProfile, best_profile, current_fingerprint, list_profiles, show_profile
 from autotune.profiles.transfer import import_profile
 

@@ -7,8 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from autotune.errors import ConfigurationError
-from autotune.profiles.errors import OutputExistsError
+from autotune.errors import ConfigurationError, OutputExistsError
 
 
 def _umask() -> int:

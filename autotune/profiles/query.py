@@ -13,10 +13,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from autotune.errors import ConfigurationError
+from autotune.errors import ConfigurationError, ProfileNotFoundError
 from autotune.profiles import records
 from autotune.profiles.data import METHODS, DeploymentProfile, MeasurementInfo
-from autotune.profiles.errors import ProfileNotFoundError
 from autotune.store import open_database, profile_queries, repository
 from autotune.store.models import HardwareRecord, MeasurementRecord, ModelRecord
 
