@@ -60,7 +60,7 @@ from autotune.search.budget import ATTEMPT_ATTR, FAILURE_ATTR, RETRY_OF_ATTR, ST
 from autotune.search.modeling import StudyModeling
 from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan, plan_study
-from autotune.search.report import StudyAnalysis, TuneProgress, TuneResult
+from autotune.search.outcome import StudyAnalysis, TuneProgress, TuneResult
 from autotune.search.space import Candidate, SearchSpace
 from autotune.search.study import make_sampler, open_study, optuna_storage, storage_errors
 from autotune.store import Database, open_database, results

@@ -1,4 +1,4 @@
-"""What a tuning run reports: progress while it runs, the result at the end."""
+"""The outcome of a tuning run: progress while it runs, the result and its analysis at the end."""
 
 from __future__ import annotations
 
