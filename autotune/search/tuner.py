@@ -258,10 +258,12 @@ class Tuner:
 
     def _finished_before(self, number: int, candidate: Candidate) -> optuna.trial.FrozenTrial | None:
         """The latest earlier trial of the same candidate that finished with a result of ours (after
-        a retry, the retry's result stands)."""
+        a retry, the retry's result stands). Ours and Optuna's state must agree: a trial whose tell
+        was cut off after our state was set (a lost connection) was failed as stale by Optuna, with no
+        values, and has no result to replay."""
         params = SearchSpace.params(candidate)
         earlier = [trial for trial in self.study.get_trials(deepcopy=False, states=budget.FINISHED)
-                   if trial.number != number and trial.user_attrs.get(STATE_ATTR) in OPTUNA_STATE
+                   if trial.number != number and OPTUNA_STATE.get(trial.user_attrs.get(STATE_ATTR)) == trial.state
                    and trial.params == params]
         return max(earlier, key=lambda trial: trial.number, default=None)
 
