@@ -102,10 +102,9 @@ def postgres_template() -> Iterator[str]:
 
 
 @pytest.fixture
-def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
+def postgres_url(postgres_template: str) -> Iterator[str]:
     """A fresh PostgreSQL database at head for one test."""
-    template = _postgres_admin_url() and request.getfixturevalue("postgres_template")
-    with _fresh_postgres_database(template) as url:
+    with _fresh_postgres_database(postgres_template) as url:
         yield url
 
 
@@ -117,11 +116,10 @@ def empty_postgres_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def postgres_module_url(request: pytest.FixtureRequest) -> Iterator[str]:
+def postgres_module_url(postgres_template: str) -> Iterator[str]:
     """A fresh PostgreSQL database at head shared by the tests of one module (which fill it once and
     must leave it as they found it); no other module sees it."""
-    template = _postgres_admin_url() and request.getfixturevalue("postgres_template")
-    with _fresh_postgres_database(template) as url:
+    with _fresh_postgres_database(postgres_template) as url:
         yield url
 
 

@@ -171,7 +171,7 @@ def import_profile(db_url: str | None, path: Path | str) -> DeploymentProfile:
 
 def store_profile(session: Session, profile: DeploymentProfile) -> DeploymentProfileRecord:
     """Insert ``profile`` (study, trials, the profile row) reusing stored hardware and models."""
-    hardware, _ = get_or_create(session, HardwareRecord, *_split_key(profile.hardware.to_dict()))
+    hardware = get_or_create(session, HardwareRecord, *_split_key(profile.hardware.to_dict()))
     models = _models(session, [profile.target, *([profile.draft] if profile.draft else []), *profile.draft_models])
     study = records.new_study_record(profile.study, hardware, models[profile.target.fingerprint])
     session.add(study)
@@ -208,7 +208,7 @@ def _models(session: Session, models: list[ModelInfo]) -> dict[str, ModelRecord]
     """Stored records for ``models`` by fingerprint, creating the missing ones."""
     stored: dict[str, ModelRecord] = {}
     for model in models:
-        stored[model.fingerprint], _ = get_or_create(session, ModelRecord, *_split_key(model.to_dict()))
+        stored[model.fingerprint] = get_or_create(session, ModelRecord, *_split_key(model.to_dict()))
     return stored
 
 

@@ -58,7 +58,7 @@ def save_acceptance(
     if len(positions) != max_depth:
         raise ValueError(f"{len(positions)} positions for max_depth {max_depth}: one entry per draft position")
     key = {"target_model_id": target_model_id, "proposer": proposer, "workload_fingerprint": workload_fingerprint}
-    record, _ = get_or_create(session, AcceptanceProfileRecord, key,
+    record = get_or_create(session, AcceptanceProfileRecord, key,
                               {"workload_name": workload_name, "max_depth": max_depth})
     record.draft_model_id = draft_model_id
     record.workload_name = workload_name
@@ -118,7 +118,7 @@ def save_cost_profile(
     counts as new (``created_at`` is now), so that listings show the costs in use first."""
     if source not in COST_SOURCES:
         raise ValueError(f"unknown cost profile source {source!r}")
-    record, _ = get_or_create(
+    record = get_or_create(
         session, CostProfileRecord,
         {"hardware_id": hardware_id, "engine": engine, "target_model_id": target_model_id, "key": key},
         {"source": source},

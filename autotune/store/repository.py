@@ -26,7 +26,7 @@ def upsert_hardware(
     static facts refreshed."""
     facts = {"name": name, "device_type": device_type, "device_count": device_count,
              "memory_total_bytes": memory_total_bytes, "spec": dict(spec)}
-    record, _ = get_or_create(session, HardwareRecord, {"fingerprint": fingerprint}, facts)
+    record = get_or_create(session, HardwareRecord, {"fingerprint": fingerprint}, facts)
     record.name = name
     record.device_type = device_type
     record.device_count = device_count

@@ -162,7 +162,7 @@ def upsert_model(
     config: Mapping[str, Any],
 ) -> ModelRecord:
     """The model row for ``fingerprint`` (its content), created on first sight (race-free: store/rows.py)."""
-    record, _ = get_or_create(session, ModelRecord, {"fingerprint": fingerprint}, {
+    record = get_or_create(session, ModelRecord, {"fingerprint": fingerprint}, {
         "name": name, "role": role, "source": source, "num_params": num_params, "num_mtp_modules": num_mtp_modules,
         "vocab_size": vocab_size, "config": dict(config),
     })
@@ -299,7 +299,7 @@ def save_profile(
     intervals: Mapping[str, Any] | None = None,
 ) -> DeploymentProfileRecord:
     """Store the study's recommendation, replacing the previous one (one profile per study)."""
-    record, _ = get_or_create(session, DeploymentProfileRecord, {"study_id": study.id}, {
+    record = get_or_create(session, DeploymentProfileRecord, {"study_id": study.id}, {
         "hardware_id": study.hardware_id, "target_model_id": study.target_model_id, "objective": study.objective,
         "method": method, "depth": depth, "batch_size": batch_size, "per_batch_size": per_batch_size,
         "details": dict(details),

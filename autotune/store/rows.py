@@ -27,15 +27,13 @@ _INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 
 def get_or_create(
     session: Session, model: type[Record], key: Mapping[str, Any], values: Mapping[str, Any] | None = None
-) -> tuple[Record, bool]:
+) -> Record:
     """The ``model`` row whose unique ``key`` columns have these values, inserted with ``values``
-    as well when there is none; True when this call inserted it. ``key`` must be the columns of one
-    unique constraint of the table; ``values`` are used only for a new row."""
+    as well when there is none. ``key`` must be the columns of one unique constraint of the table;
+    ``values`` are used only for a new row."""
     session.flush()  # pending objects first: the insert below bypasses the unit of work
     insert = _INSERTS[session.get_bind().dialect.name]
-    statement = insert(model.__table__).values(**key, **(values or {})).on_conflict_do_nothing(
+    session.execute(insert(model.__table__).values(**key, **(values or {})).on_conflict_do_nothing(
         index_elements=list(key)
-    )
-    created = session.execute(statement).rowcount == 1
-    record = session.scalars(select(model).filter_by(**key)).one()
-    return record, created
+    ))
+    return session.scalars(select(model).filter_by(**key)).one()
