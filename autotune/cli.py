@@ -24,6 +24,7 @@ from autotune.engines.protocol import (
     DEFAULT_MIN_REPETITIONS,
     DEFAULT_PRECISION,
 )
+from autotune.engines.registry import ENGINES
 from autotune.errors import AutotuneError
 
 DEBUG_KEY = "autotune.debug"
@@ -278,7 +279,7 @@ def models_export_hf_command(out: str, which: str, architecture: str, force: boo
 
 
 engine_option = click.option(
-    "--engine", type=click.Choice(["embedded", "trtllm", "vllm"]), default="embedded", show_default=True,
+    "--engine", type=click.Choice(ENGINES), default="embedded", show_default=True,
     help="embedded: our PyTorch engine (CPU or CUDA); trtllm: TensorRT-LLM on an NVIDIA GPU; vllm: vLLM on a GPU or "
          "CPU (the last two on Hugging Face folders; see docs/vllm.md to install vLLM).",
 )

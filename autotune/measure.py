@@ -211,10 +211,10 @@ def _named_engine(name: str, target: str | Path | None, device: str, run: _Run) 
     """The engine called ``name`` (registry), built for ``target``; ConfigurationError before
     anything loads when the name is unknown, TensorRT-LLM / vLLM is missing, its target is not given
     or ``run`` cannot fit on the device."""
-    from autotune.engines.registry import FOLDER_ENGINES, check_engine, create_engine  # torch only when measuring
+    from autotune.engines.registry import check_engine, create_engine, engine_adapter  # torch only when measuring
 
     check_engine(name)
-    if name in FOLDER_ENGINES:
+    if engine_adapter(name).runs_model_folders:
         if target is None:
             raise ConfigurationError(f"--engine {name} needs --target MODEL_FOLDER (a Hugging Face model folder)")
         _require_fit(run, name, target, _folder_engine_device())
@@ -227,10 +227,11 @@ def _require_fit(run: _Run, engine: str, target: str | Path | None, device: str)
     """Refuse ``run`` with the memory and context-length check ``tune`` applies to every candidate
     (:class:`autotune.search.memory.MemoryPlan`), from the model files alone: an oversized batch
     would otherwise fail inside the allocator, after the models were loaded."""
+    from autotune.engines.registry import engine_adapter
     from autotune.search.memory import plan_memory
 
     config = run.config
-    folders = engine != "embedded"
+    folders = engine_adapter(engine).runs_model_folders
     draft = config.draft_model
     drafts = {} if draft is None else {draft: _footprint(draft, "draft", folders)}
     plan = plan_memory(_device_bytes(device), _footprint(target, "target", folders), drafts, run.workload,

@@ -1,4 +1,5 @@
-"""Engines by name: ``create_engine("embedded" | "trtllm" | "vllm", ...)`` for measuring in this process's
+"""Engines by name: one :class:`~autotune.engines.adapter.EngineAdapter` each, holding what the
+engine can do; ``create_engine("embedded" | "trtllm" | "vllm", ...)`` for measuring in this process's
 caller, ``engine_spec(...)`` for an :class:`~autotune.engines.worker.EngineWorker` (the tuner).
 
 Importing this module loads neither torch nor tensorrt_llm nor vllm: each engine is imported when created.
@@ -8,33 +9,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from autotune.engines.adapter import EngineAdapter
 from autotune.engines.base import Engine
+from autotune.engines.embedded.adapter import EmbeddedAdapter
+from autotune.engines.trtllm.adapter import TrtLlmAdapter
+from autotune.engines.vllm.adapter import VllmAdapter
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
 
-ENGINES = ("embedded", "trtllm", "vllm")
-# Engines that run Hugging Face model folders (the target is required) in worker processes of their own.
-FOLDER_ENGINES = ("trtllm", "vllm")
-# Engines whose adapters time step costs at forced acceptance (``time_steps``): the performance model
-# and the model-guided sampler need them. vLLM exposes no forcing switch we could drive.
-TIMED_ENGINES = ("embedded", "trtllm")
-EMBEDDED_FACTORY = "autotune.engines.embedded.engine:EmbeddedEngine"
+ADAPTERS: dict[str, EngineAdapter] = {
+    adapter.name: adapter for adapter in (EmbeddedAdapter(), TrtLlmAdapter(), VllmAdapter())
+}
+ENGINES = tuple(ADAPTERS)
+
+
+def engine_adapter(name: str) -> EngineAdapter:
+    """The adapter of engine ``name``; ConfigurationError for an unknown engine."""
+    if name not in ADAPTERS:
+        raise ConfigurationError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    return ADAPTERS[name]
 
 
 def check_engine(name: str) -> None:
     """ConfigurationError for an unknown engine; for ``trtllm`` without TensorRT-LLM installed,
     :class:`~autotune.engines.trtllm.TensorRtLlmNotInstalledError`, for ``vllm`` without vLLM,
     :class:`~autotune.engines.vllm.VllmNotInstalledError` (nothing is started)."""
-    if name not in ENGINES:
-        raise ConfigurationError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
-    if name == "trtllm":
-        from autotune.engines.trtllm import require_tensorrt_llm
-
-        require_tensorrt_llm()
-    if name == "vllm":
-        from autotune.engines.vllm import require_vllm
-
-        require_vllm()
+    engine_adapter(name).require_installed()
 
 
 def create_engine(name: str, **kwargs: Any) -> Engine:
@@ -48,17 +48,7 @@ def create_engine(name: str, **kwargs: Any) -> Engine:
     timeout_s), likewise.
     """
     check_engine(name)
-    if name == "embedded":
-        from autotune.engines.embedded.engine import EmbeddedEngine
-
-        return EmbeddedEngine(**kwargs)
-    if name == "vllm":
-        from autotune.engines.vllm.engine import VllmEngine
-
-        return VllmEngine(**kwargs)
-    from autotune.engines.trtllm.engine import TrtLlmEngine
-
-    return TrtLlmEngine(**kwargs)
+    return ADAPTERS[name].create(**kwargs)
 
 
 def engine_spec(name: str, **kwargs: Any) -> EngineSpec:
@@ -67,12 +57,4 @@ def engine_spec(name: str, **kwargs: Any) -> EngineSpec:
     serves every batch size), tensor_parallel_size, max_ngram, stats_timeout_s; ``vllm`` kwargs: target,
     max_batch_size (likewise), max_ngram, enforce_eager."""
     check_engine(name)
-    if name == "embedded":
-        return EngineSpec(EMBEDDED_FACTORY, kwargs)
-    if name == "vllm":
-        from autotune.engines.vllm.engine import runner_spec as vllm_runner_spec
-
-        return vllm_runner_spec(**kwargs)
-    from autotune.engines.trtllm.engine import runner_spec
-
-    return runner_spec(**kwargs)
+    return ADAPTERS[name].spec(**kwargs)

@@ -19,6 +19,7 @@ from autotune.errors import ConfigurationError
 from autotune.search.objective import Objective, Slo
 
 if TYPE_CHECKING:
+    from autotune.engines.adapter import EngineAdapter
     from autotune.hardware import HardwareProfile
     from autotune.workload import Workload
 
@@ -116,14 +117,19 @@ class TuneOptions:
         sampler is asked for explicitly there."""
         if self.sampler is not None:
             return self.sampler
-        return "tpe" if self.folder_engine else "model"
+        return self.engine_adapter.default_sampler
+
+    @property
+    def engine_adapter(self) -> EngineAdapter:
+        """What the engine can do (ConfigurationError for an unknown engine)."""
+        from autotune.engines.registry import engine_adapter
+
+        return engine_adapter(self.engine)
 
     @property
     def folder_engine(self) -> bool:
         """True for the engines that run Hugging Face model folders in worker processes of their own."""
-        from autotune.engines.registry import FOLDER_ENGINES
-
-        return self.engine in FOLDER_ENGINES
+        return self.engine_adapter.runs_model_folders
 
     @property
     def trial_timeout(self) -> float:
@@ -167,9 +173,7 @@ class TuneOptions:
                                      f"use model (the default) or tpe")
         if self.sampler is not None and self.sampler not in SAMPLERS:
             raise ConfigurationError(f"unknown sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}")
-        from autotune.engines.registry import TIMED_ENGINES
-
-        if self.sampler_name == "model" and self.engine not in TIMED_ENGINES:
+        if self.sampler_name == "model" and not self.engine_adapter.times_steps:
             raise ConfigurationError(f"sampler model needs step-cost timings, which the {self.engine} adapter does not "
                                      f"take; pass --sampler tpe (the default for {self.engine})")
         if self.seed is not None:

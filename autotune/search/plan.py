@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.engines.embedded.footprint import cache_positions
-from autotune.engines.registry import FOLDER_ENGINES, engine_spec
+from autotune.engines.registry import engine_adapter
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
 from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, folder_models
@@ -40,12 +40,9 @@ class StudyPlan:
 
     @property
     def engine_spec(self) -> EngineSpec:
-        """How the tuner's worker builds the engine: TensorRT-LLM's LLM and vLLM's engine are built
-        once for the study's largest batch size, so every batch size reuses them."""
-        if self.engine in FOLDER_ENGINES:
-            return engine_spec(self.engine, target=self.target.engine_arg, max_batch_size=max(self.space.batch_sizes))
+        """How the tuner's worker builds the engine, for every batch size of the study on this hardware."""
         device = "cuda" if self.hardware.device_type == "cuda" else "cpu"
-        return engine_spec("embedded", target=self.target.engine_arg, device=device)
+        return engine_adapter(self.engine).study_spec(self.target.engine_arg, max_batch_size=max(self.space.batch_sizes), device=device)
 
     @property
     def draft_engine_args(self) -> dict[str, str]:
@@ -151,14 +148,14 @@ def _methods(options: TuneOptions, models: StudyModels) -> tuple[str, ...] | Non
 
 
 def _hardware(options: TuneOptions) -> Any:
-    """The given hardware profile, or a quick probe; TensorRT-LLM needs a CUDA GPU in it."""
+    """The given hardware profile, or a quick probe; an engine that needs CUDA needs a GPU in it."""
     if options.hardware is not None:
         hardware = options.hardware
     else:
         from autotune.hardware import probe_hardware
 
         hardware = probe_hardware(quick=True)
-    if options.engine == "trtllm" and hardware.device_type != "cuda":
-        raise ConfigurationError("--engine trtllm needs an NVIDIA GPU, and this machine has none; "
+    if engine_adapter(options.engine).needs_cuda and hardware.device_type != "cuda":
+        raise ConfigurationError(f"--engine {options.engine} needs an NVIDIA GPU, and this machine has none; "
                                  "tune with the embedded engine here")
     return hardware

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from autotune.engines.base import EngineConfig
-from autotune.engines.registry import ENGINES, check_engine, create_engine, engine_spec
+from autotune.engines.registry import ENGINES, check_engine, create_engine, engine_adapter, engine_spec
 from autotune.engines.worker import EngineWorker
 from autotune.errors import ConfigurationError
 from autotune.workload import Request, Workload
@@ -23,11 +23,26 @@ def test_importing_the_registry_loads_no_engine() -> None:
     assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("make", [check_engine, create_engine, engine_spec])
+@pytest.mark.parametrize("make", [check_engine, create_engine, engine_spec, engine_adapter])
 def test_unknown_engine_is_a_configuration_error(make) -> None:
     with pytest.raises(ConfigurationError, match="unknown engine 'sglang'; choose one of embedded, trtllm, vllm"):
         make("sglang")
     assert ENGINES == ("embedded", "trtllm", "vllm")
+
+
+def test_each_engine_carries_its_capabilities() -> None:
+    capabilities = {name: (engine_adapter(name).runs_model_folders, engine_adapter(name).times_steps,
+                           engine_adapter(name).default_sampler, engine_adapter(name).needs_cuda) for name in ENGINES}
+    assert capabilities == {
+        "embedded": (False, True, "model", False),
+        "trtllm": (True, True, "tpe", True),
+        "vllm": (True, False, "tpe", False),
+    }
+
+
+def test_the_embedded_study_spec_runs_on_the_study_device() -> None:
+    spec = engine_adapter("embedded").study_spec("target.safetensors", max_batch_size=8, device="cuda")
+    assert spec == engine_spec("embedded", target="target.safetensors", device="cuda")
 
 
 def test_embedded_engine_in_process_and_in_a_worker() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import faulty_engine
 from autotune.cli import main
-from autotune.engines import registry
+from autotune.engines.embedded import adapter
 
 if __name__ == "__main__":
-    registry.EMBEDDED_FACTORY = faulty_engine.FACTORY
+    adapter.FACTORY = faulty_engine.FACTORY
     main()

@@ -41,7 +41,7 @@ HUGE_BYTES = 8 << 30
 
 def install(monkeypatch) -> None:  # noqa: ANN001 - pytest's MonkeyPatch
     """Have the tuner's workers build this engine instead of the embedded one."""
-    monkeypatch.setattr("autotune.engines.registry.EMBEDDED_FACTORY", FACTORY)
+    monkeypatch.setattr("autotune.engines.embedded.adapter.FACTORY", FACTORY)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from autotune.engines.base import EngineConfig
-from autotune.engines.registry import ENGINES, FOLDER_ENGINES, check_engine, create_engine, engine_spec
+from autotune.engines.registry import ENGINES, check_engine, create_engine, engine_adapter, engine_spec
 from autotune.engines.vllm import VllmNotInstalledError, require_vllm
 from autotune.engines.vllm.engine import RUNNER_FACTORY, VllmEngine, runner_spec
 from autotune.engines.worker import EngineSpec
@@ -21,8 +21,8 @@ WORKLOAD = Workload("w", [Request("def f():", 4)])
 
 def test_vllm_is_a_folder_engine() -> None:
     assert "vllm" in ENGINES
-    assert "vllm" in FOLDER_ENGINES
-    assert "embedded" not in FOLDER_ENGINES
+    assert engine_adapter("vllm").runs_model_folders
+    assert not engine_adapter("embedded").runs_model_folders
 
 
 def assert_not_installed(failure: pytest.ExceptionInfo) -> None:

@@ -1,0 +1,47 @@
+"""What autotune needs to know about an engine, kept on the engine's adapter rather than in
+checks of its name: how to build it (here or in a worker), what it runs on and what it can measure.
+
+Each engine package defines its adapter (``embedded/adapter.py``, ``trtllm/adapter.py``,
+``vllm/adapter.py``); :mod:`autotune.engines.registry` holds one instance of each by name.
+Importing an adapter loads neither torch nor tensorrt_llm nor vllm.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from autotune.engines.base import Engine
+from autotune.engines.worker import EngineSpec
+
+
+class EngineAdapter(ABC):
+    """One engine's capabilities and constructors (subclasses set the class attributes)."""
+
+    name: ClassVar[str]
+    # Runs Hugging Face model folders (the target is required) in worker processes of its own,
+    # rather than our model files in this process.
+    runs_model_folders: ClassVar[bool]
+    # Times step costs at forced acceptance (``EngineWorker.time_steps``): the performance model
+    # and the model-guided sampler need them.
+    times_steps: ClassVar[bool]
+    # The ``--sampler`` a study gets when none is given (see autotune.search.samplers).
+    default_sampler: ClassVar[str]
+    # Runs on NVIDIA GPUs only: a machine without one cannot tune with it.
+    needs_cuda: ClassVar[bool] = False
+
+    def require_installed(self) -> None:
+        """Raise an EngineError at once when the engine's package is missing (nothing is started)."""
+
+    @abstractmethod
+    def create(self, **kwargs: Any) -> Engine:
+        """The engine, built with ``kwargs`` (see :func:`autotune.engines.registry.create_engine`)."""
+
+    @abstractmethod
+    def spec(self, **kwargs: Any) -> EngineSpec:
+        """How an EngineWorker's child builds the engine (see :func:`autotune.engines.registry.engine_spec`)."""
+
+    @abstractmethod
+    def study_spec(self, target: str, *, max_batch_size: int, device: str) -> EngineSpec:
+        """The worker spec a tuning study runs: ``target`` on ``device`` (cpu or cuda), serving every
+        batch size up to ``max_batch_size``."""

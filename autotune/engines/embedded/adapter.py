@@ -1,0 +1,32 @@
+"""The embedded engine's adapter: our PyTorch engine on model files, in the caller's process."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autotune.engines.adapter import EngineAdapter
+from autotune.engines.base import Engine
+from autotune.engines.worker import EngineSpec
+
+FACTORY = "autotune.engines.embedded.engine:EmbeddedEngine"
+
+
+class EmbeddedAdapter(EngineAdapter):
+    """:class:`~autotune.engines.embedded.engine.EmbeddedEngine` (target, device, dtype, max_ngram)."""
+
+    name = "embedded"
+    runs_model_folders = False
+    times_steps = True
+    default_sampler = "model"
+
+    def create(self, **kwargs: Any) -> Engine:
+        from autotune.engines.embedded.engine import EmbeddedEngine  # torch only when measuring
+
+        return EmbeddedEngine(**kwargs)
+
+    def spec(self, **kwargs: Any) -> EngineSpec:
+        return EngineSpec(FACTORY, kwargs)
+
+    def study_spec(self, target: str, *, max_batch_size: int, device: str) -> EngineSpec:
+        # The embedded engine sizes itself per batch: only the device matters.
+        return self.spec(target=target, device=device)

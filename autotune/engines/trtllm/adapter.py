@@ -1,0 +1,40 @@
+"""The TensorRT-LLM engine's adapter: Hugging Face folders on an NVIDIA GPU, in worker processes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autotune.engines.adapter import EngineAdapter
+from autotune.engines.base import Engine
+from autotune.engines.trtllm import require_tensorrt_llm
+from autotune.engines.worker import EngineSpec
+
+
+class TrtLlmAdapter(EngineAdapter):
+    """:class:`~autotune.engines.trtllm.engine.TrtLlmEngine` (target, max_batch_size,
+    tensor_parallel_size, max_ngram, timeout_s, stats_timeout_s)."""
+
+    name = "trtllm"
+    runs_model_folders = True
+    times_steps = True
+    # Its forced-acceptance timings have run against the stand-in only (docs/trtllm.md), so the
+    # model sampler is asked for explicitly here.
+    default_sampler = "tpe"
+    needs_cuda = True
+
+    def require_installed(self) -> None:
+        require_tensorrt_llm()
+
+    def create(self, **kwargs: Any) -> Engine:
+        from autotune.engines.trtllm.engine import TrtLlmEngine
+
+        return TrtLlmEngine(**kwargs)
+
+    def spec(self, **kwargs: Any) -> EngineSpec:
+        from autotune.engines.trtllm.engine import runner_spec
+
+        return runner_spec(**kwargs)
+
+    def study_spec(self, target: str, *, max_batch_size: int, device: str) -> EngineSpec:
+        # The LLM is built once for the study's largest batch size, so every batch size reuses it.
+        return self.spec(target=target, max_batch_size=max_batch_size)
