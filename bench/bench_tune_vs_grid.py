@@ -23,7 +23,7 @@ from pathlib import Path
 from autotune.engines.worker import EngineWorker
 from autotune.hardware import probe_hardware
 from autotune.search import TuneOptions, TuneProgress, tune
-from autotune.search.options import DEFAULT_N_TRIALS
+from autotune.search.samplers import DEFAULT_N_TRIALS
 from autotune.search.plan import plan_study
 from autotune.search.space import Candidate
 from autotune.workload import load_workload

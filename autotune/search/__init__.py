@@ -10,8 +10,9 @@
 from __future__ import annotations
 
 from autotune.search.objective import OBJECTIVES, PERCENTILES, Slo
-from autotune.search.options import SAMPLERS, TuneOptions
+from autotune.search.options import TuneOptions
 from autotune.search.outcome import StudyAnalysis, TuneProgress, TuneResult
+from autotune.search.samplers import SAMPLERS
 from autotune.search.tuner import tune
 from autotune.store import open_database
 from autotune.store.results import StudySummary, TrialRow

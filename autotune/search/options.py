@@ -17,24 +17,14 @@ from autotune.engines.protocol import (
 )
 from autotune.errors import ConfigurationError
 from autotune.search.objective import Objective, Slo
+from autotune.search.samplers import Sampler, get_sampler
 
 if TYPE_CHECKING:
     from autotune.engines.adapter import EngineAdapter
     from autotune.hardware import HardwareProfile
     from autotune.workload import Workload
 
-SAMPLERS = ("model", "tpe", "random", "grid")
-# Optuna's GPSampler models only the parameters every trial shares; in this space (baselines have no
-# depth, each method has its own depth parameter) that is batch_size alone, so it drew method and
-# depth at random while claiming to model them. Removed rather than left to mislead.
-REMOVED_SAMPLERS = {"gp": "it modelled batch size only and drew method and depth at random in this space"}
 DEFAULT_MAX_DEPTH = 8
-# With the built-in models and workload a measured trial takes ~3-5 s on our 2-core CPU (about
-# half of it the worker restart a new configuration needs; repeats cost nothing), so 36 screening
-# trials, a third of the 100-point default space, take ~2.5-3 min, and the confirmation phase
-# (at most ~35 s per batch size once 3 rounds are kept) another ~3 min: a plain `autotune tune`
-# stays under 10 min.
-DEFAULT_N_TRIALS = 36
 DEFAULT_TRIAL_TIMEOUT_S = 600.0
 # Building a TensorRT-LLM LLM loads the weights, captures CUDA graphs and autotunes kernels: minutes.
 # TensorRT-LLM and vLLM build an engine per configuration: minutes for a large model on a GPU.
@@ -56,9 +46,9 @@ class TuneOptions:
     ``"builtin"`` means none). ``methods``: None for every method
     the target supports (none, the baseline, is always included). ``batch_sizes``: None for the
     hardware-aware default (see :mod:`autotune.search.memory`). ``n_trials``: the study-wide number
-    of trials (baselines included; shared by every worker of a distributed study; None:
-    ``DEFAULT_N_TRIALS``, or every point for the grid sampler). ``timeout_s``: stop asking for new
-    trials after this long. ``trial_timeout_s``: limit for each engine call (model load, one
+    of trials (baselines included; shared by every worker of a distributed study; None: the
+    sampler's default, :data:`~autotune.search.samplers.DEFAULT_N_TRIALS` or every point for the
+    grid). ``timeout_s``: stop asking for new trials after this long. ``trial_timeout_s``: limit for each engine call (model load, one
     measurement); the worker is killed past it (None: 600 s, 1800 s for trtllm and vllm). ``hardware``: a
     probed profile, None to probe quickly now. ``workload``: JSONL path, None for the built-in
     workload. ``heartbeat_interval_s``: how often a running trial says it is alive; one silent for
@@ -110,14 +100,13 @@ class TuneOptions:
         return DEFAULT_RETRY_FAILED if self.retry_failed is None else self.retry_failed
 
     @property
-    def sampler_name(self) -> str:
-        """The sampler: as given, else ``model`` (model-guided, :mod:`autotune.search.guide`), or
-        ``tpe`` for trtllm and vllm: vLLM takes no step-cost timings, and TensorRT-LLM's
-        forced-acceptance timings have run against the stand-in only (docs/trtllm.md), so the model
-        sampler is asked for explicitly there."""
-        if self.sampler is not None:
-            return self.sampler
-        return self.engine_adapter.default_sampler
+    def search_sampler(self) -> Sampler:
+        """The sampler (:mod:`autotune.search.samplers`): as given, else the engine's default, ``model``
+        (model-guided, :mod:`autotune.search.guide`) or ``tpe`` for trtllm and vllm: vLLM takes no
+        step-cost timings, and TensorRT-LLM's forced-acceptance timings have run against the stand-in
+        only (docs/trtllm.md), so the model sampler is asked for explicitly there. ConfigurationError
+        for an unknown or removed sampler."""
+        return get_sampler(self.engine_adapter.default_sampler if self.sampler is None else self.sampler)
 
     @property
     def engine_adapter(self) -> EngineAdapter:
@@ -168,14 +157,11 @@ class TuneOptions:
                 raise ConfigurationError("batch sizes must list at least one size")
             for batch_size in self.batch_sizes:
                 _require_int("batch size", batch_size, 1)
-        if self.sampler in REMOVED_SAMPLERS:
-            raise ConfigurationError(f"sampler {self.sampler} was removed ({REMOVED_SAMPLERS[self.sampler]}); "
-                                     f"use model (the default) or tpe")
-        if self.sampler is not None and self.sampler not in SAMPLERS:
-            raise ConfigurationError(f"unknown sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}")
-        if self.sampler_name == "model" and not self.engine_adapter.times_steps:
-            raise ConfigurationError(f"sampler model needs step-cost timings, which the {self.engine} adapter does not "
-                                     f"take; pass --sampler tpe (the default for {self.engine})")
+        sampler = self.search_sampler
+        if sampler.guided and not self.engine_adapter.times_steps:
+            raise ConfigurationError(f"sampler {sampler.name} needs step-cost timings, which the {self.engine} adapter "
+                                     f"does not take; pass --sampler {self.engine_adapter.default_sampler} "
+                                     f"(the default for {self.engine})")
         if self.seed is not None:
             _require_int("seed", self.seed, 0)
         if self.n_trials is not None:

@@ -20,6 +20,7 @@ from autotune.analysis.decision import (
 )
 from autotune.analysis.prediction import prediction_error
 from autotune.search.objective import Objective
+from autotune.search.samplers import SAMPLERS, Sampler
 from autotune.store.results import TrialRow
 
 
@@ -140,7 +141,7 @@ class TuneResult:
     model_loads_this_run: int
     elapsed_s: float
     rows: list[TrialRow] = field(default_factory=list)
-    sampler: str = "model"
+    sampler: Sampler = SAMPLERS["model"]
 
     @property
     def profile(self) -> ProfileChoice | None:
@@ -160,11 +161,10 @@ class TuneResult:
     def model_lines(self) -> list[str]:
         error, count = prediction_error(self.rows)
         counts = self.analysis.counts
-        lines = [f"Measured {counts.total} screening trials ({self.sampler} sampler) with "
+        lines = [f"Measured {counts.total} screening trials ({self.sampler.name} sampler) with "
                  f"{self.analysis.model_loads} model loads ({self.model_loads_this_run} by this run, step timings and "
                  "confirmation included)"
-                 + ("; the model-guided search stopped when nothing unmeasured could beat the best measured at its "
-                    "batch size" if self.sampler == "model" and self.status == "complete" else "") + "."]
+                 + (self.sampler.completion_note if self.status == "complete" else "") + "."]
         if error is not None:
             lines.append(f"Performance model: median |predicted / measured - 1| = {error:.1%} over {count} trials "
                          "predicted before they ran.")
@@ -193,7 +193,7 @@ class TuneResult:
             "worker_starts": self.worker_starts,
             "model_loads_this_run": self.model_loads_this_run,
             "elapsed_s": self.elapsed_s,
-            "sampler": self.sampler,
+            "sampler": self.sampler.name,
             "prediction_error": dict(zip(("median_abs", "trials"), prediction_error(self.rows))),
             "trials": [row.to_dict() for row in self.rows],
         }

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,8 @@ from autotune.errors import ConfigurationError
 from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, folder_models
 from autotune.search.memory import MemoryPlan, default_batch_sizes, plan_memory
 from autotune.search.objective import Objective
-from autotune.search.options import DEFAULT_N_TRIALS, TuneOptions
+from autotune.search.options import TuneOptions
+from autotune.search.samplers import Sampler
 from autotune.search.space import Candidate, SearchSpace
 from autotune.workload import Workload, load_workload
 
@@ -35,7 +35,7 @@ class StudyPlan:
     space: SearchSpace
     objective: Objective
     n_trials: int
-    exhaustive: bool  # grid: try every candidate once, in a seeded order, then stop
+    sampler: Sampler
     seed: int | None
 
     @property
@@ -54,20 +54,12 @@ class StudyPlan:
 
     @property
     def planned_only(self) -> bool:
-        """True when the study runs planned candidates only: the grid, or nothing to sample."""
-        return self.exhaustive or not self.space.sampled_methods
+        """True when the study runs planned candidates only: an exhaustive sampler, or nothing to sample."""
+        return self.sampler.exhaustive or not self.space.sampled_methods
 
     def planned(self) -> list[Candidate]:
-        """Candidates the study runs before (grid: instead of) sampling: baselines first."""
-        if not self.exhaustive:
-            return self.space.baselines()
-        # Configurations in a seeded order, each at every batch size before the next: the worker keeps
-        # a configuration's engine loaded while consecutive trials use it, so the grid loads each once.
-        rest = self.space.candidates()[len(self.space.batch_sizes):]
-        configs = list(dict.fromkeys(c.config_label for c in rest))
-        random.Random(self.seed).shuffle(configs)
-        order = {label: i for i, label in enumerate(configs)}
-        return self.space.baselines() + sorted(rest, key=lambda c: (order[c.config_label], c.batch_size))
+        """Candidates the study runs before (an exhaustive sampler: instead of) sampling: baselines first."""
+        return self.sampler.planned(self.space, self.seed)
 
     def identity(self) -> dict[str, Any]:
         """What a study of this name must have been created with to be continued by this run."""
@@ -115,8 +107,8 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     batch_sizes = options.batch_sizes or default_batch_sizes(memory, hardware.device_type, len(workload.requests))
     space = SearchSpace.build(_methods(options, models), tuple(models.drafts), options.max_depth, batch_sizes,
                               target.footprint.n_mtp > 0)
-    exhaustive = options.sampler_name == "grid"
-    n_trials = options.n_trials or (len(space.candidates()) if exhaustive else DEFAULT_N_TRIALS)
+    sampler = options.search_sampler
+    n_trials = options.n_trials or sampler.default_trials(space)
     if n_trials < len(space.batch_sizes):
         raise ConfigurationError(
             f"n_trials {n_trials} is below the {len(space.batch_sizes)} baseline trials (method none at batch sizes "
@@ -126,7 +118,7 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     return StudyPlan(
         name=name.strip(), engine=options.engine, hardware=hardware, workload=workload, target=target,
         drafts={label: models.drafts[label] for label in space.drafts}, excluded_drafts=models.excluded_drafts,
-        memory=memory, space=space, objective=options.objective_spec, n_trials=n_trials, exhaustive=exhaustive,
+        memory=memory, space=space, objective=options.objective_spec, n_trials=n_trials, sampler=sampler,
         seed=options.seed,
     )
 

@@ -33,7 +33,6 @@ from autotune.store.locks import named_lock
 from autotune.store.models import StudyRecord
 
 IDENTITY_ATTR = "autotune_identity"
-TPE_STARTUP_TRIALS = 10
 
 
 def optuna_storage(database: Database, options: TuneOptions) -> RDBStorage:
@@ -68,14 +67,6 @@ def storage_errors(database: Database) -> Iterator[None]:
         if not connection_lost(exc):
             raise
         raise database_error(database.display_url, exc) from exc
-
-
-def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
-    """tpe, random; model (every trial is enqueued by the guide) and grid (every point is enqueued)
-    sample nothing, so they get the random sampler, which never runs."""
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=TPE_STARTUP_TRIALS)
-    return optuna.samplers.RandomSampler(seed=seed)
 
 
 def open_study(

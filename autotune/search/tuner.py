@@ -62,7 +62,7 @@ from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan, plan_study
 from autotune.search.outcome import StudyAnalysis, TuneProgress, TuneResult
 from autotune.search.space import Candidate, SearchSpace
-from autotune.search.study import make_sampler, open_study, optuna_storage, storage_errors
+from autotune.search.study import open_study, optuna_storage, storage_errors
 from autotune.store import Database, open_database, results
 from autotune.store.locks import named_lock
 from autotune.store.models import ModelRecord, StudyRecord
@@ -140,7 +140,7 @@ class Tuner:
         started = time.monotonic()
         deadline = None if self.options.timeout_s is None else started + self.options.timeout_s
         self.study_id, self.study = open_study(self.database, self.storage, self.plan,
-                                               make_sampler(self.options.sampler_name, self.options.seed))
+                                               self.plan.sampler.optuna_sampler(self.options.seed))
         self.draft_ids = self._draft_ids()
         self.modeling = StudyModeling(self.plan, self.database, self.study_id)
         with named_lock(self.database.engine, self.plan.name):  # concurrent workers time the step costs once
@@ -181,7 +181,7 @@ class Tuner:
                 explore = self.explore if attempt == MAX_REPEATS else None
                 trial = budget.ask_within_budget(
                     self.study, self.plan.n_trials, self.planned, self.plan.planned_only, explore, self.plan.space,
-                    self._guided if self.options.sampler_name == "model" else None, self.options.retries,
+                    self._guided if self.plan.sampler.guided else None, self.options.retries,
                 )
                 if trial is None:
                     return None, None
@@ -443,7 +443,7 @@ class Tuner:
             objective=self.plan.objective.kind, slo=self.plan.objective.slo.to_dict(), n_trials=self.plan.n_trials,
             hardware=self.plan.hardware.name, search_space=self.plan.search_space_record(), analysis=analysis,
             trials_this_run=self.trials_run, worker_starts=self.worker.starts, model_loads_this_run=self.worker.loads,
-            elapsed_s=elapsed_s, rows=rows, sampler=self.options.sampler_name,
+            elapsed_s=elapsed_s, rows=rows, sampler=self.plan.sampler,
         )
 
     def _draft_ids(self) -> dict[str, int]:

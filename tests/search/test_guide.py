@@ -172,8 +172,8 @@ def test_the_grid_loads_each_configuration_once(options) -> None:
 def test_gp_is_gone_and_model_is_refused_for_trtllm(options) -> None:
     with pytest.raises(ConfigurationError, match="sampler gp was removed"):
         tune(replace(options, sampler="gp"))
-    assert TuneOptions(engine="trtllm").sampler_name == "tpe"
-    assert TuneOptions().sampler_name == "model"
+    assert TuneOptions(engine="trtllm").search_sampler.name == "tpe"
+    assert TuneOptions().search_sampler.name == "model"
 
 
 @pytest.mark.slow  # a whole study

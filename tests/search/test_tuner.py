@@ -15,7 +15,8 @@ from autotune.search import Slo, list_studies, study_trials, tune
 from autotune.search.budget import finished_count
 from autotune.search.memory import SAFETY_MARGIN
 from autotune.search.plan import plan_study
-from autotune.search.study import make_sampler, open_study, optuna_storage
+from autotune.search.samplers import SAMPLERS
+from autotune.search.study import open_study, optuna_storage
 from autotune.store import open_database, results
 from autotune.search.tuner import MAX_REPEATS
 from autotune.store.models import HardwareRecord, MeasurementRecord, ProbeRecord, StudyRecord
@@ -76,7 +77,7 @@ def test_a_study_name_used_with_other_options_is_refused_and_nothing_written(opt
     plan = plan_study(options)
     with open_database(options.db_url) as database:
         storage = optuna_storage(database, options)
-        open_study(database, storage, plan, make_sampler("tpe", 0))
+        open_study(database, storage, plan, SAMPLERS["tpe"].optuna_sampler(0))
         storage.engine.dispose()
 
     def counts() -> tuple[int, ...]:

@@ -77,7 +77,8 @@ def tuner(index: int, _profile: str):  # noqa: ANN202
     from autotune.hardware.profile import HardwareProfile
     from autotune.search.options import TuneOptions
     from autotune.search.plan import plan_study
-    from autotune.search.study import make_sampler, open_study, optuna_storage
+    from autotune.search.samplers import SAMPLERS
+    from autotune.search.study import open_study, optuna_storage
     from autotune.search.tuner import OPTUNA_SCHEMA_LOCK
     from autotune.store import open_database, results
     from autotune.store.locks import named_lock
@@ -93,7 +94,7 @@ def tuner(index: int, _profile: str):  # noqa: ANN202
             with named_lock(database.engine, OPTUNA_SCHEMA_LOCK):
                 storage = optuna_storage(database, options_here)
             try:
-                study_id, study = open_study(database, storage, study_plan, make_sampler("random", index))
+                study_id, study = open_study(database, storage, study_plan, SAMPLERS["random"].optuna_sampler(index))
                 trial = study.ask()
                 with database.session() as session:
                     results.record_trial(session, study_id, trial_number=trial.number, method="none", depth=0,

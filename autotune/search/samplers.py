@@ -1,0 +1,111 @@
+"""The search samplers behind ``--sampler``: one interface, a registry by name.
+
+A sampler decides how a study picks its screening trials. ``model`` asks the performance model's
+guide (:mod:`autotune.search.guide`) for every point; ``grid`` plans every point of the space; in
+both every trial is enqueued, so Optuna's own sampler never runs. ``tpe`` and ``random`` leave the
+points after the baselines to Optuna's TPE and random samplers.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import ClassVar
+
+import optuna
+
+from autotune.errors import ConfigurationError
+from autotune.search.space import Candidate, SearchSpace
+
+# With the built-in models and workload a measured trial takes ~3-5 s on our 2-core CPU (about
+# half of it the worker restart a new configuration needs; repeats cost nothing), so 36 screening
+# trials, a third of the 100-point default space, take ~2.5-3 min, and the confirmation phase
+# (at most ~35 s per batch size once 3 rounds are kept) another ~3 min: a plain `autotune tune`
+# stays under 10 min.
+DEFAULT_N_TRIALS = 36
+TPE_STARTUP_TRIALS = 10
+# Optuna's GPSampler models only the parameters every trial shares; in this space (baselines have no
+# depth, each method has its own depth parameter) that is batch_size alone, so it drew method and
+# depth at random while claiming to model them. Removed rather than left to mislead.
+REMOVED_SAMPLERS = {"gp": "it modelled batch size only and drew method and depth at random in this space"}
+
+
+class Sampler:
+    """How a study proposes its screening trials (the defaults: Optuna samples after the baselines)."""
+
+    name: ClassVar[str]
+    # Proposals come from the performance model's guide, which needs the engine's step-cost timings.
+    guided: ClassVar[bool] = False
+    # Every point is planned: the study runs them all once, then stops.
+    exhaustive: ClassVar[bool] = False
+    # Said in the run's summary when the study ended on its own (nothing left to propose).
+    completion_note: ClassVar[str] = ""
+
+    def optuna_sampler(self, seed: int | None) -> optuna.samplers.BaseSampler:
+        """The Optuna sampler the study is opened with. Where every trial is enqueued it never
+        runs, so it is the cheapest one."""
+        return optuna.samplers.RandomSampler(seed=seed)
+
+    def default_trials(self, space: SearchSpace) -> int:
+        """The study-wide number of trials when ``--trials`` is not given."""
+        return DEFAULT_N_TRIALS
+
+    def planned(self, space: SearchSpace, seed: int | None) -> list[Candidate]:
+        """Candidates the study runs before sampling (the baselines: every speedup needs one)."""
+        return space.baselines()
+
+
+class ModelGuidedSampler(Sampler):
+    """Calibrate a performance model, then measure only what it cannot rule out."""
+
+    name = "model"
+    guided = True
+    completion_note = ("; the model-guided search stopped when nothing unmeasured could beat the best measured at its "
+                       "batch size")
+
+
+class TpeSampler(Sampler):
+    """Optuna's tree-structured Parzen estimator, after a few random startup trials."""
+
+    name = "tpe"
+
+    def optuna_sampler(self, seed: int | None) -> optuna.samplers.BaseSampler:
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=TPE_STARTUP_TRIALS)
+
+
+class RandomSearchSampler(Sampler):
+    """Optuna's random sampler."""
+
+    name = "random"
+
+
+class GridSampler(Sampler):
+    """Every configuration once."""
+
+    name = "grid"
+    exhaustive = True
+
+    def default_trials(self, space: SearchSpace) -> int:
+        return len(space.candidates())
+
+    def planned(self, space: SearchSpace, seed: int | None) -> list[Candidate]:
+        # Configurations in a seeded order, each at every batch size before the next: the worker keeps
+        # a configuration's engine loaded while consecutive trials use it, so the grid loads each once.
+        rest = space.candidates()[len(space.batch_sizes):]
+        configs = list(dict.fromkeys(c.config_label for c in rest))
+        random.Random(seed).shuffle(configs)
+        order = {label: i for i, label in enumerate(configs)}
+        return space.baselines() + sorted(rest, key=lambda c: (order[c.config_label], c.batch_size))
+
+
+SAMPLERS: dict[str, Sampler] = {
+    sampler.name: sampler for sampler in (ModelGuidedSampler(), TpeSampler(), RandomSearchSampler(), GridSampler())
+}
+
+
+def get_sampler(name: str) -> Sampler:
+    """The sampler called ``name``; ConfigurationError for a removed or unknown one."""
+    if name in REMOVED_SAMPLERS:
+        raise ConfigurationError(f"sampler {name} was removed ({REMOVED_SAMPLERS[name]}); use model (the default) or tpe")
+    if name not in SAMPLERS:
+        raise ConfigurationError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
+    return SAMPLERS[name]
