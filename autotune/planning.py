@@ -370,8 +370,8 @@ def _memory_bytes(target: ModelShape, draft: ModelShape | None, method: str, dep
 
 
 def _read_database(db_url: str | None, hardware: str, model: str, work: Workload) -> _Stored:
-    from autotune.store import open_database, performance, profile_queries
-    from autotune.store.models import MeasurementRecord, ModelRecord
+    from autotune.profiles.records import model_info
+    from autotune.store import open_database, performance, plan_queries
 
     catalog = find_accelerator(hardware)
     with open_database(db_url) as database, database.session() as session:
@@ -379,14 +379,11 @@ def _read_database(db_url: str | None, hardware: str, model: str, work: Workload
             spec, origin = catalog, {"key": hardware.strip().lower(), "origin": "catalog", "fingerprint": None}
         else:
             spec, origin = _stored_hardware(session, hardware)
-        target = _target(session, model, work)
+        target = plan_queries.find_target(session, model, work.sha256)
         records = performance.acceptance_profiles(session, target_model_id=target.id, workload_fingerprint=work.sha256)
         if not records:
             raise ConfigurationError(_no_acceptance(session, target, work))
-        draft_ids = {r.draft_model_id for r in records if r.draft_model_id is not None}
-        drafts_by_id = profile_queries.models_by_id(session, draft_ids)
-        by_fingerprint = profile_queries.models_by_fingerprint(
-            session, [r.proposer.removeprefix("draft:") for r in records if r.proposer.startswith("draft:")])
+        drafts_by_id, by_fingerprint = plan_queries.proposer_drafts(session, records)
         names = [m.name for m in by_fingerprint.values()]
         curves: dict[tuple[str, str | None], AcceptanceCurve] = {}
         drafts: dict[str, ModelInfo] = {}
@@ -396,12 +393,13 @@ def _read_database(db_url: str | None, hardware: str, model: str, work: Workload
             curve = AcceptanceCurve.from_positions(record.proposer, record.positions, record.sources)
             if not curve.covers(1):
                 continue
-            if record.proposer.startswith("draft:"):
-                row = drafts_by_id.get(record.draft_model_id) or by_fingerprint.get(record.proposer.removeprefix("draft:"))
+            if record.proposer.startswith(plan_queries.DRAFT_PREFIX):
+                row = (drafts_by_id.get(record.draft_model_id)
+                       or by_fingerprint.get(record.proposer.removeprefix(plan_queries.DRAFT_PREFIX)))
                 if row is None:
                     continue
                 label = row.name if names.count(row.name) == 1 else f"{row.name}-{row.fingerprint[:8]}"
-                drafts[label] = _model_info(row)
+                drafts[label] = model_info(row)
                 key: tuple[str, str | None] = ("draft", label)
             else:
                 key = (record.proposer, None)
@@ -416,49 +414,15 @@ def _read_database(db_url: str | None, hardware: str, model: str, work: Workload
             })
         if not curves:
             raise ConfigurationError(_no_acceptance(session, target, work))
-        lengths = None
-        for source in sorted(set(sources), reverse=True):
-            measurement = session.get(MeasurementRecord, source)
-            tokens = ((measurement.extra or {}).get("measurement") or {}).get("request_tokens") if measurement else None
-            if tokens and len(tokens) == len(work.requests) and all(isinstance(t, int) and t >= 1 for t in tokens):
-                lengths = list(tokens)
-                break
-        target_info = _model_info(session.get(ModelRecord, target.id))
+        lengths = plan_queries.measured_request_tokens(session, sources, len(work.requests))
+        target_info = model_info(target)
     return _Stored(spec, origin, target_info, drafts, curves, acceptance, lengths)
 
 
-def _model_info(record: Any) -> ModelInfo:
-    return ModelInfo(fingerprint=record.fingerprint, name=record.name, role=record.role, source=record.source,
-                     num_params=record.num_params, num_mtp_modules=record.num_mtp_modules or 0,
-                     vocab_size=record.vocab_size, config=dict(record.config or {}))
-
-
-def _target(session: Any, model: str, work: Workload) -> Any:
-    from sqlalchemy import select
-
-    from autotune.store import profile_queries
-    from autotune.store.models import AcceptanceProfileRecord, ModelRecord
-
-    found = [m for m in profile_queries.find_models(session, model.strip()) if m.role == "target"]
-    if not found:
-        stored = list(session.scalars(select(ModelRecord).where(ModelRecord.role == "target").order_by(ModelRecord.id)))
-        known = profile_queries.stored_names(stored) if stored else "none yet: run `autotune tune` first"
-        raise ConfigurationError(f"unknown target model {model!r}; stored targets: {known}")
-    if len(found) == 1:
-        return found[0]
-    with_profiles = [m for m in found if session.scalar(select(AcceptanceProfileRecord.id).where(
-        AcceptanceProfileRecord.target_model_id == m.id,
-        AcceptanceProfileRecord.workload_fingerprint == work.sha256).limit(1)) is not None]
-    if len(with_profiles) == 1:
-        return with_profiles[0]
-    raise ConfigurationError(f"{len(found)} stored targets are named {model!r}: "
-                             f"{profile_queries.stored_names(found)}; pass a fingerprint instead")
-
-
 def _no_acceptance(session: Any, target: Any, work: Workload) -> str:
-    from autotune.store import performance
+    from autotune.store import plan_queries
 
-    others = sorted({r.workload_name for r in performance.acceptance_profiles(session, target_model_id=target.id)})
+    others = plan_queries.acceptance_workload_names(session, target.id)
     where = f" (stored for workload(s) {', '.join(others)}: pass that workload's file with --workload)" if others else ""
     return (f"no acceptance profile of {target.name} on workload {work.label} is stored{where}; run `autotune tune` "
             f"with that target and workload on any machine first (acceptance does not depend on the hardware)")
@@ -466,16 +430,14 @@ def _no_acceptance(session: Any, target: Any, work: Workload) -> str:
 
 def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str, Any]]:
     """The roofline figures of a stored hardware profile (module doc)."""
-    from autotune.store import profile_queries, repository
+    from autotune.store import plan_queries
 
-    found = profile_queries.find_hardware(session, key.strip())
-    if len(found) != 1:
-        stored = repository.list_hardware(session)
-        listed = profile_queries.stored_names(stored) if stored else "none"
+    found = plan_queries.hardware_with_probe(session, key)
+    if found is None:
         raise ConfigurationError(f"unknown hardware {key!r}: use a catalog name ({', '.join(accelerator_names())}) "
-                                 f"or a stored hardware profile's name or fingerprint (stored: {listed})")
-    record = found[0]
-    probe = repository.latest_probe(session, record)
+                                 "or a stored hardware profile's name or fingerprint "
+                                 f"(stored: {plan_queries.stored_hardware_names(session)})")
+    record, probe = found
     metrics = {m.get("name"): m.get("measured") for m in (probe.metrics if probe else [])}
     origin = {"key": key, "origin": "stored hardware profile", "fingerprint": record.fingerprint,
               "stored_name": record.name, "probe_id": probe.id if probe else None}
