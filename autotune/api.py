@@ -5,18 +5,33 @@ Python users call the same functions::
     from autotune import api
     result = api.probe(quick=True)            # measure this machine and store the profile
     print(result.profile.name, result.probe_id)
+
+Every function returns data (the objects the commands render as tables or JSON) and raises an
+:class:`~autotune.errors.AutotuneError` for anything the user can fix. Importing this module loads
+neither torch nor Optuna: each function imports what it needs when called.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION
+from autotune.errors import ConfigurationError
+from autotune.preflight import DEFAULT_SEQ_LEN
+from autotune.profiles.query import CURRENT_HARDWARE
 from autotune.store import SchemaStatus, open_database
 
-if TYPE_CHECKING:  # the hardware package imports torch; load it only when probing
+if TYPE_CHECKING:  # these import torch, Optuna or matplotlib: load them only when called
+    from autotune.engines.protocol import ProtocolOptions
     from autotune.hardware import HardwareProfile
+    from autotune.measure import MeasureReport
+    from autotune.planning import DeploymentPlan
+    from autotune.preflight import PreflightReport
+    from autotune.profiles import BestProfile, DeploymentProfile
+    from autotune.search import StudySummary, TrialRow, TuneOptions, TuneProgress, TuneResult
 
 
 @dataclass(frozen=True)
@@ -99,3 +114,125 @@ def _on_schema(db_url: str | None, action: str, *args: str) -> SchemaStatus:
 
     with open_database(db_url, migrate=False) as database:
         return getattr(migrate, action)(database.engine, *args)
+
+
+def export_models(out: str | Path, which: str = "both", *, architecture: str = "llama", force: bool = False) -> list[Path]:
+    """Write the built-in models (``which``: target, draft or both) as Hugging Face folders under
+    ``out`` in the target checkpoint format ``architecture`` (llama or mimo); return the folders."""
+    from autotune.models.hf_export import export_builtin
+
+    try:
+        return export_builtin(Path(out), which, force=force, architecture=architecture)
+    except FileExistsError as exc:
+        raise ConfigurationError(str(exc)) from exc
+    except OSError as exc:  # an unwritable or impossible --out: the user's to fix, not a bug
+        raise ConfigurationError(f"cannot write the model folders under {out}: {exc.strerror or exc}; "
+                                 "choose a writable folder with --out") from exc
+
+
+def measure(*, engine: str = "embedded", protocol: ProtocolOptions | None = None,
+            progress: Callable[[str], None] | None = None, **configuration: Any) -> MeasureReport:
+    """Run one configuration against the baseline with ``engine`` under ``protocol``; the
+    configuration's keywords are those of :func:`autotune.measure.measure_configuration` (method,
+    depth, batch_size, draft, target, workload, temperature, verify, device, seed)."""
+    from autotune.measure import measure_configuration  # torch only when measuring
+
+    return measure_configuration(engine=engine, protocol=protocol, progress=progress, **configuration)
+
+
+def tune(options: TuneOptions, progress: Callable[[TuneProgress], None] | None = None) -> TuneResult:
+    """Run (or continue) a tuning study and store its trials and recommended profile."""
+    from autotune.search import tune as run_study
+
+    return run_study(options, progress)
+
+
+def studies(db_url: str | None = None) -> list[StudySummary]:
+    """Every tuning study stored in the database, newest first."""
+    from autotune.search import list_studies
+
+    return list_studies(db_url)
+
+
+def trials(db_url: str | None, study: str) -> list[TrialRow]:
+    """The stored trials of ``study``: screening passes, then confirmation rows."""
+    from autotune.search import study_trials
+
+    return study_trials(db_url, study)
+
+
+def list_profiles(db_url: str | None = None, *, hardware: str | None = None, model: str | None = None,
+                  method: str | None = None, study: str | None = None) -> list[DeploymentProfile]:
+    """Stored deployment profiles, newest first, filtered by hardware, target, method and study."""
+    from autotune.profiles import list_profiles as find_profiles
+
+    return find_profiles(db_url, hardware=hardware, model=model, method=method, study=study)
+
+
+def show_profile(db_url: str | None, profile_id: int) -> DeploymentProfile:
+    """One stored deployment profile, with its study's trials."""
+    from autotune.profiles import show_profile as load_profile
+
+    return load_profile(db_url, profile_id)
+
+
+def best_profile(db_url: str | None, model: str, *, hardware: str | None = CURRENT_HARDWARE, batch_size: int | None = None,
+                 slo_tpot_ms: float | None = None) -> BestProfile:
+    """The best stored profile of ``model`` on ``hardware``, optionally at a batch size and TPOT limit."""
+    from autotune.profiles import best_profile as find_best
+
+    return find_best(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
+
+
+def import_profile(db_url: str | None, path: str | Path) -> DeploymentProfile:
+    """Store a profile exported as JSON and return it with its new id."""
+    from autotune.profiles import import_profile as store_profile
+
+    return store_profile(db_url, path)
+
+
+def export(db_url: str | None, profile_id: int, fmt: str = "trtllm", *, output: str | Path | None = None,
+           force: bool = False, trtllm_version: str = DEFAULT_TRTLLM_VERSION) -> Path:
+    """Write stored profile ``profile_id`` as a serving config in format ``fmt``; return its path."""
+    from autotune.serving import write_export
+
+    return write_export(db_url, profile_id, fmt, output=output, force=force, trtllm_version=trtllm_version)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A what-if plan and the serving config it was exported to (None when not exported)."""
+
+    plan: DeploymentPlan
+    export: Path | None
+
+    def to_dict(self) -> dict:
+        return {**self.plan.to_dict(), "export": str(self.export) if self.export else None}
+
+
+def plan(db_url: str | None, *, hardware: str, model: str, workload: str | Path | None = None,
+         batch_sizes: Sequence[int] | None = None, max_depth: int | None = None, export_format: str | None = None,
+         output: str | Path | None = None, force: bool = False) -> PlanResult:
+    """Predict the best configuration per batch size of ``model`` on ``hardware`` (nothing is
+    measured or written to the database) and, with ``export_format``, write it as a serving config."""
+    from autotune.planning import plan_deployment, write_plan_export
+
+    predicted = plan_deployment(db_url, hardware=hardware, model=model, workload=workload, batch_sizes=batch_sizes,
+                                max_depth=max_depth)
+    path = write_plan_export(predicted, export_format, output, force) if export_format else None
+    return PlanResult(predicted, path)
+
+
+def report(db_url: str | None, study: str, out_dir: str | Path = "report") -> Path:
+    """Draw ``study`` as an HTML page with PNG plots in ``out_dir``; return the page's path."""
+    from autotune.report import write_report
+
+    return write_report(db_url, study, out_dir)
+
+
+def preflight(target: str | Path, drafts: Sequence[str | Path] = (), *, engine: str = "trtllm",
+              seq_len: int = DEFAULT_SEQ_LEN) -> PreflightReport:
+    """Check a target/draft pairing (Hugging Face folders) for ``engine`` before spending GPU time."""
+    from autotune.preflight import preflight as check_pairing
+
+    return check_pairing(target, list(drafts), engine=engine, seq_len=seq_len)

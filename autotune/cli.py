@@ -23,9 +23,13 @@ from autotune.engines.protocol import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_MIN_REPETITIONS,
     DEFAULT_PRECISION,
+    ProtocolOptions,
 )
 from autotune.engines.registry import ENGINES
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION
 from autotune.errors import AutotuneError
+from autotune.preflight import DEFAULT_SEQ_LEN
+from autotune.profiles.query import CURRENT_HARDWARE
 
 DEBUG_KEY = "autotune.debug"
 EXIT_USER_ERROR = 2
@@ -263,18 +267,7 @@ def models_export_hf_command(out: str, which: str, architecture: str, force: boo
       autotune models export-hf --out hf-models --model target --force
       autotune models export-hf --out hf-mimo --model target --format mimo
     """
-    from pathlib import Path
-
-    from autotune.models.hf_export import export_builtin
-
-    try:
-        folders = export_builtin(Path(out), which, force=force, architecture=architecture)
-    except FileExistsError as exc:
-        raise OneLineError(str(exc)) from exc
-    except OSError as exc:  # an unwritable or impossible --out: the user's to fix, not a bug
-        raise OneLineError(f"cannot write the model folders under {out}: {exc.strerror or exc}; "
-                           "choose a writable folder with --out") from exc
-    for folder in folders:
+    for folder in api.export_models(out, which, architecture=architecture, force=force):
         click.echo(str(folder))
 
 
@@ -337,14 +330,11 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
       autotune models export-hf --out hf && autotune measure --engine vllm --target hf/autotune-byte-target \
           --draft hf/autotune-byte-draft --method draft --depth 3 --batch-size 2 --json
     """
-    from autotune.engines.protocol import ProtocolOptions
-    from autotune.measure import measure_configuration
-
     protocol = ProtocolOptions(precision, min_repetitions, max_repetitions, max_seconds)
     with render.status_spinner(enabled=not as_json) as progress:
-        report = measure_configuration(method=method, depth=depth, batch_size=batch_size, draft=draft,
-                                       workload=workload, temperature=temperature, verify=verify, device=device,
-                                       seed=seed, target=target, engine=engine, protocol=protocol, progress=progress)
+        report = api.measure(method=method, depth=depth, batch_size=batch_size, draft=draft, workload=workload,
+                             temperature=temperature, verify=verify, device=device, seed=seed, target=target,
+                             engine=engine, protocol=protocol, progress=progress)
     emit(report, as_json, render.print_measure)
 
 
@@ -414,7 +404,6 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
       autotune tune --engine trtllm --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --batch-sizes 1,8,32
       autotune tune --engine vllm --target hf/autotune-byte-target --draft hf/autotune-byte-draft --batch-sizes 1,2,4
     """
-    from autotune.search import tune
     from autotune.search.objective import Slo
     from autotune.search.options import TuneOptions
 
@@ -432,7 +421,7 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
         max_repetitions=max_repetitions, confirm_seconds=confirm_seconds,
     )
     with render.trial_progress(enabled=not as_json) as progress:
-        result = tune(options, progress)
+        result = api.tune(options, progress)
     emit(result, as_json, lambda r: render.print_lines(r.summary_lines()))
 
 
@@ -446,9 +435,7 @@ def studies_command(db_url, as_json, wide) -> None:
     Example:
       autotune studies --json
     """
-    from autotune.search import list_studies
-
-    studies = list_studies(db_url)
+    studies = api.studies(db_url)
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in studies], indent=2, default=str))
     else:
@@ -467,9 +454,7 @@ def trials_command(db_url, study, as_json, wide) -> None:
     Example:
       autotune trials my-study
     """
-    from autotune.search import study_trials
-
-    trials = study_trials(db_url, study)
+    trials = api.trials(db_url, study)
     if as_json:
         click.echo(json.dumps([t.to_dict() for t in trials], indent=2, default=str))
     else:
@@ -501,9 +486,7 @@ def profiles_list_command(db_url, hardware, model, method, study, as_json, wide)
     Example:
       autotune profiles list --method mtp --json
     """
-    from autotune.profiles import list_profiles
-
-    profiles = list_profiles(db_url, hardware=hardware, model=model, method=method, study=study)
+    profiles = api.list_profiles(db_url, hardware=hardware, model=model, method=method, study=study)
     if as_json:
         click.echo(json.dumps([p.summary() for p in profiles], indent=2, default=str))
     else:
@@ -523,9 +506,7 @@ def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
     Example:
       autotune profiles show 1
     """
-    from autotune.profiles import show_profile
-
-    profile = show_profile(db_url, profile_id)
+    profile = api.show_profile(db_url, profile_id)
     if as_json:
         click.echo(json.dumps({**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with},
                               indent=2, default=str))
@@ -535,7 +516,7 @@ def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
 
 @command(profiles_group, "best")
 @click.option("--model", required=True, help="Target model name or fingerprint.")
-@click.option("--hardware", default="current", show_default=True, help="NAME, FINGERPRINT or 'current'.")
+@click.option("--hardware", default=CURRENT_HARDWARE, show_default=True, help="NAME, FINGERPRINT or 'current'.")
 @click.option("--batch-size", type=int, default=None)
 @click.option("--slo-tpot-ms", type=float, default=None)
 @json_option
@@ -547,9 +528,7 @@ def profiles_best_command(db_url, model, hardware, batch_size, slo_tpot_ms, as_j
     Example:
       autotune profiles best --model autotune-byte-target --batch-size 2 --slo-tpot-ms 10
     """
-    from autotune.profiles import best_profile
-
-    best = best_profile(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
+    best = api.best_profile(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
     data = best.to_dict()
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
@@ -571,9 +550,7 @@ def profiles_import_command(db_url, path, as_json) -> None:
     Example:
       autotune profiles import profiles/cpu__target__draft-d4-bs8.json
     """
-    from autotune.profiles import import_profile
-
-    profile = import_profile(db_url, path)
+    profile = api.import_profile(db_url, path)
     if as_json:
         click.echo(json.dumps(profile.summary(), indent=2, default=str))
     else:
@@ -586,7 +563,7 @@ def profiles_import_command(db_url, path, as_json) -> None:
               show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Output file (default: under profiles/).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
-@click.option("--trtllm-version", default="1.2", show_default=True,
+@click.option("--trtllm-version", default=DEFAULT_TRTLLM_VERSION, show_default=True,
               help="TensorRT-LLM version the trtllm and trtllm-bench formats are written for: 1.0, 1.2 or main "
                    "(decoding_type names, draft_len_schedule and CUDA-graph rules differ).")
 def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> None:
@@ -598,9 +575,7 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
       autotune export 1 --format trtllm --trtllm-version main
       autotune export 1 --format vllm -o serve.sh --force
     """
-    from autotune.serving import write_export
-
-    click.echo(str(write_export(db_url, profile_id, fmt, output=output, force=force, trtllm_version=trtllm_version)))
+    click.echo(str(api.export(db_url, profile_id, fmt, output=output, force=force, trtllm_version=trtllm_version)))
 
 
 def _accelerator_names() -> str:
@@ -636,19 +611,19 @@ def plan_command(db_url, hardware, model, workload, batch_sizes, max_depth, expo
       autotune plan --hardware b200 --model autotune-byte-target --batch-sizes 1,8,64 --json
       autotune plan --hardware h100-sxm --model autotune-byte-target --export trtllm -o h100.yaml
     """
-    from autotune.planning import parse_batch_sizes, plan_deployment, write_plan_export
+    from autotune.planning import parse_batch_sizes
 
     if output is not None and export_format is None:
         raise OneLineError("--output names the export file: pass --export FORMAT too")
-    plan = plan_deployment(db_url, hardware=hardware, model=model, workload=workload,
-                           batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth)
-    path = write_plan_export(plan, export_format, output, force) if export_format else None
+    result = api.plan(db_url, hardware=hardware, model=model, workload=workload,
+                      batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth, export_format=export_format,
+                      output=output, force=force)
     if as_json:
-        click.echo(json.dumps({**plan.to_dict(), "export": str(path) if path else None}, indent=2, default=str))
+        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
         return
-    render.print_plan(plan)
-    if path is not None:
-        click.echo(f"wrote {path} ({export_format}, marked PREDICTED)")
+    render.print_plan(result.plan)
+    if result.export is not None:
+        click.echo(f"wrote {result.export} ({export_format}, marked PREDICTED)")
 
 
 @command(cli, "report")
@@ -661,16 +636,14 @@ def report_command(db_url, study, out_dir) -> None:
     Example:
       autotune report my-study -o report/
     """
-    from autotune.report import write_report
-
-    click.echo(str(write_report(db_url, study, out_dir)))
+    click.echo(str(api.report(db_url, study, out_dir)))
 
 
 @command(cli, "preflight", uses_db=False)
 @click.option("--target", required=True, type=click.Path(exists=True, file_okay=False), help="Hugging Face model folder.")
 @click.option("--draft", "drafts", multiple=True, type=click.Path(exists=True, file_okay=False), help="Draft folder (repeatable).")
 @click.option("--engine", type=click.Choice(["trtllm", "vllm"]), default="trtllm", show_default=True)
-@click.option("--seq-len", type=int, default=2048, show_default=True,
+@click.option("--seq-len", type=int, default=DEFAULT_SEQ_LEN, show_default=True,
               help="Tokens per sequence (prompt + output) the context windows and memory must hold.")
 @json_option
 def preflight_command(target, drafts, engine, seq_len, as_json) -> None:
@@ -683,9 +656,7 @@ def preflight_command(target, drafts, engine, seq_len, as_json) -> None:
       autotune preflight --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --json
       autotune preflight --engine vllm --target hf/autotune-byte-target --draft hf/autotune-byte-draft --seq-len 512
     """
-    from autotune.preflight import preflight
-
-    report = preflight(target, list(drafts), engine=engine, seq_len=seq_len)
+    report = api.preflight(target, drafts, engine=engine, seq_len=seq_len)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
     else:
