@@ -116,7 +116,8 @@ def _on_schema(db_url: str | None, action: str, *args: str) -> SchemaStatus:
         return getattr(migrate, action)(database.engine, *args)
 
 
-def export_models(out: str | Path, which: str = "both", *, architecture: str = "llama", force: bool = False) -> list[Path]:
+def export_models(out: str | Path, which: str = "both", *, architecture: str = "llama",
+                  force: bool = False) -> list[Path]:
     """Write the built-in models (``which``: target, draft or both) as Hugging Face folders under
     ``out`` in the target checkpoint format ``architecture`` (llama or mimo); return the folders."""
     from autotune.models.hf_export import export_builtin
@@ -176,8 +177,8 @@ def show_profile(db_url: str | None, profile_id: int) -> DeploymentProfile:
     return load_profile(db_url, profile_id)
 
 
-def best_profile(db_url: str | None, model: str, *, hardware: str | None = CURRENT_HARDWARE, batch_size: int | None = None,
-                 slo_tpot_ms: float | None = None) -> BestProfile:
+def best_profile(db_url: str | None, model: str, *, hardware: str | None = CURRENT_HARDWARE,
+                 batch_size: int | None = None, slo_tpot_ms: float | None = None) -> BestProfile:
     """The best stored profile of ``model`` on ``hardware``, optionally at a batch size and TPOT limit."""
     from autotune.profiles import best_profile as find_best
 

@@ -42,7 +42,8 @@ class StudyPlan:
     def engine_spec(self) -> EngineSpec:
         """How the tuner's worker builds the engine, for every batch size of the study on this hardware."""
         device = "cuda" if self.hardware.device_type == "cuda" else "cpu"
-        return engine_adapter(self.engine).study_spec(self.target.engine_arg, max_batch_size=max(self.space.batch_sizes), device=device)
+        adapter = engine_adapter(self.engine)
+        return adapter.study_spec(self.target.engine_arg, max_batch_size=max(self.space.batch_sizes), device=device)
 
     @property
     def draft_engine_args(self) -> dict[str, str]:

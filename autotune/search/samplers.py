@@ -105,7 +105,8 @@ SAMPLERS: dict[str, Sampler] = {
 def get_sampler(name: str) -> Sampler:
     """The sampler called ``name``; ConfigurationError for a removed or unknown one."""
     if name in REMOVED_SAMPLERS:
-        raise ConfigurationError(f"sampler {name} was removed ({REMOVED_SAMPLERS[name]}); use model (the default) or tpe")
+        raise ConfigurationError(f"sampler {name} was removed ({REMOVED_SAMPLERS[name]}); "
+                                 "use model (the default) or tpe")
     if name not in SAMPLERS:
         raise ConfigurationError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
     return SAMPLERS[name]
