@@ -32,10 +32,11 @@ from autotune.analysis.decision import pareto_front
 from autotune.analysis.intervals import Estimate
 from autotune.errors import ProfileNotFoundError
 from autotune.profiles import analysis, records
-from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo, utc_iso
+from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo, utc_iso
 from autotune.profiles.files import write_atomic
 from autotune.render import format_error, format_estimate, format_speedup
 from autotune.store import open_database, profile_queries
+from autotune.store.results import TrialRow, trial_row
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -54,7 +55,7 @@ class StudyData:
     study: StudyInfo
     hardware: HardwareInfo
     target: ModelInfo
-    measurements: tuple[MeasurementInfo, ...]
+    measurements: tuple[TrialRow, ...]
     draft_models: tuple[ModelInfo, ...]
     profile: DeploymentProfile | None
 
@@ -86,13 +87,14 @@ def load_study(db_url: str | None, study: str | int) -> StudyData:
             names = ", ".join(profile_queries.study_names(session)) or "none"
             raise ProfileNotFoundError(f"no study {study!r} is stored (newest: {names})")
         rows = profile_queries.study_measurements(session, record.id)
+        # Loaded first, so that each row's draft is found in the session, not queried row by row.
         drafts = profile_queries.models_by_id(session, {r.draft_model_id for r in rows if r.draft_model_id})
         profile_record = profile_queries.latest_profile_of_study(session, record.id)
         return StudyData(
             study=records.study_info(record),
             hardware=records.hardware_info(record.hardware),
             target=records.model_info(record.target_model),
-            measurements=tuple(records.measurement_info(r, drafts) for r in rows),
+            measurements=tuple(trial_row(r) for r in rows),
             draft_models=tuple(records.model_info(m) for m in drafts.values()),
             profile=records.deployment_profile(session, profile_record) if profile_record else None,
         )
@@ -132,11 +134,11 @@ def figures(data: StudyData) -> dict[str, Figure]:
     return result
 
 
-def _has_speedups(rows: Sequence[MeasurementInfo]) -> bool:
+def _has_speedups(rows: Sequence[TrialRow]) -> bool:
     return any(m.method != decision.BASELINE and decision.speedup_estimate(m) is not None for m in rows)
 
 
-def _confirmed(rows: Sequence[MeasurementInfo]) -> bool:
+def _confirmed(rows: Sequence[TrialRow]) -> bool:
     return any(m.confirmed for m in rows)
 
 
@@ -165,10 +167,10 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _by_series(measurements: Sequence[MeasurementInfo]) -> dict[analysis.SeriesKey, list[MeasurementInfo]]:
+def _by_series(measurements: Sequence[TrialRow]) -> dict[analysis.SeriesKey, list[TrialRow]]:
     order = {"none": 0, "mtp": 1, "draft": 2, "ngram": 3}
-    series: dict[analysis.SeriesKey, list[MeasurementInfo]] = {}
-    for m in sorted(measurements, key=lambda m: (order[m.method], m.draft or "")):
+    series: dict[analysis.SeriesKey, list[TrialRow]] = {}
+    for m in sorted(measurements, key=lambda m: (order[m.method], m.draft_fingerprint or "")):
         series.setdefault(analysis.series_key(m), []).append(m)
     return series
 
@@ -188,7 +190,7 @@ def _label(ax, xlabel: str, ylabel: str, title: str, legend_size: float | None =
     ax.legend(fontsize=legend_size)
 
 
-def plot_throughput(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+def plot_throughput(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     """Best tokens/s at each batch size per method, the best depth written next to each point, and
     the 95 % interval as error bars where the rows have one (confirmation rows)."""
     figure = _figure(7.5, 4.8)
@@ -209,7 +211,7 @@ def plot_throughput(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
     return figure
 
 
-def plot_speedup_vs_depth(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+def plot_speedup_vs_depth(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     """One panel per batch size: the paired speedup over the baseline (95 % interval as error bars)
     against depth, per speculative method, for the rows that have one."""
     batch_sizes = sorted({m.batch_size for m in done})
@@ -247,7 +249,7 @@ def plot_speedup_vs_depth(data: StudyData, done: Sequence[MeasurementInfo]) -> F
     return figure
 
 
-def plot_acceptance(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+def plot_acceptance(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     """Mean acceptance at each draft position over a method's trials (position 1 = first draft token)."""
     figure = _figure(7.5, 4.5)
     ax = figure.add_subplot()
@@ -270,7 +272,7 @@ def plot_acceptance(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
     return figure
 
 
-def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+def plot_pareto(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     """The deciding rows by TPOT and throughput (with their 95 % intervals where confirmed), the
     Pareto front, the chosen profile starred; a confirmed study's screening passes in grey."""
     figure = _figure(7.5, 5.0)
@@ -298,20 +300,20 @@ def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
     chosen = _chosen(data, timed)
     if chosen is not None:
         ax.scatter([chosen.tpot_ms_p50], [chosen.tokens_per_s], marker="*", s=260, color="gold", edgecolors="black",
-                   zorder=5, label=f"chosen profile: {chosen.label()} at batch {chosen.batch_size}")
+                   zorder=5, label=f"chosen profile: {chosen.config_label} at batch {chosen.batch_size}")
     _label(ax, "TPOT p50 (ms per output token, lower is better)", "throughput (generated tokens/s, higher is better)",
            "Throughput against latency: trials and Pareto front", legend_size=8)
     return figure
 
 
-def _chosen(data: StudyData, trials: Sequence[MeasurementInfo]) -> MeasurementInfo | None:
+def _chosen(data: StudyData, trials: Sequence[TrialRow]) -> TrialRow | None:
     if data.profile is None or data.profile.chosen_trial is None:
         return None
     key = (data.profile.chosen_phase, data.profile.chosen_trial)
     return next((m for m in trials if m.key == key), None)
 
 
-def plot_mtp_vs_draft(verdict: analysis.Verdict, done: Sequence[MeasurementInfo] = ()) -> Figure:
+def plot_mtp_vs_draft(verdict: analysis.Verdict, done: Sequence[TrialRow] = ()) -> Figure:
     """Per batch size: each method's best paired speedup (95 % interval as error bars where the
     rows of ``done`` have one), and its peak memory over the baseline's."""
     summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
@@ -365,7 +367,7 @@ def plot_predicted_vs_measured(data: StudyData) -> Figure:
     sources = {(m.prediction or {}).get("source") for m in checked}
     extent: list[float] = []
     for key, trials in _by_series(checked).items():
-        by_source: dict[str | None, list[MeasurementInfo]] = {}
+        by_source: dict[str | None, list[TrialRow]] = {}
         for m in trials:
             by_source.setdefault((m.prediction or {}).get("source"), []).append(m)
         for source, group in sorted(by_source.items(), key=lambda item: str(item[0])):
@@ -490,7 +492,7 @@ class Html(str):
 DASH = Html("&ndash;")
 
 
-def _prediction_html(rows: Sequence[MeasurementInfo]) -> str:
+def _prediction_html(rows: Sequence[TrialRow]) -> str:
     """One note on how well the performance model predicted the screening trials; empty when no
     trial has a prediction."""
     if not _has_predictions(rows):
@@ -505,11 +507,11 @@ def _prediction_html(rows: Sequence[MeasurementInfo]) -> str:
             f"ran: median absolute error {error:.1%} (|predicted / measured - 1|){coverage}.</p>")
 
 
-def _has_predictions(rows: Sequence[MeasurementInfo]) -> bool:
+def _has_predictions(rows: Sequence[TrialRow]) -> bool:
     return any(m.prediction for m in rows)
 
 
-def _predicted(m: MeasurementInfo) -> str:
+def _predicted(m: TrialRow) -> str:
     """``"1,790 [1,400, 2,290]"``, the value alone without an interval, a dash without a prediction."""
     guess = prediction.predicted(m)
     if guess is None:
@@ -578,7 +580,7 @@ def _profile_html(profile: DeploymentProfile | None) -> str:
     return table
 
 
-def _verdict_table(verdict: analysis.Verdict, done: Sequence[MeasurementInfo] = ()) -> str:
+def _verdict_table(verdict: analysis.Verdict, done: Sequence[TrialRow] = ()) -> str:
     summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
     if not summaries:
         return ""
@@ -625,7 +627,7 @@ def _per_batch_table(rows: Sequence[dict]) -> str:
     return _table(headers, body, text_columns=(2, 6, 9))
 
 
-def _phase(m: MeasurementInfo) -> str:
+def _phase(m: TrialRow) -> str:
     run = decision.confirmation_run(m)
     return m.phase if run is None else f"confirmation {run}"
 

@@ -11,27 +11,28 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from autotune.analysis import decision
-from autotune.profiles.data import DeploymentProfile, MeasurementInfo
+from autotune.profiles.data import DeploymentProfile
+from autotune.store.results import TrialRow
 
 SeriesKey = tuple[str, str | None]  # (method, draft fingerprint): one line in a plot
 
 
-def series_key(m: MeasurementInfo) -> SeriesKey:
-    return (m.method, m.draft)
+def series_key(m: TrialRow) -> SeriesKey:
+    return (m.method, m.draft_fingerprint)
 
 
-def complete(measurements: Iterable[MeasurementInfo]) -> list[MeasurementInfo]:
+def complete(measurements: Iterable[TrialRow]) -> list[TrialRow]:
     """The rows that decide: the latest confirmation run's, or the screening trials without one
     (:func:`autotune.analysis.decision.deciding_rows`)."""
     return decision.deciding_rows(measurements)
 
 
-def best_by_batch_size(measurements: Iterable[MeasurementInfo]) -> dict[int, MeasurementInfo]:
+def best_by_batch_size(measurements: Iterable[TrialRow]) -> dict[int, TrialRow]:
     """The deciding row with the most tokens/s at each batch size, by ascending batch size."""
     return decision.best_by_batch_size(complete(measurements))
 
 
-def speedup(m: MeasurementInfo) -> float | None:
+def speedup(m: TrialRow) -> float | None:
     """The stored, paired speedup (the baseline's is 1); None where none was measured: a speedup is
     never a ratio to a baseline from another moment."""
     estimate = decision.speedup_estimate(m)
@@ -73,11 +74,11 @@ def _fingerprint(profile: DeploymentProfile) -> str | None:
 
 
 def _same_draft(row: dict[str, Any], profile: DeploymentProfile) -> bool:
-    """Whether a table row's draft is the profile's: rows name it by the tuner's label (the
-    profile's ``details["draft"]``) or by fingerprint; a row naming none matches any draft."""
+    """Whether a table row's draft is the profile's: both name it by the tuner's label (the row's
+    ``draft``, the profile's ``details["draft"]``); a row naming none matches any draft."""
     if profile.method != "draft":
         return True
-    return row.get("draft") in (None, _fingerprint(profile), profile.details.get("draft"))
+    return row.get("draft") in (None, profile.details.get("draft"))
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,7 @@ class Verdict:
         }
 
 
-def summarize_method(measurements: Sequence[MeasurementInfo], method: str) -> MethodSummary | None:
+def summarize_method(measurements: Sequence[TrialRow], method: str) -> MethodSummary | None:
     """The method's fastest trial per batch size against the baseline; None if never completed."""
     best = best_by_batch_size(m for m in measurements if m.method == method)
     if not best:
@@ -240,7 +241,7 @@ def _geomean(values: Iterable[float]) -> float | None:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
-def mtp_versus_draft(measurements: Sequence[MeasurementInfo]) -> Verdict:
+def mtp_versus_draft(measurements: Sequence[TrialRow]) -> Verdict:
     """Which integrated (MTP) or assembled (draft model) speculation served this workload better.
 
     Compared on the geometric-mean speedup over the batch sizes both were measured at; the text

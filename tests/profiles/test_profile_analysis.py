@@ -8,20 +8,20 @@ import pytest
 
 import profile_factory as factory
 from autotune.profiles import analysis
-from autotune.profiles.data import MeasurementInfo
 from autotune.analysis.decision import pareto_front
+from autotune.store.results import TrialRow
 
 
 def trial(method: str, depth: int, batch_size: int, tokens_per_s: float, tpot: float | None = None, *,
-          number: int = 0, state: str = "complete", memory: int | None = None, acceptance: float | None = None) -> MeasurementInfo:
+          number: int = 0, state: str = "complete", memory: int | None = None, acceptance: float | None = None) -> TrialRow:
     """A screening row: one pass, no interval, no speedup."""
-    return MeasurementInfo(trial_number=number, method=method, depth=depth, batch_size=batch_size, state=state,
-                           tokens_per_s=tokens_per_s if state == "complete" else None, tpot_ms_p50=tpot,
-                           peak_memory_bytes=memory, acceptance_rate=acceptance)
+    return TrialRow(trial_number=number, method=method, depth=depth, batch_size=batch_size, state=state,
+                    tokens_per_s=tokens_per_s if state == "complete" else None, tpot_ms_p50=tpot,
+                    peak_memory_bytes=memory, acceptance_rate=acceptance)
 
 
 def confirmed(method: str, depth: int, batch_size: int, tokens_per_s: float, speedup: float | None = None,
-              interval: tuple[float, float] | None = None, **kwargs) -> MeasurementInfo:  # noqa: ANN003
+              interval: tuple[float, float] | None = None, **kwargs) -> TrialRow:  # noqa: ANN003
     """A confirmation row with its paired speedup (the baseline's is 1) and, if given, its interval."""
     row = trial(method, depth, batch_size, tokens_per_s, **kwargs)
     value = 1.0 if method == "none" else speedup
