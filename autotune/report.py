@@ -2,9 +2,10 @@
 
 Plots: throughput against batch size per method; speedup against depth per method at each batch
 size; acceptance per draft position; the throughput/TPOT Pareto front with the chosen profile
-marked; MTP against the draft model per batch size; and, when the performance model predicted
-trials before they ran, predicted against measured tokens/s. The page adds the MTP-versus-draft
-verdict, the per-batch-size table and every trial (with its prediction, where one was made).
+marked; each method's best speedup per batch size; and, when the performance model predicted
+trials before they ran, predicted against measured tokens/s. The page adds the per-method verdict
+(:func:`autotune.analysis.decision.method_verdicts`, in the words the tuner's summary uses), the
+per-batch-size table and every trial (with its prediction, where one was made).
 
 Every figure is read from the rows that decide (:func:`autotune.analysis.decision.deciding_rows`:
 the latest confirmation run, or the screening trials without one). Confirmation rows carry 95 %
@@ -126,12 +127,21 @@ def figures(data: StudyData) -> dict[str, Figure]:
     result["pareto_front"] = plot_pareto(data, done)
     if any(m.acceptance_by_position for m in done):
         result["acceptance_by_position"] = plot_acceptance(data, done)
-    verdict = analysis.mtp_versus_draft(done)
-    if verdict.mtp or verdict.draft:
-        result["mtp_vs_draft"] = plot_mtp_vs_draft(verdict, done)
+    verdicts = [v for v in method_verdicts(data) if v.method != decision.BASELINE]
+    if any(entry["speedup"] is not None for v in verdicts for entry in v.by_batch_size):
+        result["speedup_by_method"] = plot_speedup_by_method(data, verdicts)
     if prediction.checked_rows(data.measurements):
         result["predicted_vs_measured"] = plot_predicted_vs_measured(data)
     return result
+
+
+def method_verdicts(data: StudyData) -> list[decision.MethodVerdict]:
+    """The per-method verdict the tuner stores and prints (:func:`autotune.analysis.decision.method_verdicts`),
+    for every method (each draft model apart) the study's trials used, simplest first."""
+    order = {method: i for i, method in enumerate(METHOD_NAMES)}
+    names = sorted({decision.method_name(m) for m in data.measurements},
+                   key=lambda name: (order[name.split(":")[0]], name))
+    return decision.method_verdicts(data.measurements, names)
 
 
 def _has_speedups(rows: Sequence[TrialRow]) -> bool:
@@ -313,44 +323,25 @@ def _chosen(data: StudyData, trials: Sequence[TrialRow]) -> TrialRow | None:
     return next((m for m in trials if m.key == key), None)
 
 
-def plot_mtp_vs_draft(verdict: analysis.Verdict, done: Sequence[TrialRow] = ()) -> Figure:
-    """Per batch size: each method's best paired speedup (95 % interval as error bars where the
-    rows of ``done`` have one), and its peak memory over the baseline's."""
-    summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
-    batch_sizes = sorted({b for s in summaries for b in s.batch_sizes})
-    figure = _figure(9.0, 4.0)
-    speed_ax, memory_ax = figure.subplots(1, 2)
-    width = 0.8 / len(summaries)
-    positions = range(len(batch_sizes))
-    for i, s in enumerate(summaries):
-        color = METHOD_COLORS["mtp"] if s.method == "mtp" else DRAFT_COLORS[0]
-        offsets = [p - 0.4 + width * (i + 0.5) for p in positions]
-        best = decision.best_by_batch_size(m for m in done if m.method == s.method)
-        estimates = [decision.speedup_estimate(best[b]) if b in best and b in s.speedup else None for b in batch_sizes]
-        if s.speedup:  # screening only: no paired speedup to draw
-            speed_ax.bar(offsets, [s.speedup.get(b, 0) for b in batch_sizes], width, color=color,
-                         label=METHOD_NAMES[s.method], yerr=error_bars(estimates), capsize=3)
-        memory_ax.bar(offsets, [100 * s.memory_overhead.get(b, 0) for b in batch_sizes], width, color=color,
-                      label=METHOD_NAMES[s.method])
-    measured = any(s.speedup for s in summaries)
-    if measured:
-        speed_ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
-    else:
-        speed_ax.text(0.5, 0.5, "no paired speedup measured:\nthe study has no confirmation run", ha="center",
-                      va="center", transform=speed_ax.transAxes, color="#555555")
-        speed_ax.set_yticks([])
-    for ax in (speed_ax, memory_ax) if measured else (memory_ax,):
-        ax.set_xticks(list(positions), [str(b) for b in batch_sizes])
-        ax.set_xlabel("batch size")
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
-    if not measured:
-        speed_ax.set_xticks([])
-    speed_ax.set_ylabel("best paired speedup over none (x)")
-    speed_ax.set_title("Speedup (best depth, 95 % intervals)" if measured else "Speedup")
-    memory_ax.set_ylabel("peak memory over the baseline (%)")
-    memory_ax.set_title("Memory overhead")
-    figure.suptitle("MTP against the draft model")
+def plot_speedup_by_method(data: StudyData, verdicts: Sequence[decision.MethodVerdict]) -> Figure:
+    """Per batch size: each method's best paired speedup, as its verdict has it (95 % interval as
+    error bars where confirmed); a method without a speedup at a batch size has no bar there."""
+    batch_sizes = sorted({entry["batch_size"] for v in verdicts for entry in v.by_batch_size})
+    figure = _figure(7.5, 4.5)
+    ax = figure.add_subplot()
+    width = 0.8 / len(verdicts)
+    for i, verdict in enumerate(verdicts):
+        key = next(analysis.series_key(m) for m in data.measurements if decision.method_name(m) == verdict.name)
+        measured = [entry for entry in verdict.by_batch_size if entry["speedup"] is not None]
+        estimates = [_table_estimate(entry, "speedup") for entry in measured]
+        ax.bar([batch_sizes.index(entry["batch_size"]) - 0.4 + width * (i + 0.5) for entry in measured],
+               [e.value for e in estimates], width, yerr=error_bars(estimates), capsize=3,
+               color=data.series_color(key), label=data.series_legend(key))
+    ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
+    ax.set_xticks(range(len(batch_sizes)), [str(b) for b in batch_sizes])
+    ax.grid(True, axis="y", alpha=0.3)
+    _label(ax, "batch size", "best paired speedup over none (x)",
+           "Best speedup per method at each batch size (95 % intervals)", legend_size=8)
     return figure
 
 
@@ -424,8 +415,8 @@ PLOT_CAPTIONS = {
     "acceptance_by_position": "Acceptance rate per draft position.",
     "pareto_front": "The deciding rows by TPOT and throughput (error bars: 95 % intervals); the Pareto front and the "
                     "chosen profile (star).",
-    "mtp_vs_draft": "MTP against the draft model: best paired speedup (error bars: 95 % intervals) and memory "
-                    "overhead per batch size.",
+    "speedup_by_method": "Each method's best paired speedup over the baseline per batch size, as the verdict above "
+                         "has it (error bars: 95 % intervals).",
     "predicted_vs_measured": "Tokens/s the performance model predicted before each screening trial ran (error "
                              "bars: the prediction's 95 % interval) against what the trial measured; on the "
                              "dashed line the prediction was exact.",
@@ -439,7 +430,6 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
     e = html.escape
     study = data.study
     done = decision.deciding_rows(data.measurements)
-    verdict = analysis.mtp_versus_draft(done)
     screened = [m for m in data.measurements if not m.confirmed]
     confirmation = [m for m in data.measurements if m.confirmed]
     counts = f"{len(screened)} screening trials ({sum(m.complete for m in screened)} complete)"
@@ -462,9 +452,8 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
         f"<p class='note'>{e(NO_SPEEDUPS)}</p>",
         "<h2>Deployment profile</h2>",
         _profile_html(data.profile),
-        "<h2>MTP or draft model?</h2>",
-        f"<p class='verdict'>{e(verdict.text)}</p>",
-        _verdict_table(verdict, done),
+        "<h2>Verdict per method</h2>",
+        _verdict_html(method_verdicts(data)),
     ]
     if not pngs:
         parts.append("<p>No complete trial: nothing to plot.</p>")
@@ -580,24 +569,24 @@ def _profile_html(profile: DeploymentProfile | None) -> str:
     return table
 
 
-def _verdict_table(verdict: analysis.Verdict, done: Sequence[TrialRow] = ()) -> str:
-    summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
-    if not summaries:
-        return ""
+def _verdict_html(verdicts: Sequence[decision.MethodVerdict]) -> str:
+    """The verdict in the words of the tuner's summary (:func:`autotune.analysis.decision.verdict_lines`),
+    then each method's best configuration at every batch size it was measured at."""
+    lines = decision.verdict_lines(verdicts)
+    if not lines:
+        return "<p class='verdict'>No speculative method completed a trial in this study.</p>"
     rows = []
-    for s in summaries:
-        best = decision.best_by_batch_size(m for m in done if m.method == s.method)
-        for b in s.batch_sizes:
-            memory = s.memory_overhead.get(b)
-            row = best.get(b)
-            speedup = decision.speedup_estimate(row) if row is not None and b in s.speedup else None
-            rows.append([METHOD_NAMES[s.method], b, s.best_depth[b], _speedup(speedup),
-                         row.repetitions if row is not None else DASH,
-                         _num(s.acceptance_rate.get(b)), _num(s.acceptance_length.get(b)),
-                         f"{memory:+.1%}" if memory is not None else DASH])
-    headers = ["method", "batch size", "best depth", "speedup (x)", "n", "acceptance rate", "acceptance length",
-               "memory vs none"]
-    return _table(headers, rows, text_columns=(0,))
+    for verdict in verdicts:
+        if verdict.method == decision.BASELINE:
+            continue
+        for entry in verdict.by_batch_size:
+            rows.append([verdict.name, entry["batch_size"], entry["depth"], _num(entry["tokens_per_s"]),
+                         _speedup(_table_estimate(entry, "speedup")), entry["repetitions"], _num(entry["acceptance_rate"]),
+                         _num(entry["acceptance_length"]), "yes" if entry["batch_size"] in verdict.wins_at else "no"])
+    headers = ["method", "batch size", "best depth", "tokens/s", "speedup (x)", "n", "acceptance rate",
+               "acceptance length", "recommended here"]
+    text = "<br>".join(html.escape(line) for line in lines)
+    return f"<p class='verdict'>{text}</p>\n" + _table(headers, rows, text_columns=(0, 8))
 
 
 def _table_estimate(row: dict, name: str) -> Estimate | None:
