@@ -317,7 +317,7 @@ def format_error(error: float | None) -> str:
     return "-" if error is None else f"{error:+.1%}"
 
 
-def trial_speedup(row) -> str:  # noqa: ANN001 - a TrialFigures row (TrialRow, MeasurementInfo)
+def trial_speedup(row) -> str:  # noqa: ANN001 - a TrialFigures row (a TrialRow)
     """The row's stored, paired speedup with its interval; the baseline's is 1 by definition; '-'
     for a screening row (one pass: no speedup is measured there)."""
     from autotune.analysis.decision import BASELINE, speedup_estimate

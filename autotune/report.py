@@ -2,9 +2,10 @@
 
 Plots: throughput against batch size per method; speedup against depth per method at each batch
 size; acceptance per draft position; the throughput/TPOT Pareto front with the chosen profile
-marked; MTP against the draft model per batch size; and, when the performance model predicted
-trials before they ran, predicted against measured tokens/s. The page adds the MTP-versus-draft
-verdict, the per-batch-size table and every trial (with its prediction, where one was made).
+marked; each method's best speedup per batch size; and, when the performance model predicted
+trials before they ran, predicted against measured tokens/s. The page adds the per-method verdict
+(:func:`autotune.analysis.decision.method_verdicts`, in the words the tuner's summary uses), the
+per-batch-size table and every trial (with its prediction, where one was made).
 
 Every figure is read from the rows that decide (:func:`autotune.analysis.decision.deciding_rows`:
 the latest confirmation run, or the screening trials without one). Confirmation rows carry 95 %
@@ -32,10 +33,11 @@ from autotune.analysis.decision import pareto_front
 from autotune.analysis.intervals import Estimate
 from autotune.errors import ProfileNotFoundError
 from autotune.profiles import analysis, records
-from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo, utc_iso
+from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo, utc_iso
 from autotune.profiles.files import write_atomic
 from autotune.render import format_error, format_estimate, format_speedup
 from autotune.store import open_database, profile_queries
+from autotune.store.results import TrialRow, trial_row
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -54,7 +56,7 @@ class StudyData:
     study: StudyInfo
     hardware: HardwareInfo
     target: ModelInfo
-    measurements: tuple[MeasurementInfo, ...]
+    measurements: tuple[TrialRow, ...]
     draft_models: tuple[ModelInfo, ...]
     profile: DeploymentProfile | None
 
@@ -86,13 +88,14 @@ def load_study(db_url: str | None, study: str | int) -> StudyData:
             names = ", ".join(profile_queries.study_names(session)) or "none"
             raise ProfileNotFoundError(f"no study {study!r} is stored (newest: {names})")
         rows = profile_queries.study_measurements(session, record.id)
+        # Loaded first, so that each row's draft is found in the session, not queried row by row.
         drafts = profile_queries.models_by_id(session, {r.draft_model_id for r in rows if r.draft_model_id})
         profile_record = profile_queries.latest_profile_of_study(session, record.id)
         return StudyData(
             study=records.study_info(record),
             hardware=records.hardware_info(record.hardware),
             target=records.model_info(record.target_model),
-            measurements=tuple(records.measurement_info(r, drafts) for r in rows),
+            measurements=tuple(trial_row(r) for r in rows),
             draft_models=tuple(records.model_info(m) for m in drafts.values()),
             profile=records.deployment_profile(session, profile_record) if profile_record else None,
         )
@@ -124,19 +127,28 @@ def figures(data: StudyData) -> dict[str, Figure]:
     result["pareto_front"] = plot_pareto(data, done)
     if any(m.acceptance_by_position for m in done):
         result["acceptance_by_position"] = plot_acceptance(data, done)
-    verdict = analysis.mtp_versus_draft(done)
-    if verdict.mtp or verdict.draft:
-        result["mtp_vs_draft"] = plot_mtp_vs_draft(verdict, done)
+    verdicts = [v for v in method_verdicts(data) if v.method != decision.BASELINE]
+    if any(entry["speedup"] is not None for v in verdicts for entry in v.by_batch_size):
+        result["speedup_by_method"] = plot_speedup_by_method(data, verdicts)
     if prediction.checked_rows(data.measurements):
         result["predicted_vs_measured"] = plot_predicted_vs_measured(data)
     return result
 
 
-def _has_speedups(rows: Sequence[MeasurementInfo]) -> bool:
+def method_verdicts(data: StudyData) -> list[decision.MethodVerdict]:
+    """The per-method verdict the tuner stores and prints (:func:`autotune.analysis.decision.method_verdicts`),
+    for every method (each draft model apart) the study's trials used, simplest first."""
+    order = {method: i for i, method in enumerate(METHOD_NAMES)}
+    names = sorted({decision.method_name(m) for m in data.measurements},
+                   key=lambda name: (order[name.split(":")[0]], name))
+    return decision.method_verdicts(data.measurements, names)
+
+
+def _has_speedups(rows: Sequence[TrialRow]) -> bool:
     return any(m.method != decision.BASELINE and decision.speedup_estimate(m) is not None for m in rows)
 
 
-def _confirmed(rows: Sequence[MeasurementInfo]) -> bool:
+def _confirmed(rows: Sequence[TrialRow]) -> bool:
     return any(m.confirmed for m in rows)
 
 
@@ -165,10 +177,10 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _by_series(measurements: Sequence[MeasurementInfo]) -> dict[analysis.SeriesKey, list[MeasurementInfo]]:
+def _by_series(measurements: Sequence[TrialRow]) -> dict[analysis.SeriesKey, list[TrialRow]]:
     order = {"none": 0, "mtp": 1, "draft": 2, "ngram": 3}
-    series: dict[analysis.SeriesKey, list[MeasurementInfo]] = {}
-    for m in sorted(measurements, key=lambda m: (order[m.method], m.draft or "")):
+    series: dict[analysis.SeriesKey, list[TrialRow]] = {}
+    for m in sorted(measurements, key=lambda m: (order[m.method], m.draft_fingerprint or "")):
         series.setdefault(analysis.series_key(m), []).append(m)
     return series
 
@@ -188,7 +200,7 @@ def _label(ax, xlabel: str, ylabel: str, title: str, legend_size: float | None =
     ax.legend(fontsize=legend_size)
 
 
-def plot_throughput(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+def plot_throughput(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     """Best tokens/s at each batch size per method, the best depth written next to each point, and
     the 95 % interval as error bars where the rows have one (confirmation rows)."""
     figure = _figure(7.5, 4.8)
@@ -209,7 +221,7 @@ def plot_throughput(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
     return figure
 
 
-def plot_speedup_vs_depth(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+def plot_speedup_vs_depth(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     """One panel per batch size: the paired speedup over the baseline (95 % interval as error bars)
     against depth, per speculative method, for the rows that have one."""
     batch_sizes = sorted({m.batch_size for m in done})
@@ -247,7 +259,7 @@ def plot_speedup_vs_depth(data: StudyData, done: Sequence[MeasurementInfo]) -> F
     return figure
 
 
-def plot_acceptance(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+def plot_acceptance(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     """Mean acceptance at each draft position over a method's trials (position 1 = first draft token)."""
     figure = _figure(7.5, 4.5)
     ax = figure.add_subplot()
@@ -270,7 +282,7 @@ def plot_acceptance(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
     return figure
 
 
-def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
+def plot_pareto(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     """The deciding rows by TPOT and throughput (with their 95 % intervals where confirmed), the
     Pareto front, the chosen profile starred; a confirmed study's screening passes in grey."""
     figure = _figure(7.5, 5.0)
@@ -298,57 +310,38 @@ def plot_pareto(data: StudyData, done: Sequence[MeasurementInfo]) -> Figure:
     chosen = _chosen(data, timed)
     if chosen is not None:
         ax.scatter([chosen.tpot_ms_p50], [chosen.tokens_per_s], marker="*", s=260, color="gold", edgecolors="black",
-                   zorder=5, label=f"chosen profile: {chosen.label()} at batch {chosen.batch_size}")
+                   zorder=5, label=f"chosen profile: {chosen.config_label} at batch {chosen.batch_size}")
     _label(ax, "TPOT p50 (ms per output token, lower is better)", "throughput (generated tokens/s, higher is better)",
            "Throughput against latency: trials and Pareto front", legend_size=8)
     return figure
 
 
-def _chosen(data: StudyData, trials: Sequence[MeasurementInfo]) -> MeasurementInfo | None:
+def _chosen(data: StudyData, trials: Sequence[TrialRow]) -> TrialRow | None:
     if data.profile is None or data.profile.chosen_trial is None:
         return None
     key = (data.profile.chosen_phase, data.profile.chosen_trial)
     return next((m for m in trials if m.key == key), None)
 
 
-def plot_mtp_vs_draft(verdict: analysis.Verdict, done: Sequence[MeasurementInfo] = ()) -> Figure:
-    """Per batch size: each method's best paired speedup (95 % interval as error bars where the
-    rows of ``done`` have one), and its peak memory over the baseline's."""
-    summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
-    batch_sizes = sorted({b for s in summaries for b in s.batch_sizes})
-    figure = _figure(9.0, 4.0)
-    speed_ax, memory_ax = figure.subplots(1, 2)
-    width = 0.8 / len(summaries)
-    positions = range(len(batch_sizes))
-    for i, s in enumerate(summaries):
-        color = METHOD_COLORS["mtp"] if s.method == "mtp" else DRAFT_COLORS[0]
-        offsets = [p - 0.4 + width * (i + 0.5) for p in positions]
-        best = decision.best_by_batch_size(m for m in done if m.method == s.method)
-        estimates = [decision.speedup_estimate(best[b]) if b in best and b in s.speedup else None for b in batch_sizes]
-        if s.speedup:  # screening only: no paired speedup to draw
-            speed_ax.bar(offsets, [s.speedup.get(b, 0) for b in batch_sizes], width, color=color,
-                         label=METHOD_NAMES[s.method], yerr=error_bars(estimates), capsize=3)
-        memory_ax.bar(offsets, [100 * s.memory_overhead.get(b, 0) for b in batch_sizes], width, color=color,
-                      label=METHOD_NAMES[s.method])
-    measured = any(s.speedup for s in summaries)
-    if measured:
-        speed_ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
-    else:
-        speed_ax.text(0.5, 0.5, "no paired speedup measured:\nthe study has no confirmation run", ha="center",
-                      va="center", transform=speed_ax.transAxes, color="#555555")
-        speed_ax.set_yticks([])
-    for ax in (speed_ax, memory_ax) if measured else (memory_ax,):
-        ax.set_xticks(list(positions), [str(b) for b in batch_sizes])
-        ax.set_xlabel("batch size")
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
-    if not measured:
-        speed_ax.set_xticks([])
-    speed_ax.set_ylabel("best paired speedup over none (x)")
-    speed_ax.set_title("Speedup (best depth, 95 % intervals)" if measured else "Speedup")
-    memory_ax.set_ylabel("peak memory over the baseline (%)")
-    memory_ax.set_title("Memory overhead")
-    figure.suptitle("MTP against the draft model")
+def plot_speedup_by_method(data: StudyData, verdicts: Sequence[decision.MethodVerdict]) -> Figure:
+    """Per batch size: each method's best paired speedup, as its verdict has it (95 % interval as
+    error bars where confirmed); a method without a speedup at a batch size has no bar there."""
+    batch_sizes = sorted({entry["batch_size"] for v in verdicts for entry in v.by_batch_size})
+    figure = _figure(7.5, 4.5)
+    ax = figure.add_subplot()
+    width = 0.8 / len(verdicts)
+    for i, verdict in enumerate(verdicts):
+        key = next(analysis.series_key(m) for m in data.measurements if decision.method_name(m) == verdict.name)
+        measured = [entry for entry in verdict.by_batch_size if entry["speedup"] is not None]
+        estimates = [_table_estimate(entry, "speedup") for entry in measured]
+        ax.bar([batch_sizes.index(entry["batch_size"]) - 0.4 + width * (i + 0.5) for entry in measured],
+               [e.value for e in estimates], width, yerr=error_bars(estimates), capsize=3,
+               color=data.series_color(key), label=data.series_legend(key))
+    ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
+    ax.set_xticks(range(len(batch_sizes)), [str(b) for b in batch_sizes])
+    ax.grid(True, axis="y", alpha=0.3)
+    _label(ax, "batch size", "best paired speedup over none (x)",
+           "Best speedup per method at each batch size (95 % intervals)", legend_size=8)
     return figure
 
 
@@ -365,7 +358,7 @@ def plot_predicted_vs_measured(data: StudyData) -> Figure:
     sources = {(m.prediction or {}).get("source") for m in checked}
     extent: list[float] = []
     for key, trials in _by_series(checked).items():
-        by_source: dict[str | None, list[MeasurementInfo]] = {}
+        by_source: dict[str | None, list[TrialRow]] = {}
         for m in trials:
             by_source.setdefault((m.prediction or {}).get("source"), []).append(m)
         for source, group in sorted(by_source.items(), key=lambda item: str(item[0])):
@@ -422,8 +415,8 @@ PLOT_CAPTIONS = {
     "acceptance_by_position": "Acceptance rate per draft position.",
     "pareto_front": "The deciding rows by TPOT and throughput (error bars: 95 % intervals); the Pareto front and the "
                     "chosen profile (star).",
-    "mtp_vs_draft": "MTP against the draft model: best paired speedup (error bars: 95 % intervals) and memory "
-                    "overhead per batch size.",
+    "speedup_by_method": "Each method's best paired speedup over the baseline per batch size, as the verdict above "
+                         "has it (error bars: 95 % intervals).",
     "predicted_vs_measured": "Tokens/s the performance model predicted before each screening trial ran (error "
                              "bars: the prediction's 95 % interval) against what the trial measured; on the "
                              "dashed line the prediction was exact.",
@@ -437,7 +430,6 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
     e = html.escape
     study = data.study
     done = decision.deciding_rows(data.measurements)
-    verdict = analysis.mtp_versus_draft(done)
     screened = [m for m in data.measurements if not m.confirmed]
     confirmation = [m for m in data.measurements if m.confirmed]
     counts = f"{len(screened)} screening trials ({sum(m.complete for m in screened)} complete)"
@@ -460,9 +452,8 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
         f"<p class='note'>{e(NO_SPEEDUPS)}</p>",
         "<h2>Deployment profile</h2>",
         _profile_html(data.profile),
-        "<h2>MTP or draft model?</h2>",
-        f"<p class='verdict'>{e(verdict.text)}</p>",
-        _verdict_table(verdict, done),
+        "<h2>Verdict per method</h2>",
+        _verdict_html(method_verdicts(data)),
     ]
     if not pngs:
         parts.append("<p>No complete trial: nothing to plot.</p>")
@@ -490,7 +481,7 @@ class Html(str):
 DASH = Html("&ndash;")
 
 
-def _prediction_html(rows: Sequence[MeasurementInfo]) -> str:
+def _prediction_html(rows: Sequence[TrialRow]) -> str:
     """One note on how well the performance model predicted the screening trials; empty when no
     trial has a prediction."""
     if not _has_predictions(rows):
@@ -505,11 +496,11 @@ def _prediction_html(rows: Sequence[MeasurementInfo]) -> str:
             f"ran: median absolute error {error:.1%} (|predicted / measured - 1|){coverage}.</p>")
 
 
-def _has_predictions(rows: Sequence[MeasurementInfo]) -> bool:
+def _has_predictions(rows: Sequence[TrialRow]) -> bool:
     return any(m.prediction for m in rows)
 
 
-def _predicted(m: MeasurementInfo) -> str:
+def _predicted(m: TrialRow) -> str:
     """``"1,790 [1,400, 2,290]"``, the value alone without an interval, a dash without a prediction."""
     guess = prediction.predicted(m)
     if guess is None:
@@ -578,24 +569,24 @@ def _profile_html(profile: DeploymentProfile | None) -> str:
     return table
 
 
-def _verdict_table(verdict: analysis.Verdict, done: Sequence[MeasurementInfo] = ()) -> str:
-    summaries = [s for s in (verdict.mtp, verdict.draft) if s is not None]
-    if not summaries:
-        return ""
+def _verdict_html(verdicts: Sequence[decision.MethodVerdict]) -> str:
+    """The verdict in the words of the tuner's summary (:func:`autotune.analysis.decision.verdict_lines`),
+    then each method's best configuration at every batch size it was measured at."""
+    lines = decision.verdict_lines(verdicts)
+    if not lines:
+        return "<p class='verdict'>No speculative method completed a trial in this study.</p>"
     rows = []
-    for s in summaries:
-        best = decision.best_by_batch_size(m for m in done if m.method == s.method)
-        for b in s.batch_sizes:
-            memory = s.memory_overhead.get(b)
-            row = best.get(b)
-            speedup = decision.speedup_estimate(row) if row is not None and b in s.speedup else None
-            rows.append([METHOD_NAMES[s.method], b, s.best_depth[b], _speedup(speedup),
-                         row.repetitions if row is not None else DASH,
-                         _num(s.acceptance_rate.get(b)), _num(s.acceptance_length.get(b)),
-                         f"{memory:+.1%}" if memory is not None else DASH])
-    headers = ["method", "batch size", "best depth", "speedup (x)", "n", "acceptance rate", "acceptance length",
-               "memory vs none"]
-    return _table(headers, rows, text_columns=(0,))
+    for verdict in verdicts:
+        if verdict.method == decision.BASELINE:
+            continue
+        for entry in verdict.by_batch_size:
+            rows.append([verdict.name, entry["batch_size"], entry["depth"], _num(entry["tokens_per_s"]),
+                         _speedup(_table_estimate(entry, "speedup")), entry["repetitions"], _num(entry["acceptance_rate"]),
+                         _num(entry["acceptance_length"]), "yes" if entry["batch_size"] in verdict.wins_at else "no"])
+    headers = ["method", "batch size", "best depth", "tokens/s", "speedup (x)", "n", "acceptance rate",
+               "acceptance length", "recommended here"]
+    text = "<br>".join(html.escape(line) for line in lines)
+    return f"<p class='verdict'>{text}</p>\n" + _table(headers, rows, text_columns=(0, 8))
 
 
 def _table_estimate(row: dict, name: str) -> Estimate | None:
@@ -625,7 +616,7 @@ def _per_batch_table(rows: Sequence[dict]) -> str:
     return _table(headers, body, text_columns=(2, 6, 9))
 
 
-def _phase(m: MeasurementInfo) -> str:
+def _phase(m: TrialRow) -> str:
     run = decision.confirmation_run(m)
     return m.phase if run is None else f"confirmation {run}"
 

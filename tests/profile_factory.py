@@ -224,13 +224,15 @@ def profile_data(method: str = "mtp", depth: int = 3, batch_size: int = 1, per_b
     from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
 
     draft = ModelInfo("dddd000011112222", "tiny-draft", "draft", draft_source) if method == "draft" else None
+    if draft:  # the tuner names its draft by label in the table and the details
+        details = {"draft": "tiny-draft", **(details or {})}
     rows = []
     for b, entry in sorted((per_batch or {}).items()):
         m, d, *gain = entry
         speedup, low, high = gain if gain else (1.0 if m == "none" else None, None, None)
         rows.append({"batch_size": b, "method": m, "depth": d, "tokens_per_s": 100.0 * b, "speedup": speedup,
                      "speedup_low": low, "speedup_high": high, "repetitions": 7 if low is not None else 1,
-                     "confirmed": low is not None, "draft": draft.fingerprint if m == "draft" and draft else None})
+                     "confirmed": low is not None, "draft": "tiny-draft" if m == "draft" and draft else None})
     figures = {"tokens_per_s": 123.4, "tpot_ms_p50": 8.1, "speedup": 1.5, "repetitions": 1, "intervals": {}}
     if confirmed:
         figures = {"tokens_per_s": 841.8, "tpot_ms_p50": 4.2, "speedup": 2.19, "repetitions": 7, "intervals": {

@@ -17,7 +17,7 @@ from autotune.analysis import decision
 from autotune.profiles import ProfileNotFoundError
 from autotune.store import open_database
 
-PLOTS = {"throughput_vs_batch_size", "speedup_vs_depth", "acceptance_by_position", "pareto_front", "mtp_vs_draft"}
+PLOTS = {"throughput_vs_batch_size", "speedup_vs_depth", "acceptance_by_position", "pareto_front", "speedup_by_method"}
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -75,9 +75,12 @@ def test_page_states_the_profile_and_the_verdict_with_numbers(written) -> None: 
     assert "<h1>Study h100-old</h1>" in html
     assert "<td class='text'>mtp@2</td>" in html  # the chosen profile (tied with mtp@3, simpler)
     verdict = re.search(r"<p class='verdict'>(.*?)</p>", html).group(1)
-    assert verdict.startswith("MTP wins: 1.38x versus 1.03x geometric-mean speedup over batch sizes 1-16")
-    assert "memory +3% over the baseline" in verdict and "memory +25% over the baseline" in verdict
-    assert "beats the baseline at 4 of 5 batch sizes" in verdict
+    # The tuner's verdict per method, in the words its summary uses (decision.verdict_lines).
+    assert verdict.split("<br>") == [
+        "mtp: best 2.04x [2.00, 2.08] (mtp@4 b1, acceptance 80%, +63.4 MiB).",
+        "draft:tiny-draft: best 1.28x [1.25, 1.31] (draft:tiny-draft@2 b1, acceptance 65%, +528.0 MiB).",
+        "ngram: best 1.39x [1.35, 1.42] (ngram@2 b1, acceptance 40%, +0.0 MiB).",
+    ]
     assert html.count("<tr class='failed'>") == 1 and "out of memory" in html
 
 
@@ -92,7 +95,7 @@ def test_study_without_profile_or_complete_trials(tmp_path: Path) -> None:
     html_path = report.write_report(url, "all-failed", tmp_path / "out")
     html = html_path.read_text()
     assert "has not written a deployment profile" in html and "No complete trial: nothing to plot." in html
-    assert "Neither MTP nor a draft model was measured" in html
+    assert "No speculative method completed a trial in this study." in html
     assert list((tmp_path / "out").glob("*.png")) == []
 
 
@@ -106,7 +109,7 @@ def test_rewrites_an_earlier_report_and_finds_the_study_by_id(tmp_path: Path) ->
     (out / "report.html").write_text("old")
     html = report.write_report(url, str(study_id), out).read_text()
     assert "<h1>Study small</h1>" in html
-    assert "Only MTP was measured" in html
+    assert re.search(r"<p class='verdict'>mtp: [^<]*</p>", html)  # the one speculative method measured
 
 
 def test_unknown_study(sqlite_url: str, tmp_path: Path) -> None:
@@ -140,14 +143,19 @@ def test_speedup_plots_draw_the_paired_intervals(populated: str) -> None:
     intervals = {(round(e.low, 9), round(e.high, 9)) for m in rows if (e := decision.speedup_estimate(m))}
     drawn = {(round(a[1], 9), round(b[1], 9)) for c in by_depth for a, b in bar_segments(c)}
     assert drawn == intervals  # every confirmed speculative row, with its own interval
-    bars = error_containers(plots["mtp_vs_draft"])  # bar() keeps its error bars in an ErrorbarContainer too
-    assert len(bars) == 2 and all(len(bar_segments(c)) == len(factory.BATCH_SIZES) for c in bars)
+    bars = error_containers(plots["speedup_by_method"])  # bar() keeps its error bars in an ErrorbarContainer too
+    verdicts = [v for v in report.method_verdicts(data) if v.method != "none"]
+    assert len(bars) == len(verdicts) == 3
+    for container, verdict in zip(bars, verdicts):  # each method's verdict, with its intervals
+        drawn = sorted((round(a[1], 9), round(b[1], 9)) for a, b in bar_segments(container))
+        assert drawn == sorted((round(e["speedup_low"], 9), round(e["speedup_high"], 9)) for e in verdict.by_batch_size)
 
 
 def test_a_screening_only_study_has_no_error_bars_and_no_speedup_plot(populated: str, tmp_path: Path) -> None:
     data = report.load_study(populated, "cpu")
     plots = report.figures(data)
-    assert "speedup_vs_depth" not in plots and {"throughput_vs_batch_size", "pareto_front", "mtp_vs_draft"} <= set(plots)
+    assert {"speedup_vs_depth", "speedup_by_method"}.isdisjoint(plots)
+    assert {"throughput_vs_batch_size", "pareto_front"} <= set(plots)
     assert all(not bar_segments(c) for c in error_containers(plots["throughput_vs_batch_size"]))
     assert report.error_bars([None, data.measurements[0].estimate("tokens_per_s")]) is None
     html = report.write_report(populated, "cpu", tmp_path / "out").read_text()

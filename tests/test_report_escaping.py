@@ -30,8 +30,8 @@ NAMES = {
 }
 TABLE_VALUE = f"{MARKUP} \" ' &"
 # Every tag the report writes; an injected name would add others (script) or attributes (on*).
-TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b", "table", "tr", "th", "td", "figure",
-        "img", "figcaption", "a"}
+TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b", "br", "table", "tr", "th", "td",
+        "figure", "img", "figcaption", "a"}
 
 
 class Page(HTMLParser):

@@ -458,6 +458,23 @@ def summary_lines(profile: ProfileChoice | None, table: list[BatchSizeBest], ver
             lines.append(sentence[0].upper() + sentence[1:] + ".")
         if not profile.decision.confirmed:
             lines.append("These are screening figures (one run each, no interval): the confirmation phase did not run.")
+    lines += verdict_lines(verdicts)
+    schedule = [b for b in table if b.label is not None]
+    if schedule:
+        lines.append("Schedule by batch size: " + "; ".join(
+            f"b{b.batch_size} {b.label}" + (f" {_speedup_text(b.speedup, b.speedup_low, b.speedup_high)}"
+                                            if b.speedup is not None and b.method != BASELINE else "")
+            + (f" ({b.note})" if b.note else "")
+            for b in schedule
+        ) + ".")
+    return lines
+
+
+def verdict_lines(verdicts: Iterable[MethodVerdict]) -> list[str]:
+    """A sentence per speculative method that completed a trial: its best speedup with its
+    interval (or its best screened tokens/s, one run, when it never reached the confirmation),
+    acceptance and memory over the baseline; the study summary and the report both say these."""
+    lines = []
     for verdict in verdicts:
         if verdict.method == BASELINE or verdict.best_label is None:
             continue
@@ -470,14 +487,6 @@ def summary_lines(profile: ProfileChoice | None, table: list[BatchSizeBest], ver
         else:
             lines.append(f"{verdict.name}: not among the finalists; best screened {verdict.best_label} at "
                          f"{verdict.tokens_per_s:.1f} tokens/s (one run){acceptance}.")
-    schedule = [b for b in table if b.label is not None]
-    if schedule:
-        lines.append("Schedule by batch size: " + "; ".join(
-            f"b{b.batch_size} {b.label}" + (f" {_speedup_text(b.speedup, b.speedup_low, b.speedup_high)}"
-                                            if b.speedup is not None and b.method != BASELINE else "")
-            + (f" ({b.note})" if b.note else "")
-            for b in schedule
-        ) + ".")
     return lines
 
 

@@ -8,7 +8,7 @@ Exporting to serving configs lives in :mod:`autotune.serving`, the HTML report i
 :mod:`autotune.report`.
 """
 
-from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo
+from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
 from autotune.errors import OutputExistsError, ProfileNotFoundError
 from autotune.profiles.query import BestProfile, best_profile, current_fingerprint, list_profiles, show_profile
 from autotune.profiles.transfer import import_profile
@@ -17,7 +17,6 @@ __all__ = [
     "BestProfile",
     "DeploymentProfile",
     "HardwareInfo",
-    "MeasurementInfo",
     "ModelInfo",
     "OutputExistsError",
     "ProfileNotFoundError",

@@ -1,41 +1,34 @@
-"""Reading a study's trials: best configuration per batch size, the serving plan derived from it,
-and the MTP-versus-draft verdict (the Pareto front is :func:`autotune.analysis.decision.pareto_front`).
+"""Reading a profile's trials: the best configuration per batch size and the serving plan derived
+from it (the verdict per method and the Pareto front are :mod:`autotune.analysis.decision`'s).
 Pure functions over profile dataclasses.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from autotune.analysis import decision
-from autotune.profiles.data import DeploymentProfile, MeasurementInfo
+from autotune.profiles.data import DeploymentProfile
+from autotune.store.results import TrialRow
 
 SeriesKey = tuple[str, str | None]  # (method, draft fingerprint): one line in a plot
 
 
-def series_key(m: MeasurementInfo) -> SeriesKey:
-    return (m.method, m.draft)
+def series_key(m: TrialRow) -> SeriesKey:
+    return (m.method, m.draft_fingerprint)
 
 
-def complete(measurements: Iterable[MeasurementInfo]) -> list[MeasurementInfo]:
+def complete(measurements: Iterable[TrialRow]) -> list[TrialRow]:
     """The rows that decide: the latest confirmation run's, or the screening trials without one
     (:func:`autotune.analysis.decision.deciding_rows`)."""
     return decision.deciding_rows(measurements)
 
 
-def best_by_batch_size(measurements: Iterable[MeasurementInfo]) -> dict[int, MeasurementInfo]:
+def best_by_batch_size(measurements: Iterable[TrialRow]) -> dict[int, TrialRow]:
     """The deciding row with the most tokens/s at each batch size, by ascending batch size."""
     return decision.best_by_batch_size(complete(measurements))
-
-
-def speedup(m: MeasurementInfo) -> float | None:
-    """The stored, paired speedup (the baseline's is 1); None where none was measured: a speedup is
-    never a ratio to a baseline from another moment."""
-    estimate = decision.speedup_estimate(m)
-    return estimate.value if estimate is not None else None
 
 
 def speculation_depths(profile: DeploymentProfile) -> dict[int, int]:
@@ -73,11 +66,11 @@ def _fingerprint(profile: DeploymentProfile) -> str | None:
 
 
 def _same_draft(row: dict[str, Any], profile: DeploymentProfile) -> bool:
-    """Whether a table row's draft is the profile's: rows name it by the tuner's label (the
-    profile's ``details["draft"]``) or by fingerprint; a row naming none matches any draft."""
+    """Whether a table row's draft is the profile's: both name it by the tuner's label (the row's
+    ``draft``, the profile's ``details["draft"]``); a row naming none matches any draft."""
     if profile.method != "draft":
         return True
-    return row.get("draft") in (None, _fingerprint(profile), profile.details.get("draft"))
+    return row.get("draft") in (None, profile.details.get("draft"))
 
 
 @dataclass(frozen=True)
@@ -151,144 +144,3 @@ def _up_to_first_zero(depths: dict[int, int]) -> dict[int, int]:
         if depth == 0:
             break
     return kept
-
-
-# --- MTP versus draft ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MethodSummary:
-    """How one speculative method fared across the batch sizes it was measured at."""
-
-    method: str
-    batch_sizes: list[int]
-    best_depth: dict[int, int]
-    speedup: dict[int, float]
-    acceptance_rate: dict[int, float]
-    acceptance_length: dict[int, float]
-    memory_overhead: dict[int, float]  # peak memory over the baseline's at the same batch size, - 1
-    geomean_speedup: float | None
-    wins: int  # batch sizes where it beats the baseline
-
-    @property
-    def speedup_range(self) -> tuple[float, float] | None:
-        values = list(self.speedup.values())
-        return (min(values), max(values)) if values else None
-
-    @property
-    def mean_acceptance_rate(self) -> float | None:
-        values = list(self.acceptance_rate.values())
-        return sum(values) / len(values) if values else None
-
-    @property
-    def mean_memory_overhead(self) -> float | None:
-        values = list(self.memory_overhead.values())
-        return sum(values) / len(values) if values else None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.update(speedup_range=self.speedup_range, mean_acceptance_rate=self.mean_acceptance_rate,
-                    mean_memory_overhead=self.mean_memory_overhead)
-        return data
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """MTP versus draft: the per-method summaries and a one-paragraph conclusion."""
-
-    mtp: MethodSummary | None
-    draft: MethodSummary | None
-    winner: str | None  # "mtp" | "draft" | None (not both measured, or neither beats the baseline)
-    text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mtp": self.mtp.to_dict() if self.mtp else None,
-            "draft": self.draft.to_dict() if self.draft else None,
-            "winner": self.winner,
-            "text": self.text,
-        }
-
-
-def summarize_method(measurements: Sequence[MeasurementInfo], method: str) -> MethodSummary | None:
-    """The method's fastest trial per batch size against the baseline; None if never completed."""
-    best = best_by_batch_size(m for m in measurements if m.method == method)
-    if not best:
-        return None
-    base = decision.baselines(measurements)
-    speedups = {b: s for b, m in best.items() if (s := speedup(m)) is not None}
-    memory = {
-        b: m.peak_memory_bytes / base[b].peak_memory_bytes - 1
-        for b, m in best.items()
-        if m.peak_memory_bytes and b in base and base[b].peak_memory_bytes
-    }
-    return MethodSummary(
-        method=method,
-        batch_sizes=list(best),
-        best_depth={b: m.depth for b, m in best.items()},
-        speedup=speedups,
-        acceptance_rate={b: m.acceptance_rate for b, m in best.items() if m.acceptance_rate is not None},
-        acceptance_length={b: m.acceptance_length for b, m in best.items() if m.acceptance_length is not None},
-        memory_overhead=memory,
-        geomean_speedup=_geomean(speedups.values()),
-        wins=sum(s > 1 for s in speedups.values()),
-    )
-
-
-def _geomean(values: Iterable[float]) -> float | None:
-    logs = [math.log(v) for v in values if v > 0]
-    return math.exp(sum(logs) / len(logs)) if logs else None
-
-
-def mtp_versus_draft(measurements: Sequence[MeasurementInfo]) -> Verdict:
-    """Which integrated (MTP) or assembled (draft model) speculation served this workload better.
-
-    Compared on the geometric-mean speedup over the batch sizes both were measured at; the text
-    adds acceptance, memory overhead and how many batch sizes each still beats the baseline.
-    """
-    mtp, draft = summarize_method(measurements, "mtp"), summarize_method(measurements, "draft")
-    if mtp is None and draft is None:
-        return Verdict(None, None, None, "Neither MTP nor a draft model was measured in this study.")
-    if mtp is None or draft is None:
-        only = mtp or draft
-        return Verdict(mtp, draft, None, f"Only {_name(only.method)} was measured: {_describe(only)}.")
-    if not mtp.speedup and not draft.speedup:
-        return Verdict(mtp, draft, None, "No paired speedup was measured (screening figures only: the study ran "
-                                         "without its confirmation phase), so MTP and the draft model are not compared.")
-    common = sorted(set(mtp.speedup) & set(draft.speedup))
-    g_mtp = _geomean(mtp.speedup[b] for b in common)
-    g_draft = _geomean(draft.speedup[b] for b in common)
-    if g_mtp is None or g_draft is None:
-        return Verdict(mtp, draft, None, "MTP and draft were never measured at the same batch size.")
-    winner, loser = (mtp, draft) if g_mtp >= g_draft else (draft, mtp)
-    g_win, g_lose = max(g_mtp, g_draft), min(g_mtp, g_draft)
-    if g_win <= 1:
-        return Verdict(mtp, draft, None, (
-            f"Neither pays off here: over batch sizes {_span(common)} MTP averages {g_mtp:.2f}x and the "
-            f"draft model {g_draft:.2f}x the baseline. {_describe(mtp)}; {_describe(draft)}."
-        ))
-    text = (
-        f"{_name(winner.method)} wins: {g_win:.2f}x versus {g_lose:.2f}x geometric-mean speedup over batch "
-        f"sizes {_span(common)}. {_describe(winner)}; {_describe(loser)}."
-    )
-    return Verdict(mtp, draft, winner.method, text)
-
-
-def _name(method: str) -> str:
-    return {"mtp": "MTP", "draft": "the draft model"}.get(method, method)
-
-
-def _span(batch_sizes: Sequence[int]) -> str:
-    return f"{batch_sizes[0]}-{batch_sizes[-1]}" if len(batch_sizes) > 1 else str(batch_sizes[0])
-
-
-def _describe(s: MethodSummary) -> str:
-    parts = [f"{_name(s.method)}"]
-    if s.speedup_range:
-        low, high = s.speedup_range
-        parts.append(f"speedup {low:.2f}-{high:.2f}x, beats the baseline at {s.wins} of {len(s.speedup)} batch sizes")
-    if s.mean_acceptance_rate is not None:
-        parts.append(f"acceptance {s.mean_acceptance_rate:.0%}")
-    if s.mean_memory_overhead is not None:
-        parts.append(f"memory {s.mean_memory_overhead:+.0%} over the baseline")
-    return parts[0] + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")

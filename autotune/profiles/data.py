@@ -18,7 +18,7 @@ from typing import Any
 
 from autotune.analysis.intervals import Estimate
 from autotune.errors import ConfigurationError
-from autotune.store.results import PHASES, TrialFigures
+from autotune.store.results import PHASES, TrialFigures, TrialRow
 
 METHODS = ("none", "mtp", "draft", "ngram")
 # The headline figures a profile listing shows with their intervals (DeploymentProfile.summary).
@@ -163,51 +163,48 @@ def _prediction(value: Any, what: str) -> dict[str, Any] | None:
     return None if value is None else dict(value)
 
 
-@dataclass(frozen=True)
-class MeasurementInfo(TrialFigures):
-    """One trial of a study: configuration, state and figures (``draft`` is a model fingerprint).
+# A trial's keys in a profile document, in the order written: its figures, its configuration, and
+# its draft model by fingerprint under "draft" (the tuner's label stays in "extra", as stored).
+TRIAL_DOCUMENT_FIGURES = tuple(f.name for f in fields(TrialFigures))
+TRIAL_DOCUMENT_CONFIG = ("trial_number", "method", "depth", "batch_size", "state", "draft", "reason")
+TRIAL_REQUIRED = ("trial_number", "method", "depth", "batch_size", "state")
 
-    A trial is identified by ``(phase, trial_number)``: screening rows carry Optuna's trial
-    numbers, confirmation rows a sequence of their own. Rows exported before phases existed read
-    as screening passes (n = 1, no interval); rows exported before predictions existed (no
-    ``prediction`` key) read as not predicted (None).
+
+def trial_document(row: TrialRow) -> dict[str, Any]:
+    """The profile document's form of a trial (:func:`trial_from_document` reads it back)."""
+    data = asdict(row)
+    document = {name: data[name] for name in TRIAL_DOCUMENT_FIGURES}
+    document["created_at"] = utc_iso(row.created_at)
+    document.update({name: data[name] for name in TRIAL_DOCUMENT_CONFIG})
+    document["draft"] = row.draft_fingerprint
+    return document
+
+
+def trial_from_document(data: Any) -> TrialRow:
+    """A trial of a profile document; ConfigurationError naming the first bad or missing key.
+
+    Rows exported before phases existed read as screening passes (n = 1, no interval); rows
+    exported before predictions existed (no ``prediction`` key) read as not predicted (None).
     """
-
-    trial_number: int
-    method: str
-    depth: int
-    batch_size: int
-    state: str  # complete | failed | infeasible
-    draft: str | None = None
-    reason: str | None = None
-
-    @property
-    def complete(self) -> bool:
-        return self.state == "complete" and self.tokens_per_s is not None
-
-    @property
-    def key(self) -> tuple[str, int]:
-        """``(phase, trial_number)``: unique within a study."""
-        return (self.phase, self.trial_number)
-
-    def label(self) -> str:
-        """``none`` or ``method@depth``, the engines' short name of a configuration."""
-        return self.method if self.method == "none" else f"{self.method}@{self.depth}"
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["created_at"] = utc_iso(self.created_at)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Any) -> MeasurementInfo:
-        return _from_fields(cls, data, "measurement", {
-            "created_at": lambda v: parse_iso(v, "measurement.created_at"),
-            "phase": lambda v: _phase(v, "measurement.phase"),
-            "repetitions": lambda v: _repetitions(v, "measurement.repetitions"),
-            "intervals": lambda v: _intervals(v, "measurement.intervals"),
-            "prediction": lambda v: _prediction(v, "measurement.prediction"),
-        })
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"measurement must be a JSON object, got {type(data).__name__}")
+    missing = next((name for name in TRIAL_REQUIRED if name not in data), None)
+    if missing is not None:
+        raise ConfigurationError(f"measurement lacks the key {missing!r}")
+    converters = {
+        "created_at": lambda v: parse_iso(v, "measurement.created_at"),
+        "phase": lambda v: _phase(v, "measurement.phase"),
+        "repetitions": lambda v: _repetitions(v, "measurement.repetitions"),
+        "intervals": lambda v: _intervals(v, "measurement.intervals"),
+        "prediction": lambda v: _prediction(v, "measurement.prediction"),
+    }
+    values = {
+        name: converters[name](data[name]) if name in converters else data[name]
+        for name in (*TRIAL_DOCUMENT_FIGURES, *TRIAL_DOCUMENT_CONFIG) if name in data and name != "draft"
+    }
+    extra = values.get("extra")
+    label = extra.get("draft") if isinstance(extra, dict) else None
+    return TrialRow(**values, draft=label, draft_fingerprint=data.get("draft"))
 
 
 @dataclass(frozen=True)
@@ -244,7 +241,7 @@ class DeploymentProfile:
     details: dict[str, Any] = field(default_factory=dict)
     chosen_trial: int | None = None
     chosen_phase: str = "screening"
-    measurements: tuple[MeasurementInfo, ...] = ()
+    measurements: tuple[TrialRow, ...] = ()
     draft_models: tuple[ModelInfo, ...] = ()
 
     def label(self) -> str:
@@ -272,7 +269,7 @@ class DeploymentProfile:
         profile's batch size (itself included), as the tuner stored them; [] when none were."""
         return [str(label) for label in self.details.get("tied_with") or []]
 
-    def chosen_measurement(self) -> MeasurementInfo | None:
+    def chosen_measurement(self) -> TrialRow | None:
         """The trial the profile was taken from, among the loaded measurements."""
         if self.chosen_trial is None:
             return None
@@ -324,7 +321,7 @@ class DeploymentProfile:
             "target": self.target.to_dict(),
             "draft": self.draft.to_dict() if self.draft else None,
             "draft_models": [m.to_dict() for m in self.draft_models],
-            "measurements": [m.to_dict() for m in self.measurements],
+            "measurements": [trial_document(m) for m in self.measurements],
         }
 
     @classmethod
@@ -346,7 +343,7 @@ class DeploymentProfile:
             "target": ModelInfo.from_dict,
             "draft": lambda v: None if v is None else ModelInfo.from_dict(v),
             "draft_models": lambda v: tuple(ModelInfo.from_dict(m) for m in _list(v, "draft_models")),
-            "measurements": lambda v: tuple(MeasurementInfo.from_dict(m) for m in _list(v, "measurements")),
+            "measurements": lambda v: tuple(trial_from_document(m) for m in _list(v, "measurements")),
             "per_batch_size": lambda v: [dict(row) for row in _list(v, "per_batch_size")],
         })
         profile.validate()

@@ -15,9 +15,10 @@ from sqlalchemy.orm import Session
 
 from autotune.errors import ConfigurationError, ProfileNotFoundError
 from autotune.profiles import records
-from autotune.profiles.data import METHODS, DeploymentProfile, MeasurementInfo
+from autotune.profiles.data import METHODS, DeploymentProfile, trial_document
 from autotune.store import open_database, profile_queries, repository
 from autotune.store.models import HardwareRecord, MeasurementRecord, ModelRecord
+from autotune.store.results import TrialRow, trial_row
 
 CURRENT_HARDWARE = "current"
 # The largest id a row can have on every backend (PostgreSQL INTEGER): a larger one is not looked up,
@@ -93,7 +94,7 @@ class BestProfile:
     """
 
     profile: DeploymentProfile
-    operating_point: MeasurementInfo | None
+    operating_point: TrialRow | None
     request: dict[str, Any]
 
     def deployment(self) -> DeploymentProfile:
@@ -106,7 +107,7 @@ class BestProfile:
             self.profile,
             method=point.method,
             depth=point.depth,
-            draft=self.profile.model_by_fingerprint(point.draft),
+            draft=self.profile.model_by_fingerprint(point.draft_fingerprint),
             batch_size=point.batch_size,
             tokens_per_s=point.tokens_per_s,
             tpot_ms_p50=point.tpot_ms_p50,
@@ -129,7 +130,7 @@ class BestProfile:
         return {
             "request": dict(self.request),
             "profile": self.profile.summary(),
-            "operating_point": self.operating_point.to_dict() if self.operating_point else None,
+            "operating_point": trial_document(self.operating_point) if self.operating_point else None,
             "deployment": self.deployment().summary(),
         }
 
@@ -187,7 +188,7 @@ def find_best(
     drafts = profile_queries.models_by_id(session, [point.draft_model_id] if point.draft_model_id else [])
     if drafts:  # the operating point may use a draft other than the profile's headline one
         profile = replace(profile, draft_models=tuple(records.model_info(m) for m in drafts.values()))
-    return BestProfile(profile, records.measurement_info(point, drafts), request)
+    return BestProfile(profile, trial_row(point), request)
 
 
 def _check_request(batch_size: int | None, slo_tpot_ms: float | None) -> None:

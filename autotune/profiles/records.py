@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 from sqlalchemy.orm import Session
 
-from autotune.profiles.data import DeploymentProfile, HardwareInfo, MeasurementInfo, ModelInfo, StudyInfo
+from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
 from autotune.store import profile_queries
 from autotune.store.models import (
     DeploymentProfileRecord,
@@ -15,13 +15,7 @@ from autotune.store.models import (
     ModelRecord,
     StudyRecord,
 )
-
-MEASUREMENT_COLUMNS = (
-    "trial_number", "method", "depth", "batch_size", "state", "reason", "tokens_per_s", "requests_per_s",
-    "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99",
-    "acceptance_rate", "acceptance_length", "acceptance_by_position", "drafted_tokens", "accepted_tokens",
-    "peak_memory_bytes", "wall_time_s", "speedup", "phase", "repetitions", "intervals", "prediction", "extra", "created_at",
-)
+from autotune.store.results import ROW_COLUMNS, TrialRow, trial_row
 
 
 def hardware_info(record: HardwareRecord) -> HardwareInfo:
@@ -64,19 +58,6 @@ def study_info(record: StudyRecord) -> StudyInfo:
     )
 
 
-def measurement_info(record: MeasurementRecord, drafts: Mapping[int, ModelRecord]) -> MeasurementInfo:
-    """``drafts`` maps draft model ids to records (the measurement names its draft by fingerprint)."""
-    values = {name: getattr(record, name) for name in MEASUREMENT_COLUMNS}
-    values["acceptance_by_position"] = list(values["acceptance_by_position"] or [])
-    values["extra"] = dict(values["extra"] or {})
-    values["intervals"] = dict(record.intervals or {})
-    values["prediction"] = dict(record.prediction) if record.prediction is not None else None
-    values["phase"] = record.phase or "screening"
-    values["repetitions"] = record.repetitions or 1
-    draft = drafts.get(record.draft_model_id) if record.draft_model_id is not None else None
-    return MeasurementInfo(draft=draft.fingerprint if draft else None, **values)
-
-
 def deployment_profile(
     session: Session, record: DeploymentProfileRecord, *, with_measurements: bool = False
 ) -> DeploymentProfile:
@@ -86,12 +67,13 @@ def deployment_profile(
         chosen = session.get(MeasurementRecord, record.measurement_id)
         if chosen is not None:
             chosen_trial, chosen_phase = chosen.trial_number, chosen.phase
-    measurements: tuple[MeasurementInfo, ...] = ()
+    measurements: tuple[TrialRow, ...] = ()
     draft_models: tuple[ModelInfo, ...] = ()
     if with_measurements:
         rows = profile_queries.study_measurements(session, record.study_id)
+        # Loaded first, so that each row's draft is found in the session, not queried row by row.
         drafts = profile_queries.models_by_id(session, {r.draft_model_id for r in rows if r.draft_model_id})
-        measurements = tuple(measurement_info(r, drafts) for r in rows)
+        measurements = tuple(trial_row(r) for r in rows)
         draft_models = tuple(model_info(m) for m in sorted(drafts.values(), key=lambda m: m.fingerprint))
     return DeploymentProfile(
         id=record.id,
@@ -137,17 +119,18 @@ def new_study_record(study: StudyInfo, hardware: HardwareRecord, target: ModelRe
 
 
 def new_measurement_records(
-    measurements: Iterable[MeasurementInfo], study: StudyRecord, drafts: Mapping[str, ModelRecord]
+    measurements: Iterable[TrialRow], study: StudyRecord, drafts: Mapping[str, ModelRecord]
 ) -> list[MeasurementRecord]:
     """Records for ``measurements``; ``drafts`` maps draft fingerprints to (stored) model records."""
     records = []
     for m in measurements:
-        values = {name: getattr(m, name) for name in MEASUREMENT_COLUMNS}
+        values = {name: getattr(m, name) for name in ROW_COLUMNS}
         if values["created_at"] is None:
             del values["created_at"]  # the column default (now) applies
         values["acceptance_by_position"] = list(m.acceptance_by_position)
         values["extra"] = dict(m.extra)
         values["intervals"] = dict(m.intervals) or None  # as the tuner stores a row without intervals
         values["prediction"] = dict(m.prediction) if m.prediction is not None else None
-        records.append(MeasurementRecord(study=study, draft_model=drafts[m.draft] if m.draft else None, **values))
+        draft = drafts[m.draft_fingerprint] if m.draft_fingerprint else None
+        records.append(MeasurementRecord(study=study, draft_model=draft, **values))
     return records

@@ -136,8 +136,10 @@ def _check_references(profile: DeploymentProfile, source: str) -> None:
             f"{source}: chosen_trial {profile.chosen_trial} ({profile.chosen_phase}) is not among the measurements"
         )
     for m in profile.measurements:
-        if m.draft is not None and profile.model_by_fingerprint(m.draft) is None:
-            raise ConfigurationError(f"{source}: trial {m.trial_number} uses draft {m.draft}, absent from draft_models")
+        if m.draft_fingerprint is not None and profile.model_by_fingerprint(m.draft_fingerprint) is None:
+            raise ConfigurationError(
+                f"{source}: trial {m.trial_number} uses draft {m.draft_fingerprint}, absent from draft_models"
+            )
 
 
 def import_profile(db_url: str | None, path: Path | str) -> DeploymentProfile:

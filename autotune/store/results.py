@@ -41,6 +41,12 @@ FIGURE_COLUMNS = (
     "peak_memory_bytes", "wall_time_s",
 )
 CONFIG_FIELDS = ("method", "depth", "batch_size", "draft", "temperature", "seed", "outputs")
+# The measurement columns a TrialRow field of the same name holds (the draft model and the row id
+# are read apart: a row names its draft by label and fingerprint).
+ROW_COLUMNS = (
+    "trial_number", "method", "depth", "batch_size", "state", "reason", *FIGURE_COLUMNS,
+    "speedup", "phase", "repetitions", "intervals", "prediction", "extra", "created_at",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,18 +93,37 @@ class TrialFigures:
         return self.phase == "confirmation"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrialRow(TrialFigures):
-    """One finished trial of a study: its configuration, state and figures."""
+    """One finished trial of a study: its configuration, state and figures; the row type of every
+    reader of the measurements table (the tuner, listings, profiles, the report).
+
+    A trial is identified by ``(phase, trial_number)``: screening rows carry Optuna's trial
+    numbers, confirmation rows a sequence of their own. Its draft model is named twice: ``draft``
+    is the tuner's label (``builtin``, or the label the search space gave it), the name
+    configurations are written with; ``draft_fingerprint`` is the model's content fingerprint, the
+    name that holds across databases. ``extra`` is the stored facts as written (the label included,
+    under ``"draft"``).
+    """
 
     trial_number: int
     method: str
-    draft: str | None
+    draft: str | None = None
     depth: int
     batch_size: int
-    state: str
-    reason: str | None
+    state: str  # complete | failed | infeasible
+    reason: str | None = None
     measurement_id: int | None = None
+    draft_fingerprint: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete" and self.tokens_per_s is not None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """``(phase, trial_number)``: unique within a study."""
+        return (self.phase, self.trial_number)
 
     @property
     def config_label(self) -> str:
@@ -113,7 +138,11 @@ class TrialRow(TrialFigures):
         return f"{self.config_label} b{self.batch_size}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The row as ``autotune trials --json`` lists it: the draft by label (``draft``, not
+        repeated in ``extra``), the row's id and its label; no fingerprint."""
         data = asdict(self)
+        del data["draft_fingerprint"]
+        data["extra"].pop("draft", None)
         data["label"] = self.label
         data["created_at"] = self.created_at.isoformat() if self.created_at else None
         return data
@@ -266,15 +295,17 @@ def study_rows(session: Session, study_id: int) -> list[TrialRow]:
 
 
 def trial_row(record: MeasurementRecord) -> TrialRow:
-    extra = dict(record.extra or {})
-    draft = extra.pop("draft", None)
+    """The row of a stored measurement; its draft model (if any) is read through the record."""
+    values = {name: getattr(record, name) for name in ROW_COLUMNS}
+    values["acceptance_by_position"] = list(values["acceptance_by_position"] or [])
+    values["extra"] = dict(values["extra"] or {})
+    values["intervals"] = dict(values["intervals"] or {})
+    values["prediction"] = dict(values["prediction"]) if values["prediction"] is not None else None
+    values["phase"] = values["phase"] or "screening"
+    values["repetitions"] = values["repetitions"] or 1
     return TrialRow(
-        trial_number=record.trial_number, method=record.method, draft=draft, depth=record.depth,
-        batch_size=record.batch_size, state=record.state, reason=record.reason,
-        **{name: getattr(record, name) for name in FIGURE_COLUMNS},
-        speedup=record.speedup, phase=record.phase, repetitions=record.repetitions, intervals=dict(record.intervals or {}),
-        prediction=dict(record.prediction) if record.prediction is not None else None,
-        measurement_id=record.id, extra=extra, created_at=record.created_at,
+        **values, draft=values["extra"].get("draft"), measurement_id=record.id,
+        draft_fingerprint=record.draft_model.fingerprint if record.draft_model_id is not None else None,
     )
 
 

@@ -85,9 +85,9 @@ def test_no_rows_to_check() -> None:
 
 
 def test_works_on_exported_measurements() -> None:
-    from autotune.profiles.data import MeasurementInfo
+    from autotune.profiles.data import trial_from_document
 
-    rows = [MeasurementInfo(trial_number=0, method="none", depth=0, batch_size=1, state="complete", draft=None,
-                            tokens_per_s=400.0, prediction=guess(440.0, 350.0, 560.0))]
+    rows = [trial_from_document({"trial_number": 0, "method": "none", "depth": 0, "batch_size": 1, "state": "complete",
+                                 "draft": None, "tokens_per_s": 400.0, "prediction": guess(440.0, 350.0, 560.0)})]
     error, n = prediction_error(rows)
     assert n == 1 and math.isclose(error, 0.1)

@@ -12,7 +12,7 @@ import profile_factory as factory
 from autotune.errors import ConfigurationError
 from autotune.serving import export_profile
 from autotune.profiles import import_profile, show_profile
-from autotune.profiles.data import MeasurementInfo
+from autotune.profiles.data import trial_document, trial_from_document
 from autotune.store import open_database
 from autotune.store.models import MeasurementRecord
 
@@ -25,18 +25,18 @@ PREDICTION = {
 ROW = {"trial_number": 3, "method": "mtp", "depth": 2, "batch_size": 4, "state": "complete", "tokens_per_s": 480.0}
 
 
-def test_measurement_info_reads_and_writes_the_prediction() -> None:
-    info = MeasurementInfo.from_dict({**ROW, "prediction": PREDICTION})
-    assert info.prediction == PREDICTION and info.to_dict()["prediction"] == PREDICTION
-    assert MeasurementInfo.from_dict(ROW).prediction is None  # written before predictions existed
-    assert MeasurementInfo.from_dict({**ROW, "prediction": None}).prediction is None
-    assert MeasurementInfo.from_dict(info.to_dict()) == info
+def test_a_trial_document_reads_and_writes_the_prediction() -> None:
+    row = trial_from_document({**ROW, "prediction": PREDICTION})
+    assert row.prediction == PREDICTION and trial_document(row)["prediction"] == PREDICTION
+    assert trial_from_document(ROW).prediction is None  # written before predictions existed
+    assert trial_from_document({**ROW, "prediction": None}).prediction is None
+    assert trial_from_document(trial_document(row)) == row
 
 
 @pytest.mark.parametrize("bad", [[500.0], "500", 500.0])
 def test_a_prediction_must_be_an_object_or_null(bad) -> None:  # noqa: ANN001
     with pytest.raises(ConfigurationError, match=r"^measurement.prediction must be a JSON object or null, got "):
-        MeasurementInfo.from_dict({**ROW, "prediction": bad})
+        trial_from_document({**ROW, "prediction": bad})
 
 
 def test_predictions_survive_export_and_import(db_url: str, tmp_path: Path) -> None:

@@ -1,29 +1,26 @@
-"""Reading trials: serving plan (schedule / max_concurrency), Pareto front, MTP-versus-draft verdict."""
+"""Reading trials: serving plan (schedule / max_concurrency), Pareto front."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-
 import profile_factory as factory
 from autotune.profiles import analysis
-from autotune.profiles.data import MeasurementInfo
 from autotune.analysis.decision import pareto_front
+from autotune.store.results import TrialRow
 
 
 def trial(method: str, depth: int, batch_size: int, tokens_per_s: float, tpot: float | None = None, *,
-          number: int = 0, state: str = "complete", memory: int | None = None, acceptance: float | None = None) -> MeasurementInfo:
+          number: int = 0, state: str = "complete") -> TrialRow:
     """A screening row: one pass, no interval, no speedup."""
-    return MeasurementInfo(trial_number=number, method=method, depth=depth, batch_size=batch_size, state=state,
-                           tokens_per_s=tokens_per_s if state == "complete" else None, tpot_ms_p50=tpot,
-                           peak_memory_bytes=memory, acceptance_rate=acceptance)
+    return TrialRow(trial_number=number, method=method, depth=depth, batch_size=batch_size, state=state,
+                    tokens_per_s=tokens_per_s if state == "complete" else None, tpot_ms_p50=tpot)
 
 
 def confirmed(method: str, depth: int, batch_size: int, tokens_per_s: float, speedup: float | None = None,
-              interval: tuple[float, float] | None = None, **kwargs) -> MeasurementInfo:  # noqa: ANN003
+              interval: tuple[float, float] | None = None) -> TrialRow:
     """A confirmation row with its paired speedup (the baseline's is 1) and, if given, its interval."""
-    row = trial(method, depth, batch_size, tokens_per_s, **kwargs)
+    row = trial(method, depth, batch_size, tokens_per_s)
     value = 1.0 if method == "none" else speedup
     intervals = {"tokens_per_s": {"value": tokens_per_s, "low": 0.98 * tokens_per_s, "high": 1.02 * tokens_per_s, "n": 5}}
     if interval is not None:
@@ -107,40 +104,10 @@ def test_pareto_front_keeps_only_undominated_trials() -> None:
     assert [m.trial_number for m in pareto_front(trials)] == [2, 3]
 
 
-def test_verdict_names_the_faster_method_with_its_numbers() -> None:
-    gib = 2**30
-    trials = [confirmed("none", 0, b, 100.0 * b, memory=gib) for b in (1, 8)] + [
-        confirmed("mtp", 2, 1, 200.0, 2.0, (1.9, 2.1), memory=int(1.02 * gib), acceptance=0.8),
-        confirmed("mtp", 1, 8, 880.0, 1.1, (1.05, 1.15), memory=int(1.02 * gib), acceptance=0.8),
-        confirmed("draft", 3, 1, 150.0, 1.5, (1.4, 1.6), memory=int(1.3 * gib), acceptance=0.6),
-        confirmed("draft", 1, 8, 720.0, 0.9, (0.85, 0.95), memory=int(1.3 * gib), acceptance=0.6),
-    ]
-    verdict = analysis.mtp_versus_draft(trials)
-    assert verdict.winner == "mtp"
-    assert verdict.mtp.speedup == {1: 2.0, 8: 1.1} and verdict.draft.wins == 1
-    assert verdict.mtp.geomean_speedup == pytest.approx((2.0 * 1.1) ** 0.5)
-    assert verdict.draft.memory_overhead[8] == pytest.approx(0.3, abs=1e-6)
-    assert "MTP wins" in verdict.text and "1.48x" in verdict.text and "+30%" in verdict.text
-
-
-def test_verdict_reads_only_stored_paired_speedups() -> None:
-    # The screening passes below would make MTP 2x the baseline; only the confirmation run decides,
-    # and its paired speedups are the stored ones, never tokens/s over a baseline of another moment.
-    screening = [trial("none", 0, 1, 100.0), trial("mtp", 2, 1, 200.0), trial("draft", 2, 1, 150.0)]
-    confirmation = [confirmed("none", 0, 1, 110.0), confirmed("mtp", 2, 1, 160.0, 1.45, (1.4, 1.5)),
-                    confirmed("draft", 2, 1, 150.0, 1.36, (1.3, 1.42))]
-    verdict = analysis.mtp_versus_draft(screening + confirmation)
-    assert verdict.mtp.speedup == {1: 1.45} and verdict.draft.speedup == {1: 1.36}
-    assert verdict.winner == "mtp"
-    only_screened = analysis.mtp_versus_draft(screening)
-    assert only_screened.mtp.speedup == {} and only_screened.winner is None
-
-
-def test_verdict_when_speculation_never_pays_or_one_method_is_missing() -> None:
-    base = [confirmed("none", 0, 1, 100.0)]
-    losing = analysis.mtp_versus_draft(base + [confirmed("mtp", 1, 1, 90.0, 0.9, (0.85, 0.95)),
-                                               confirmed("draft", 1, 1, 80.0, 0.8, (0.75, 0.85))])
-    assert losing.winner is None and losing.text.startswith("Neither pays off")
-    only = analysis.mtp_versus_draft(base + [confirmed("mtp", 1, 1, 150.0, 1.5, (1.4, 1.6))])
-    assert only.winner is None and only.draft is None and "Only MTP" in only.text
-    assert analysis.mtp_versus_draft(base).text.startswith("Neither MTP nor")
+def test_a_table_row_of_another_draft_model_is_not_the_profiles() -> None:
+    # The table and the profile's details name drafts by the tuner's label: at batch size 4 another
+    # draft model won, so its depth is not the profile's draft's (and no trial of it was loaded).
+    profile = factory.profile_data("draft", 3, 1, {1: ("draft", 3), 4: ("draft", 2)})
+    assert analysis.speculation_depths(profile) == {1: 3, 4: 2}
+    rows = [{**row, "draft": "other-draft"} if row["batch_size"] == 4 else row for row in profile.per_batch_size]
+    assert analysis.speculation_depths(replace(profile, per_batch_size=rows)) == {1: 3}

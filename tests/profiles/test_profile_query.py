@@ -74,7 +74,8 @@ def test_show_loads_the_study_with_every_trial(populated) -> None:  # noqa: ANN0
     assert (chosen.method, chosen.depth, chosen.batch_size, chosen.tokens_per_s) == ("mtp", 2, 4, profile.tokens_per_s)
     assert chosen.intervals["speedup"]["value"] == chosen.speedup == profile.speedup
     assert [m.fingerprint for m in profile.draft_models] == ["dddd000011112222"]
-    assert {m.draft for m in profile.measurements if m.method == "draft"} == {"dddd000011112222"}
+    drafts = {(m.draft, m.draft_fingerprint) for m in profile.measurements if m.method == "draft"}
+    assert drafts == {("tiny-draft", "dddd000011112222")}  # by the tuner's label and by fingerprint
     assert [row["batch_size"] for row in profile.per_batch_size] == list(factory.BATCH_SIZES)
     json.dumps(profile.to_dict())
     assert show_profile(url, ids["h100-old"], with_measurements=False).measurements == ()
@@ -97,7 +98,7 @@ def test_a_confirmed_profile_carries_its_intervals(populated) -> None:  # noqa: 
     # number with a screening trial of another configuration.
     newer = show_profile(url, ids["h100-new"])
     twin = next(m for m in newer.measurements if m.key == ("screening", newer.chosen_trial))
-    assert newer.chosen_measurement().phase == "confirmation" and twin.label() != newer.label()
+    assert newer.chosen_measurement().phase == "confirmation" and twin.config_label != newer.label()
 
 
 def test_a_screening_only_profile_has_no_speedups(populated) -> None:  # noqa: ANN001

@@ -105,7 +105,7 @@ def test_imported_trials_answer_best_queries(db_url: str, exported, monkeypatch)
     import_profile(db_url, path)
     monkeypatch.setattr(query, "current_fingerprint", lambda: factory.H100[1])
     best = best_profile(db_url, "tiny-target", batch_size=2)
-    assert best.operating_point.label() == "mtp@4"
+    assert best.operating_point.config_label == "mtp@4"
 
 
 def test_import_reuses_stored_hardware_and_models_and_refuses_a_second_import(db_url: str, exported) -> None:  # noqa: ANN001

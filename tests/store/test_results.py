@@ -71,6 +71,24 @@ def test_models_are_stored_once_per_fingerprint(database) -> None:
         assert again.name == "target"
 
 
+def test_a_row_names_its_draft_by_label_and_fingerprint(database) -> None:
+    study_id = make_study(database)
+    with database.session() as session:
+        draft = results.upsert_model(
+            session, fingerprint="d" * 64, name="small draft", role="draft", source="/models/small", num_params=5,
+            num_mtp_modules=0, vocab_size=259, config={},
+        )
+        draft_id = draft.id
+    record(database, study_id, 0, "none", 0, 1, 100.0)
+    record(database, study_id, 1, "draft", 2, 1, 150.0, draft="small", draft_model_id=draft_id)
+    baseline, drafted = rows(database, study_id)[0], rows(database, study_id)[1]
+    assert (baseline.draft, baseline.draft_fingerprint) == (None, None)
+    assert (drafted.draft, drafted.draft_fingerprint) == ("small", "d" * 64)
+    assert drafted.config_label == "draft:small@2" and drafted.extra["draft"] == "small"  # extra as stored
+    listed = drafted.to_dict()  # ``autotune trials --json``: the label once, no fingerprint
+    assert listed["draft"] == "small" and "draft" not in listed["extra"] and "draft_fingerprint" not in listed
+
+
 def test_speedups_are_stored_as_measured_never_filled_from_a_baseline(database) -> None:
     study_id = make_study(database)
     record(database, study_id, 0, "mtp", 2, 4, tps=300.0)  # screening: one pass, no speedup
