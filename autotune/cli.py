@@ -264,7 +264,7 @@ def models_export_hf_command(out: str, which: str, architecture: str, force: boo
     """
     from pathlib import Path
 
-    from autotune.models.hf_export import export_builtin
+    from autotune.engines.embedded.hf_export import export_builtin
 
     try:
         folders = export_builtin(Path(out), which, force=force, architecture=architecture)
