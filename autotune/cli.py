@@ -682,9 +682,10 @@ def preflight_command(target, drafts, engine, seq_len, as_json) -> None:
       autotune preflight --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --json
       autotune preflight --engine vllm --target hf/autotune-byte-target --draft hf/autotune-byte-draft --seq-len 512
     """
+    from autotune.engines.registry import folder_support
     from autotune.preflight import preflight
 
-    report = preflight(target, list(drafts), engine=engine, seq_len=seq_len)
+    report = preflight(target, list(drafts), folder_support(engine), seq_len=seq_len)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
     else:

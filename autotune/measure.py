@@ -242,7 +242,7 @@ def _footprint(model: str | Path | None, role: str, folder: bool) -> Any:
     """The ModelFootprint of a Hugging Face folder (``folder``) or of an embedded model file
     (None / ``"builtin"``: the built-in one), read without loading any weights."""
     if folder:
-        from autotune.preflight.models import read_model
+        from autotune.models.folder import read_model
         from autotune.search.artifacts import hf_model_footprint
 
         return hf_model_footprint(read_model(model, role))

@@ -134,8 +134,8 @@ def usable_configs(args: argparse.Namespace, results: dict[str, Any]) -> list[tu
     draft the preflight keeps; None when it refuses the target."""
     from autotune.hardware import probe_hardware  # torch + NVML, only when run
     from autotune.preflight import preflight, usable_drafts
-    from autotune.preflight.architecture import mtp_layers
-    from autotune.preflight.models import read_config
+    from autotune.models.kind import mtp_layers
+    from autotune.models.folder import read_config
 
     hardware = probe_hardware(quick=True, device=args.probe_device)
     results["hardware"] = hardware.to_dict()

@@ -11,6 +11,7 @@ from typing import Any
 from autotune.engines.base import Engine
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
+from autotune.models.support import FolderSupport
 
 ENGINES = ("embedded", "trtllm", "vllm")
 # Engines that run Hugging Face model folders (the target is required) in worker processes of their own.
@@ -35,6 +36,22 @@ def check_engine(name: str) -> None:
         from autotune.engines.vllm import require_vllm
 
         require_vllm()
+
+
+def folder_support(name: str) -> FolderSupport:
+    """Which Hugging Face model folders engine ``name`` runs, for the preflight; ConfigurationError
+    for an engine that does not run such folders (the embedded one runs its own model files).
+    Imports neither tensorrt_llm nor vllm: the rules are tables and config.json look-ups."""
+    if name == "trtllm":
+        from autotune.engines.trtllm.checks import TRTLLM_SUPPORT
+
+        return TRTLLM_SUPPORT
+    if name == "vllm":
+        from autotune.engines.vllm.checks import VLLM_SUPPORT
+
+        return VLLM_SUPPORT
+    raise ConfigurationError(f"engine {name!r} does not run Hugging Face model folders; "
+                             f"use --engine {' or '.join(FOLDER_ENGINES)}")
 
 
 def create_engine(name: str, **kwargs: Any) -> Engine:

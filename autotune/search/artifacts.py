@@ -27,11 +27,12 @@ from typing import Any
 from autotune.engines.base import BUILTIN_DRAFT
 from autotune.engines.embedded.builtin import BUILTIN_DRAFT_NAME, BUILTIN_TARGET_NAME, model_fingerprint
 from autotune.engines.embedded.footprint import ModelFootprint, model_path, read_footprint
+from autotune.engines.registry import folder_support
 from autotune.errors import ConfigurationError
+from autotune.models.folder import HfModel, read_safetensors_header
+from autotune.models.footprint import footprint as hf_footprint
+from autotune.models.kind import mtp_layers
 from autotune.preflight import preflight, usable_drafts
-from autotune.preflight.architecture import mtp_layers
-from autotune.preflight.memory import footprint as hf_footprint
-from autotune.preflight.models import HfModel, read_model, read_safetensors_header
 
 # Files that decide what a Hugging Face checkpoint computes, hashed into its fingerprint (weights by
 # their safetensors headers: names, dtypes, shapes, offsets).
@@ -127,16 +128,16 @@ def folder_models(
     is left out; larger batches that do not fit are the memory plan's to skip); ``seq_len``: tokens
     per sequence, an upper bound (prompt bytes + max_tokens)."""
     folders = list(drafts) if want_drafts else []
-    report = preflight(target, folders, engine=engine, hardware=hardware, batch_sizes=batch_sizes,
+    report = preflight(target, folders, folder_support(engine), hardware=hardware, batch_sizes=batch_sizes,
                        seq_len=seq_len, depths=tuple(range(1, max_depth + 1)), methods=methods)
     if report.target_errors:
         raise ConfigurationError(f"the target cannot be tuned with {ENGINE_NAMES.get(engine, engine)}: "
                                  + "; ".join(check.message for check in report.target_errors))
     usable, rejected = usable_drafts(report)
-    target_artifact = hf_artifact("target", read_model(target, "target"))
+    target_artifact = hf_artifact("target", report.models[Path(report.target)])  # read once, by the preflight
     found: dict[str, ModelArtifact] = {}
     for folder in usable:
-        draft = hf_artifact("draft", read_model(folder, "draft"))
+        draft = hf_artifact("draft", report.models[folder])
         if draft.label in found:
             raise ConfigurationError(f"two drafts are named {draft.label!r} (folder name); rename one of them")
         found[draft.label] = draft

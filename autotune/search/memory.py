@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from autotune.engines.embedded.footprint import ModelFootprint, cache_positions, longest_prompt_tokens
 from autotune.errors import ConfigurationError
-from autotune.preflight.memory import largest_batch
+from autotune.models.fit import largest_batch
 from autotune.workload import Workload
 
 SAFETY_MARGIN = 0.2

@@ -16,7 +16,7 @@ from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.engines.trtllm.stats import STATS_TIMEOUT_S
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
-from autotune.preflight.models import read_config
+from autotune.models.folder import read_config
 
 RUNNER_FACTORY = "autotune.engines.trtllm.runner:TrtLlmRunner"
 # Building an LLM loads the weights, captures CUDA graphs and runs TensorRT-LLM's kernel autotuner:

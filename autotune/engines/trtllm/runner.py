@@ -43,8 +43,6 @@ from autotune.engines.trtllm.checks import check_config
 from autotune.engines.trtllm.mapping import (
     ADVANCED_SAMPLING_FIELD,
     DEFAULT_MAX_NGRAM,
-    DRAFT_TARGET,
-    EAGLE3,
     ONE_MODEL_KINDS,
     SPECULATIVE_CLASSES,
     TWO_MODEL_KINDS,
@@ -61,9 +59,9 @@ from autotune.engines.trtllm.stats import (
 )
 from autotune.engines.trtllm.timing import forced_acceptance, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
-from autotune.preflight.architecture import mtp_layers
-from autotune.preflight.memory import footprint
-from autotune.preflight.models import read_model
+from autotune.models.folder import read_model
+from autotune.models.footprint import footprint
+from autotune.models.kind import DRAFT_TARGET, EAGLE3, mtp_layers
 from autotune.workload import Workload
 
 WARMUP_TOKENS = 4

@@ -15,7 +15,7 @@ from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
-from autotune.preflight.models import read_config
+from autotune.models.folder import read_config
 
 RUNNER_FACTORY = "autotune.engines.vllm.runner:VllmRunner"
 # A build loads the weights and starts vLLM's engine-core process: ~15-25 s for the built-in models

@@ -36,7 +36,7 @@ from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM, engine_arguments
 from autotune.engines.vllm.stats import SpecDecodingRecorder, StepTimes, StreamedRequest, run_counters
 from autotune.errors import EngineError, UnsupportedConfigError
-from autotune.preflight.models import config_dtype, read_config
+from autotune.models.folder import config_dtype, read_config
 from autotune.workload import Workload
 
 WARMUP_TOKENS = 4

@@ -118,8 +118,8 @@ def test_drafting_time_only_where_the_engine_measures_it(make_runner, target_dir
 
 
 def test_memory_is_weights_and_kv_pool_with_the_device_figure_apart(runner, target_dir) -> None:
-    from autotune.preflight.memory import footprint
-    from autotune.preflight.models import read_model
+    from autotune.models.footprint import footprint
+    from autotune.models.folder import read_model
 
     runner.load(EngineConfig("none"))
     run = runner.measure(WORKLOAD, 2)
