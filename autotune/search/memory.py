@@ -7,8 +7,8 @@ For method m at depth g and batch size B (every term in the engine's compute dty
          + B * longest prompt * vocab * dtype bytes                   (the prefill's logits)
     positions(g) = longest prompt + max_tokens + g + 1                 (the engine's cache slots)
 
-A configuration fits when ``need <= (1 - SAFETY_MARGIN) * device memory``; the margin covers
-activations, the allocator's slack and, on CPU, everything else living in RAM.
+A configuration fits when ``need <= usable_bytes(device memory)``: the one margin of
+:mod:`autotune.models.fit` (10 %, the engines' own default), shared with the preflight and the planner.
 
 Default batch sizes are the powers of two up to the largest batch at which the baseline (method
 none: the target alone) fits, capped at the workload's request count (a larger batch only leaves
@@ -24,10 +24,9 @@ from dataclasses import dataclass
 
 from autotune.engines.embedded.footprint import ModelFootprint, cache_positions, longest_prompt_tokens
 from autotune.errors import ConfigurationError
-from autotune.models.fit import largest_batch
+from autotune.models import fit
 from autotune.workload import Workload
 
-SAFETY_MARGIN = 0.2
 CPU_MAX_DEFAULT_BATCH = 8
 GPU_MAX_DEFAULT_BATCH = 1024
 GIB = 1 << 30
@@ -49,7 +48,7 @@ class MemoryPlan:
 
     @property
     def usable_bytes(self) -> int:
-        return int(self.device_bytes * (1 - SAFETY_MARGIN))
+        return fit.usable_bytes(self.device_bytes)
 
     def weight_bytes(self, method: str, draft: str | None = None) -> int:
         """Bytes of the weights ``method`` loads: the target's, plus the draft's for method draft."""
@@ -75,7 +74,7 @@ class MemoryPlan:
         weights, per_sequence = self.weight_bytes(method, draft), self.bytes_per_sequence(method, depth, draft)
         if per_sequence <= 0:
             return None if weights <= self.usable_bytes else 0
-        return largest_batch(self.usable_bytes, weights, per_sequence)
+        return fit.largest_batch(self.usable_bytes, weights, per_sequence)
 
     def infeasibility(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> str | None:
         """Why this configuration cannot run here, or None when it fits."""
@@ -86,7 +85,7 @@ class MemoryPlan:
         if need > self.usable_bytes:
             return (f"needs ~{need / GIB:.2f} GiB for weights and caches at batch {batch_size}, but only "
                     f"{self.usable_bytes / GIB:.2f} GiB of {self.device_bytes / GIB:.2f} GiB are usable "
-                    f"({SAFETY_MARGIN:.0%} kept as safety margin)")
+                    f"({fit.MEMORY_MARGIN:.0%} kept as safety margin)")
         return None
 
     def require_fit(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> None:
