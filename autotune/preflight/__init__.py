@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autotune.errors import ConfigurationError
-from autotune.models.folder import HfModel, read_model
+from autotune.models.folder import HfModel, ModelFolders
 from autotune.models.kind import EAGLE3, draft_kind, mtp_layers
 from autotune.models.support import FolderSupport
 from autotune.preflight.architecture import check_draft_architecture, check_mtp, check_target_architecture
@@ -65,7 +65,8 @@ def preflight(
     if len(set(draft_names)) != len(draft_names):
         raise ConfigurationError("a draft is listed twice; pass each draft folder once")
     depth = max(depths)
-    model = read_model(target, "target")
+    folders = ModelFolders()
+    model = folders.get(target, "target")
     checks: list[Check] = [
         check_target_architecture(model, support),
         check_mtp(model, depths, requested=methods is not None and "mtp" in methods, support=support),
@@ -77,7 +78,7 @@ def preflight(
     readable: list[tuple[str, HfModel]] = []
     for name in draft_names:
         try:
-            draft = read_model(name, "draft")
+            draft = folders.get(name, "draft")
         except ConfigurationError as exc:
             checks.append(Check("draft_folder", "error", str(exc), name))
             continue
@@ -93,8 +94,7 @@ def preflight(
     else:
         checks.extend(check_memory(model, readable, hardware.memory_total_bytes, batch_sizes, seq_len, depth,
                                    mtp_layers(model.config)))
-    models = {Path(target): model} | {Path(name): draft for name, draft in readable}
-    return PreflightReport(support.engine, str(target), draft_names, tuple(checks), models)
+    return PreflightReport(support.engine, str(target), draft_names, tuple(checks), folders)
 
 
 def _validate(batch_sizes: Sequence[int], seq_len: int, depths: Sequence[int], methods: Sequence[str] | None,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autotune.models.folder import HfModel
+from autotune.models.folder import ModelFolders
 
 STATUSES = ("ok", "warn", "error")
 TARGET = "target"
@@ -40,14 +40,14 @@ class Check:
 
 @dataclass(frozen=True)
 class PreflightReport:
-    """Every check of one preflight, in the order they ran, and the model folders it read (keyed by
-    the target and draft paths; an unreadable draft is missing), for the caller to reuse."""
+    """Every check of one preflight, in the order they ran, and the model folders it read (an
+    unreadable draft is not among them), for the caller to reuse."""
 
     engine: str
     target: str
     drafts: tuple[str, ...]
     checks: tuple[Check, ...]
-    models: dict[Path, HfModel] = field(default_factory=dict, compare=False, repr=False)
+    models: ModelFolders = field(default_factory=ModelFolders, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:

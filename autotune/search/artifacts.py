@@ -6,9 +6,7 @@ Two kinds of model, one per engine:
 * the embedded engine's single safetensors files (ours, or the built-in ones), fingerprinted by
   their whole contents (a few MB);
 * TensorRT-LLM's and vLLM's Hugging Face model folders, read without loading them (config.json, tokenizer
-  files, safetensors headers) and fingerprinted by those: hashing 100 GB of weights would take
-  longer than the study, and a change of weights without a change of shapes, dtype or config is a
-  retrained checkpoint the user names differently anyway.
+  files, safetensors headers) and fingerprinted by those (:mod:`autotune.models.folder`).
 
 For those engines the pairing preflight (:mod:`autotune.preflight`) runs here: errors about the
 target stop the plan with its messages; a draft with errors is left out, with its reasons kept for
@@ -17,8 +15,6 @@ the study record, instead of failing trials mid-study.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,22 +25,20 @@ from autotune.engines.embedded.builtin import BUILTIN_DRAFT_NAME, BUILTIN_TARGET
 from autotune.engines.embedded.footprint import ModelFootprint, model_path, read_footprint
 from autotune.engines.registry import folder_support
 from autotune.errors import ConfigurationError
-from autotune.models.folder import HfModel, read_safetensors_header
+from autotune.models.folder import HfModel
 from autotune.models.footprint import footprint as hf_footprint
 from autotune.models.kind import mtp_layers
 from autotune.preflight import preflight, usable_drafts
 
-# Files that decide what a Hugging Face checkpoint computes, hashed into its fingerprint (weights by
-# their safetensors headers: names, dtypes, shapes, offsets).
-FINGERPRINT_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "generation_config.json")
-UNBOUNDED_CONTEXT = 1 << 31
-ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM"}  # a config without max_position_embeddings sets no length limit we know of
+UNBOUNDED_CONTEXT = 1 << 31  # a config without max_position_embeddings sets no length limit we know of
+ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM"}
 
 
 @dataclass(frozen=True)
 class ModelArtifact:
     """A target or draft model: ``label`` names it in the search space (``builtin`` or the file's
-    stem), ``engine_arg`` is what the engine is given to load it."""
+    stem), ``engine_arg`` is what the engine is given to load it; ``folder``: a Hugging Face folder
+    as the preflight read it (None for the embedded engine's files), handed on to the engine."""
 
     role: str
     label: str
@@ -53,6 +47,7 @@ class ModelArtifact:
     engine_arg: str | None
     fingerprint: str
     footprint: ModelFootprint
+    folder: HfModel | None = None
 
     def record_fields(self) -> dict[str, Any]:
         """The columns of its model-artifact row."""
@@ -134,10 +129,10 @@ def folder_models(
         raise ConfigurationError(f"the target cannot be tuned with {ENGINE_NAMES.get(engine, engine)}: "
                                  + "; ".join(check.message for check in report.target_errors))
     usable, rejected = usable_drafts(report)
-    target_artifact = hf_artifact("target", report.models[Path(report.target)])  # read once, by the preflight
+    target_artifact = hf_artifact("target", report.models.get(target, "target"))  # read once, by the preflight
     found: dict[str, ModelArtifact] = {}
     for folder in usable:
-        draft = hf_artifact("draft", report.models[folder])
+        draft = hf_artifact("draft", report.models.get(folder, "draft"))
         if draft.label in found:
             raise ConfigurationError(f"two drafts are named {draft.label!r} (folder name); rename one of them")
         found[draft.label] = draft
@@ -148,8 +143,8 @@ def folder_models(
 def hf_artifact(role: str, model: HfModel) -> ModelArtifact:
     """A Hugging Face model folder as a study model (labelled by its folder name)."""
     folder = model.path.resolve()
-    return ModelArtifact(role, folder.name, folder.name, str(folder), str(folder), folder_fingerprint(folder),
-                         hf_model_footprint(model))
+    return ModelArtifact(role, folder.name, folder.name, str(folder), str(folder), model.fingerprint,
+                         hf_model_footprint(model), model)
 
 
 def hf_model_footprint(model: HfModel) -> ModelFootprint:
@@ -172,17 +167,3 @@ def hf_model_footprint(model: HfModel) -> ModelFootprint:
         max_seq_len=int(model.param("max_position_embeddings") or UNBOUNDED_CONTEXT),
         config=model.config,
     )
-
-
-def folder_fingerprint(folder: Path) -> str:
-    """sha256 over a model folder's defining files and its safetensors headers (module doc)."""
-    digest = hashlib.sha256()
-    for name in FINGERPRINT_FILES:
-        file = folder / name
-        if file.is_file():
-            digest.update(f"{name}\0".encode())
-            digest.update(file.read_bytes())
-    for file in sorted(folder.glob("*.safetensors")):
-        header = json.dumps(read_safetensors_header(file), sort_keys=True)
-        digest.update(f"{file.name}\0{file.stat().st_size}\0{header}".encode())
-    return digest.hexdigest()

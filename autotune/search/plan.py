@@ -43,7 +43,9 @@ class StudyPlan:
         """How the tuner's worker builds the engine: TensorRT-LLM's LLM and vLLM's engine are built
         once for the study's largest batch size, so every batch size reuses them."""
         if self.engine in FOLDER_ENGINES:
-            return engine_spec(self.engine, target=self.target.engine_arg, max_batch_size=max(self.space.batch_sizes))
+            folders = tuple(model.folder for model in (self.target, *self.drafts.values()) if model.folder is not None)
+            return engine_spec(self.engine, target=self.target.engine_arg, max_batch_size=max(self.space.batch_sizes),
+                               models=folders)  # read once, by the preflight
         device = "cuda" if self.hardware.device_type == "cuda" else "cpu"
         return engine_spec("embedded", target=self.target.engine_arg, device=device)
 

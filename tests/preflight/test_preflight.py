@@ -73,8 +73,8 @@ def test_the_engine_decides_what_it_runs(folders, gpu) -> None:
 
 def test_the_report_keeps_the_folders_it_read(folders, tmp_path) -> None:
     report = preflight(folders["target"], [folders["good"], tmp_path / "missing"], TRTLLM_SUPPORT)
-    assert set(report.models) == {folders["target"], folders["good"]}  # the unreadable draft is not there
-    assert report.models[folders["good"]].config["num_hidden_layers"] == 1
+    assert [model.path for model in report.models] == [folders["target"], folders["good"]]  # not the unreadable one
+    assert report.models.get(folders["good"], "draft").config["num_hidden_layers"] == 1
     assert "models" not in report.to_dict()
 
 

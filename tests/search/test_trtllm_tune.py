@@ -5,13 +5,17 @@ is built for the study's largest batch size, and every trial is measured by the 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import hf_model_factory as hf
+from autotune.engines.base import EngineConfig
 from autotune.engines.trtllm.engine import RUNNER_FACTORY
+from autotune.engines.trtllm.runner import TrtLlmRunner
 from autotune.errors import ConfigurationError
+from autotune.models import folder as folder_module
 from autotune.models.fit import MEMORY_MARGIN
 from autotune.search import TuneOptions, list_studies, tune
 from autotune.search.plan import plan_study
@@ -54,6 +58,25 @@ def test_the_plan_runs_the_preflight_and_builds_one_llm_for_the_largest_batch(fa
     assert spec.kwargs["max_batch_size"] == 2 and spec.kwargs["target"] == str(Path(folders["target"]).resolve())
     assert plan.drafts["small"].engine_arg == str(Path(folders["small"]).resolve())
     assert plan.target.footprint.n_mtp == 1 and plan.target.footprint.weight_bytes > 0
+
+
+def test_a_study_reads_each_model_folder_once(fake_trtllm, folders, gpu, monkeypatch) -> None:
+    """The preflight reads each folder; the plan and the worker's runner reuse what it read."""
+    reads: Counter[Path] = Counter()
+    read_model = folder_module.read_model
+
+    def counted(path, role):
+        reads[Path(path).resolve()] += 1
+        return read_model(path, role)
+
+    monkeypatch.setattr(folder_module, "read_model", counted)
+    plan = plan_study(trtllm_options(folders, gpu))
+    # The runner the tuner's worker builds, here in-process: without max_batch_size, load() checks
+    # each configuration against the folders without building an LLM (nor importing tensorrt_llm).
+    runner = TrtLlmRunner(**{**plan.engine_spec.kwargs, "max_batch_size": None})
+    for config in (EngineConfig("none"), EngineConfig("mtp", 2), EngineConfig("draft", 2, folders["small"])):
+        runner.load(config)
+    assert reads == {Path(folder).resolve(): 1 for folder in folders.values()}
 
 
 def test_default_batch_sizes_come_from_the_gpu_memory(fake_trtllm, folders, gpu) -> None:

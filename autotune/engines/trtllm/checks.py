@@ -21,7 +21,7 @@ from pathlib import Path
 from autotune.engines.base import MAX_DEPTH, METHODS, EngineConfig
 from autotune.engines.trtllm.mapping import max_num_tokens, speculative_kind
 from autotune.errors import UnsupportedConfigError
-from autotune.models.folder import HfModel, read_config
+from autotune.models.folder import HfModel, ModelFolders
 from autotune.models.kind import MTP_CONFIG_KEYS, draft_kind, mtp_layers
 from autotune.models.support import Finding
 
@@ -39,19 +39,20 @@ TRTLLM_MTP_ARCHITECTURES = frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCa
 TRTLLM_NO_EAGLE3_TARGETS = frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Qwen3NextForCausalLM"})
 
 
-def check_config(config: EngineConfig, target: str | Path) -> str | None:
+def check_config(config: EngineConfig, target: str | Path, folders: ModelFolders) -> str | None:
     """The speculative kind ``config`` needs with this target (see
     :func:`~autotune.engines.trtllm.mapping.speculative_kind`); UnsupportedConfigError when the
-    models cannot run it, ConfigurationError when a folder is not a model folder."""
+    models cannot run it, ConfigurationError when a folder is not a model folder. ``folders``: the
+    model folders already read (a folder not among them is read once and kept)."""
     config.validate()
-    if config.method == "mtp" and mtp_layers(read_config(target, "target")) == 0:
+    if config.method == "mtp" and mtp_layers(folders.get(target, "target").config) == 0:
         raise UnsupportedConfigError(
             f"method mtp needs a target with MTP modules, and {Path(target).name} has none "
             f"({' / '.join(MTP_CONFIG_KEYS)} absent or 0 in config.json); use draft or ngram"
         )
     kind_of_draft = None
     if config.method == "draft" and config.draft is not None:
-        kind_of_draft = draft_kind(read_config(config.draft, "draft"))
+        kind_of_draft = draft_kind(folders.get(config.draft, "draft").config)
     return speculative_kind(config, kind_of_draft)
 
 

@@ -33,7 +33,7 @@ import asyncio
 import gc
 import importlib
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
@@ -59,7 +59,7 @@ from autotune.engines.trtllm.stats import (
 )
 from autotune.engines.trtllm.timing import forced_acceptance, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
-from autotune.models.folder import read_model
+from autotune.models.folder import HfModel, ModelFolders
 from autotune.models.footprint import footprint
 from autotune.models.kind import DRAFT_TARGET, EAGLE3, mtp_layers
 from autotune.workload import Workload
@@ -74,6 +74,7 @@ class TrtLlmRunner:
 
     ``max_batch_size``: the LLM is built for this many concurrent sequences (None: the first
     measured batch size) and reused for every batch size up to it; a larger batch rebuilds it.
+    ``models``: the model folders the parent has read (:func:`~autotune.engines.trtllm.engine.runner_spec`).
     """
 
     name = "trtllm"
@@ -85,8 +86,10 @@ class TrtLlmRunner:
         tensor_parallel_size: int = 1,
         max_ngram: int = DEFAULT_MAX_NGRAM,
         stats_timeout_s: float = STATS_TIMEOUT_S,
+        models: Sequence[HfModel] = (),
     ) -> None:
         self.target = str(target)
+        self._folders = ModelFolders(models)  # read by the parent: this process reads none of them again
         self.max_batch_size = max_batch_size
         self.tensor_parallel_size = tensor_parallel_size
         self.max_ngram = max_ngram
@@ -103,12 +106,12 @@ class TrtLlmRunner:
 
     def load(self, config: EngineConfig) -> None:
         """Check ``config`` against the model folders; build the LLM now when its size is known."""
-        kind = check_config(config, self.target)
+        kind = check_config(config, self.target, self._folders)
         if config != self.config:
             self.close()
         self.config = config
         self._kind_of_draft = kind if config.method == "draft" else None
-        self._memory = model_memory(config, self.target, self._kind_of_draft)
+        self._memory = model_memory(config, self.target, self._kind_of_draft, self._folders)
         if self.max_batch_size is not None and self._llm is None:
             self._build(self.max_batch_size)
 
@@ -311,12 +314,12 @@ class TrtLlmRunner:
             sink.append(stat)
 
 
-def model_memory(config: EngineConfig, target: str, kind_of_draft: str | None) -> ModelMemory | None:
+def model_memory(config: EngineConfig, target: str, kind_of_draft: str | None, folders: ModelFolders) -> ModelMemory | None:
     """Weights and KV bytes per token of ``config``'s model folders (None when config.json and the
     safetensors headers do not tell): the target (plus one layer's KV per MTP module for method mtp)
     and, for a draft model or EAGLE-3 head, the draft's weights and KV cache. The KV pool is taken
     to hold the same number of tokens for the draft as for the target (not verified on a GPU)."""
-    target_model = read_model(target, "target")
+    target_model = folders.get(target, "target")
     own = footprint(target_model)
     if own.weight_bytes is None or own.kv_bytes_per_token is None:
         return None
@@ -324,7 +327,7 @@ def model_memory(config: EngineConfig, target: str, kind_of_draft: str | None) -
     if config.method == "mtp":
         per_token += mtp_layers(target_model.config) * (own.kv_bytes_per_layer or 0)
     if config.method == "draft" and kind_of_draft in (DRAFT_TARGET, EAGLE3):
-        draft = footprint(read_model(config.draft_model, "draft"))
+        draft = footprint(folders.get(config.draft_model, "draft"))
         if draft.weight_bytes is None or draft.kv_bytes_per_token is None:
             return None
         weights += draft.weight_bytes

@@ -13,18 +13,19 @@ from pathlib import Path
 from autotune.engines.base import BUILTIN_DRAFT, MAX_DEPTH, METHODS, EngineConfig
 from autotune.engines.vllm.mapping import runs_mtp, speculative_config
 from autotune.errors import UnsupportedConfigError
-from autotune.models.folder import HfModel, read_config
+from autotune.models.folder import HfModel, ModelFolders
 from autotune.models.kind import EAGLE_LEGACY, MTP_CONFIG_KEYS, draft_kind, mtp_layers
 from autotune.models.support import Finding
 
 
-def check_config(config: EngineConfig, target: str | Path) -> str | None:
+def check_config(config: EngineConfig, target: str | Path, folders: ModelFolders) -> str | None:
     """The draft kind ``config`` needs (``draft_target`` / ``eagle3``; None without a draft folder);
     UnsupportedConfigError when vLLM cannot run it with these folders, ConfigurationError when a
-    folder is not a model folder."""
+    folder is not a model folder. ``folders``: the model folders already read (a folder not among
+    them is read once and kept)."""
     config.validate()
     if config.method == "mtp":
-        target_config = read_config(target, "target")
+        target_config = folders.get(target, "target").config
         if mtp_layers(target_config) == 0:
             raise UnsupportedConfigError(
                 f"method mtp needs a target with MTP modules, and {Path(target).name} has none "
@@ -38,7 +39,7 @@ def check_config(config: EngineConfig, target: str | Path) -> str | None:
             )
     kind = None
     if config.method == "draft" and config.draft not in (None, BUILTIN_DRAFT):
-        kind = draft_kind(read_config(config.draft, "draft"))
+        kind = draft_kind(folders.get(config.draft, "draft").config)
         if kind == EAGLE_LEGACY:
             raise UnsupportedConfigError(f"{Path(config.draft).name} is an EAGLE-1/2 head; this adapter runs EAGLE-3 "
                                          "heads and whole draft models with vLLM")
