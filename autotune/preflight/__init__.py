@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from autotune.errors import ConfigurationError
 from autotune.models.folder import HfModel, ModelFolders
-from autotune.models.kind import EAGLE3, draft_kind, mtp_layers
+from autotune.models.kind import EAGLE3, draft_kind
 from autotune.models.support import FolderSupport
 from autotune.preflight.architecture import check_draft_architecture, check_mtp, check_target_architecture
 from autotune.preflight.constraints import check_context_window
@@ -92,8 +92,7 @@ def preflight(
     if hardware is None:
         checks.append(Check("memory", "warn", "no hardware profile given: memory fit not checked (run autotune probe)"))
     else:
-        checks.extend(check_memory(model, readable, hardware.memory_total_bytes, batch_sizes, seq_len, depth,
-                                   mtp_layers(model.config)))
+        checks.extend(check_memory(model, readable, hardware.memory_total_bytes, batch_sizes, seq_len, depth))
     return PreflightReport(support.engine, str(target), draft_names, tuple(checks), folders)
 
 

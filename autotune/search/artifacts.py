@@ -22,15 +22,13 @@ from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT
 from autotune.engines.embedded.builtin import BUILTIN_DRAFT_NAME, BUILTIN_TARGET_NAME, model_fingerprint
-from autotune.engines.embedded.footprint import ModelFootprint, model_path, read_footprint
+from autotune.engines.embedded.footprint import model_path, read_footprint
 from autotune.engines.registry import folder_support
 from autotune.errors import ConfigurationError
 from autotune.models.folder import HfModel
-from autotune.models.footprint import footprint as hf_footprint
-from autotune.models.kind import mtp_layers
+from autotune.models.footprint import ModelFootprint, folder_footprint
 from autotune.preflight import preflight, usable_drafts
 
-UNBOUNDED_CONTEXT = 1 << 31  # a config without max_position_embeddings sets no length limit we know of
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM"}
 
 
@@ -144,26 +142,4 @@ def hf_artifact(role: str, model: HfModel) -> ModelArtifact:
     """A Hugging Face model folder as a study model (labelled by its folder name)."""
     folder = model.path.resolve()
     return ModelArtifact(role, folder.name, folder.name, str(folder), str(folder), model.fingerprint,
-                         hf_model_footprint(model), model)
-
-
-def hf_model_footprint(model: HfModel) -> ModelFootprint:
-    """The memory facts of a model folder in the tuner's terms; sizes config.json does not give
-    count as 0 (the preflight has already warned that memory fit is not checked for them).
-
-    MTP state per token: one decoder layer's KV cache per MTP module (each module is one layer)."""
-    facts = hf_footprint(model)
-    n_mtp = mtp_layers(model.config)
-    weight_bytes = facts.weight_bytes or 0
-    return ModelFootprint(
-        path=str(model.path),
-        dtype_bytes=model.dtype_bytes,
-        n_params=model.weights.n_params if model.weights is not None else weight_bytes // model.dtype_bytes,
-        weight_bytes=weight_bytes,
-        kv_bytes_per_token=facts.kv_bytes_per_token or 0,
-        mtp_bytes_per_token=n_mtp * (facts.kv_bytes_per_layer or 0),
-        n_mtp=n_mtp,
-        vocab_size=int(model.param("vocab_size") or 0),
-        max_seq_len=int(model.param("max_position_embeddings") or UNBOUNDED_CONTEXT),
-        config=model.config,
-    )
+                         folder_footprint(model), model)

@@ -82,9 +82,8 @@ def test_a_study_reads_each_model_folder_once(fake_trtllm, folders, gpu, monkeyp
 def test_default_batch_sizes_come_from_the_gpu_memory(fake_trtllm, folders, gpu) -> None:
     plan = plan_study(trtllm_options(folders, gpu, batch_sizes=None))
     assert plan.space.batch_sizes == (1, 2)  # capped at the workload's 3 requests
-    # room for the target at batch 1 only: half way to a second sequence
-    tight = (plan.memory.required_bytes("none", 0, 1) + plan.memory.required_bytes("none", 0, 2)) / 2 / (1 - MEMORY_MARGIN)
-    assert plan_study(trtllm_options(folders, gpu, batch_sizes=None, hardware=gpu(int(tight) + 1))).space.batch_sizes == (1,)
+    tight = int(plan.memory.required_bytes("none", 0, 2) / (1 - MEMORY_MARGIN)) - 1  # a byte short of batch 2
+    assert plan_study(trtllm_options(folders, gpu, batch_sizes=None, hardware=gpu(tight))).space.batch_sizes == (1,)
 
 
 def test_a_fingerprint_follows_the_folder_contents(fake_trtllm, folders, gpu, tmp_path) -> None:

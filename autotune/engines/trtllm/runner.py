@@ -59,9 +59,10 @@ from autotune.engines.trtllm.stats import (
 )
 from autotune.engines.trtllm.timing import forced_acceptance, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
+from autotune.models import fit
 from autotune.models.folder import HfModel, ModelFolders
-from autotune.models.footprint import footprint
-from autotune.models.kind import DRAFT_TARGET, EAGLE3, mtp_layers
+from autotune.models.footprint import folder_footprint
+from autotune.models.kind import DRAFT_TARGET, EAGLE3
 from autotune.workload import Workload
 
 WARMUP_TOKENS = 4
@@ -319,20 +320,13 @@ def model_memory(config: EngineConfig, target: str, kind_of_draft: str | None, f
     safetensors headers do not tell): the target (plus one layer's KV per MTP module for method mtp)
     and, for a draft model or EAGLE-3 head, the draft's weights and KV cache. The KV pool is taken
     to hold the same number of tokens for the draft as for the target (not verified on a GPU)."""
-    target_model = folders.get(target, "target")
-    own = footprint(target_model)
-    if own.weight_bytes is None or own.kv_bytes_per_token is None:
-        return None
-    weights, per_token = own.weight_bytes, own.kv_bytes_per_token
-    if config.method == "mtp":
-        per_token += mtp_layers(target_model.config) * (own.kv_bytes_per_layer or 0)
+    own = folder_footprint(folders.get(target, "target"))
+    draft = None
     if config.method == "draft" and kind_of_draft in (DRAFT_TARGET, EAGLE3):
-        draft = footprint(folders.get(config.draft_model, "draft"))
-        if draft.weight_bytes is None or draft.kv_bytes_per_token is None:
-            return None
-        weights += draft.weight_bytes
-        per_token += draft.kv_bytes_per_token
-    return ModelMemory(weights, per_token)
+        draft = folder_footprint(folders.get(config.draft_model, "draft"))
+    if not all(model.weights_known and model.kv_known for model in (own, draft) if model is not None):
+        return None
+    return ModelMemory(fit.weight_bytes(config.method, own, draft), fit.bytes_per_position(config.method, own, draft))
 
 
 def _first_class(module: Any, class_names: tuple[str, ...]) -> type:
