@@ -28,7 +28,7 @@ from autotune.models.support import FolderSupport
 from autotune.preflight.architecture import check_draft_architecture, check_mtp, check_target_architecture
 from autotune.preflight.constraints import check_context_window
 from autotune.preflight.memory import check_memory
-from autotune.preflight.report import TARGET, Check, PreflightReport, usable_drafts
+from autotune.preflight.report import TARGET, Check, PreflightReport, finding_check, usable_drafts
 from autotune.preflight.tokenizer import compare_head_vocabulary, compare_tokenizers
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def preflight(
     ]
     step_limit = support.step_limit(batch_sizes, depth, seq_len)
     if step_limit is not None:
-        checks.append(Check("max_num_tokens", step_limit.status, step_limit.message, TARGET, step_limit.details or {}))
+        checks.append(finding_check("max_num_tokens", step_limit))
     checks.append(check_context_window(model, "target", TARGET, seq_len, depth))
     readable: list[tuple[str, HfModel]] = []
     for name in draft_names:

@@ -13,13 +13,13 @@ from typing import Any
 
 from autotune.models.folder import HfModel
 from autotune.models.kind import EAGLE3, EAGLE_LEGACY, MTP_CONFIG_KEYS, draft_kind, mtp_layers
-from autotune.models.support import Finding, FolderSupport
-from autotune.preflight.report import TARGET, Check
+from autotune.models.support import FolderSupport
+from autotune.preflight.report import TARGET, Check, finding_check
 
 
 def check_target_architecture(target: HfModel, support: FolderSupport) -> Check:
-    return _check("architecture", support.architecture(target.architectures, "target"), TARGET,
-                  {"architectures": target.architectures})
+    return finding_check("architecture", support.architecture(target.architectures, "target"), TARGET,
+                         {"architectures": target.architectures})
 
 
 def check_draft_architecture(target: HfModel, draft: HfModel, subject: str, support: FolderSupport) -> Check:
@@ -31,9 +31,9 @@ def check_draft_architecture(target: HfModel, draft: HfModel, subject: str, supp
         return Check("architecture", "error",
                      f"{name} is an EAGLE-1/2 head; the adapters run EAGLE-3 heads only", subject, details)
     if kind == EAGLE3:
-        return _check("architecture", support.eagle3_head(target, name), subject, details)
-    return _check("architecture", support.architecture(draft.architectures, name), subject,
-                  {"architectures": draft.architectures})
+        return finding_check("architecture", support.eagle3_head(target, name), subject, details)
+    return finding_check("architecture", support.architecture(draft.architectures, name), subject,
+                         {"architectures": draft.architectures})
 
 
 def check_mtp(target: HfModel, depths: Iterable[int], requested: bool, support: FolderSupport) -> Check:
@@ -47,9 +47,5 @@ def check_mtp(target: HfModel, depths: Iterable[int], requested: bool, support: 
         return Check("mtp", status, f"the target has no MTP modules ({' / '.join(MTP_CONFIG_KEYS)} absent or 0): "
                      "method mtp is not available", TARGET, details)
     details["depth_range"] = [1, support.max_depth]
-    return _check("mtp", support.mtp(target, layers, requested), TARGET, details)
+    return finding_check("mtp", support.mtp(target, layers, requested), TARGET, details)
 
-
-def _check(name: str, finding: Finding, subject: str, details: dict[str, Any]) -> Check:
-    """The engine's ``finding`` as a check, its own details after the preflight's."""
-    return Check(name, finding.status, finding.message, subject, {**details, **(finding.details or {})})

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.models.folder import ModelFolders
+from autotune.models.support import Finding
 
 STATUSES = ("ok", "warn", "error")
 TARGET = "target"
@@ -36,6 +37,12 @@ class Check:
             "name": self.name, "status": self.status, "subject": self.subject, "message": self.message,
             "details": self.details,
         }
+
+
+def finding_check(name: str, finding: Finding, subject: str = TARGET, details: dict[str, Any] | None = None) -> Check:
+    """An engine's :class:`~autotune.models.support.Finding` as the check ``name``: the preflight's
+    ``details`` first, then the engine's."""
+    return Check(name, finding.status, finding.message, subject, {**(details or {}), **(finding.details or {})})
 
 
 @dataclass(frozen=True)
