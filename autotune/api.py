@@ -120,7 +120,7 @@ def export_models(out: str | Path, which: str = "both", *, architecture: str = "
                   force: bool = False) -> list[Path]:
     """Write the built-in models (``which``: target, draft or both) as Hugging Face folders under
     ``out`` in the target checkpoint format ``architecture`` (llama or mimo); return the folders."""
-    from autotune.models.hf_export import export_builtin
+    from autotune.engines.embedded.hf_export import export_builtin
 
     try:
         return export_builtin(Path(out), which, force=force, architecture=architecture)
@@ -234,6 +234,7 @@ def report(db_url: str | None, study: str, out_dir: str | Path = "report") -> Pa
 def preflight(target: str | Path, drafts: Sequence[str | Path] = (), *, engine: str = "trtllm",
               seq_len: int = DEFAULT_SEQ_LEN) -> PreflightReport:
     """Check a target/draft pairing (Hugging Face folders) for ``engine`` before spending GPU time."""
+    from autotune.engines.registry import folder_support
     from autotune.preflight import preflight as check_pairing
 
-    return check_pairing(target, list(drafts), engine=engine, seq_len=seq_len)
+    return check_pairing(target, list(drafts), folder_support(engine), seq_len=seq_len)

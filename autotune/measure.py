@@ -243,10 +243,10 @@ def _footprint(model: str | Path | None, role: str, folder: bool) -> Any:
     """The ModelFootprint of a Hugging Face folder (``folder``) or of an embedded model file
     (None / ``"builtin"``: the built-in one), read without loading any weights."""
     if folder:
-        from autotune.preflight.models import read_model
-        from autotune.search.artifacts import hf_model_footprint
+        from autotune.models.folder import read_model
+        from autotune.models.footprint import folder_footprint
 
-        return hf_model_footprint(read_model(model, role))
+        return folder_footprint(read_model(model, role))
     from autotune.engines.embedded.footprint import model_path, read_footprint
 
     return read_footprint(model_path(model, role))

@@ -13,7 +13,7 @@ Per batch size the plan picks the configuration with the most predicted tokens/s
 simpler one (none, n-gram, MTP, draft model; then the smaller depth) when it is within
 :data:`SIMPLER_WITHIN` of it — closer than the roofline can tell apart — and checks memory:
 weights plus the KV cache of ``batch x (longest prompt + max_tokens + depth)`` tokens must fit in
-90 % of the device's memory (the preflight's headroom).
+90 % of the device's memory (:mod:`autotune.models.fit`: the margin the preflight and the tuner use).
 
 The workload's requests are replayed in copies so that each batch size sees at least
 :data:`REQUESTS_PER_ROW` requests per row: a plan for batch 256 is about a server kept busy at 256
@@ -32,10 +32,10 @@ from typing import Any
 from autotune.analysis.decision import SIMPLICITY
 from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import AcceleratorSpec, accelerator_for_gpu, accelerator_names, find_accelerator
+from autotune.models.fit import MEMORY_MARGIN, usable_bytes
 from autotune.perfmodel.acceptance import AcceptanceCurve
 from autotune.perfmodel.model import PRIOR_SIGMA, PerformanceModel, Prediction
 from autotune.perfmodel.roofline import ROOFLINE_SPREAD, ModelShape, roofline_cost
-from autotune.preflight.memory import MEMORY_HEADROOM
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
 from autotune.workload import Workload, load_workload
 
@@ -232,7 +232,7 @@ def plan_deployment(
     def memory(method: str, draft: str | None, depth: int, rows: int) -> int:
         return _memory_bytes(target_shape, draft_shapes.get(draft) if draft else None, method, depth, rows, row_tokens)
 
-    limit = int((1 - MEMORY_HEADROOM) * spec.memory_bytes)
+    limit = usable_bytes(spec.memory_bytes)
     if sizes is None:
         sizes = [b for b in DEFAULT_BATCH_SIZES if memory("none", None, 0, b) <= limit] or [1]
         if memory("none", None, 0, 1) > limit:
@@ -268,7 +268,7 @@ def plan_deployment(
                      "prompt_tokens": "bytes + 1 (byte-level target)" if byte_level
                      else f"about {BYTES_PER_TOKEN} bytes per token"},
         "model_sigma": PRIOR_SIGMA,
-        "memory_headroom": MEMORY_HEADROOM,
+        "memory_headroom": MEMORY_MARGIN,
     }
     workload_info = {"name": work.name, "label": work.label, "fingerprint": work.sha256, "requests": len(work.requests)}
     return DeploymentPlan(spec, stored.origin, stored.target, stored.drafts, workload_info, rows, basis, notes)

@@ -132,15 +132,16 @@ def run_checks(args: argparse.Namespace, out: Path, line: str, checks: Checks, r
 def usable_configs(args: argparse.Namespace, results: dict[str, Any]) -> list[tuple[EngineConfig, str | None]] | None:
     """(configuration, draft kind) for none, ngram, mtp (when the target has MTP modules) and each
     draft the preflight keeps; None when it refuses the target."""
+    from autotune.engines.trtllm.checks import TRTLLM_SUPPORT
     from autotune.hardware import probe_hardware  # torch + NVML, only when run
+    from autotune.models.folder import ModelFolders
+    from autotune.models.kind import mtp_layers
     from autotune.preflight import preflight, usable_drafts
-    from autotune.preflight.architecture import mtp_layers
-    from autotune.preflight.models import read_config
 
     hardware = probe_hardware(quick=True, device=args.probe_device)
     results["hardware"] = hardware.to_dict()
-    report = preflight(args.target, args.draft, hardware=hardware, batch_sizes=args.batch_sizes, seq_len=args.seq_len,
-                       depths=[args.depth])
+    report = preflight(args.target, args.draft, TRTLLM_SUPPORT, hardware=hardware, batch_sizes=args.batch_sizes,
+                       seq_len=args.seq_len, depths=[args.depth])
     results["preflight"] = report.to_dict()
     for check in report.checks:
         print(f"preflight {check.status:5} {check.name:15} {check.message}")
@@ -149,11 +150,13 @@ def usable_configs(args: argparse.Namespace, results: dict[str, Any]) -> list[tu
     drafts, rejected = usable_drafts(report)
     for draft, reason in rejected.items():
         print(f"leaving out draft {draft}: {reason}")
+    folders = ModelFolders(report.models.values())  # the folders the preflight read
     configs = [EngineConfig("none"), EngineConfig("ngram", args.depth)]
-    if mtp_layers(read_config(args.target, "target")):
+    if mtp_layers(folders.get(args.target, "target").config):
         configs.append(EngineConfig("mtp", args.depth))
     configs += [EngineConfig("draft", args.depth, str(draft)) for draft in drafts]
-    return [(config, check_config(config, args.target) if config.method == "draft" else None) for config in configs]
+    return [(config, check_config(config, args.target, folders) if config.method == "draft" else None)
+            for config in configs]
 
 
 def check_methods(args: argparse.Namespace, configs: list[tuple[EngineConfig, str | None]], workload: Workload,

@@ -188,7 +188,7 @@ def vllm_python() -> Path:
 @pytest.fixture(scope="session")
 def hf_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The built-in target and draft exported as Hugging Face folders ("target", "draft"), once per session."""
-    from autotune.models.hf_export import export_builtin
+    from autotune.engines.embedded.hf_export import export_builtin
 
     target, draft = export_builtin(tmp_path_factory.mktemp("hf-models"), "both")
     return {"target": target, "draft": draft}

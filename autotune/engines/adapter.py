@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 
 from autotune.engines.base import Engine
 from autotune.engines.worker import EngineSpec
+from autotune.models.folder import HfModel
+from autotune.models.support import FolderSupport
 
 
 class EngineAdapter(ABC):
@@ -41,7 +43,14 @@ class EngineAdapter(ABC):
     def spec(self, **kwargs: Any) -> EngineSpec:
         """How an EngineWorker's child builds the engine (see :func:`autotune.engines.registry.engine_spec`)."""
 
+    def folder_support(self) -> FolderSupport | None:
+        """Which Hugging Face model folders the engine runs (the preflight's rules for it); None for
+        an engine that runs no such folders."""
+        return None
+
     @abstractmethod
-    def study_spec(self, target: str, *, max_batch_size: int, device: str) -> EngineSpec:
+    def study_spec(self, target: str, *, max_batch_size: int, device: str,
+                   models: tuple[HfModel, ...] = ()) -> EngineSpec:
         """The worker spec a tuning study runs: ``target`` on ``device`` (cpu or cuda), serving every
-        batch size up to ``max_batch_size``."""
+        batch size up to ``max_batch_size``; ``models``: the folders the preflight already read, so
+        that the worker reads none again."""

@@ -16,6 +16,7 @@ from autotune.engines.trtllm.adapter import TrtLlmAdapter
 from autotune.engines.vllm.adapter import VllmAdapter
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
+from autotune.models.support import FolderSupport
 
 ADAPTERS: dict[str, EngineAdapter] = {
     adapter.name: adapter for adapter in (EmbeddedAdapter(), TrtLlmAdapter(), VllmAdapter())
@@ -37,6 +38,18 @@ def check_engine(name: str) -> None:
     engine_adapter(name).require_installed()
 
 
+def folder_support(name: str) -> FolderSupport:
+    """Which Hugging Face model folders engine ``name`` runs, for the preflight; ConfigurationError
+    for an engine that does not run such folders (the embedded one runs its own model files).
+    Imports neither tensorrt_llm nor vllm: the rules are tables and config.json look-ups."""
+    support = engine_adapter(name).folder_support()
+    if support is None:
+        folder_engines = [adapter.name for adapter in ADAPTERS.values() if adapter.runs_model_folders]
+        raise ConfigurationError(f"engine {name!r} does not run Hugging Face model folders; "
+                                 f"use --engine {' or '.join(folder_engines)}")
+    return support
+
+
 def create_engine(name: str, **kwargs: Any) -> Engine:
     """The engine called ``name``, built with ``kwargs``.
 
@@ -54,7 +67,8 @@ def create_engine(name: str, **kwargs: Any) -> Engine:
 def engine_spec(name: str, **kwargs: Any) -> EngineSpec:
     """How an EngineWorker's child builds engine ``name`` (checked as :func:`check_engine` does).
     ``trtllm`` kwargs: target, max_batch_size (pass the largest batch size of the study, so one LLM
-    serves every batch size), tensor_parallel_size, max_ngram, stats_timeout_s; ``vllm`` kwargs: target,
-    max_batch_size (likewise), max_ngram, enforce_eager."""
+    serves every batch size), tensor_parallel_size, max_ngram, stats_timeout_s, models (the model
+    folders already read, so that the worker reads none again); ``vllm`` kwargs: target,
+    max_batch_size (likewise), max_ngram, enforce_eager, models."""
     check_engine(name)
     return ADAPTERS[name].spec(**kwargs)

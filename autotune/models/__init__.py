@@ -1,5 +1,8 @@
-"""Model conversions: the embedded engine's models in other ecosystems' formats.
+"""Model folders: what a Hugging Face checkpoint is, read without loading it.
 
-:mod:`autotune.models.hf_export` writes the built-in byte-level models as Hugging Face Llama
-checkpoints (config, safetensors weights, tokenizer) that ``transformers`` and vLLM load.
+:mod:`~autotune.models.folder` reads a folder (config.json, tokenizer files, safetensors headers),
+:mod:`~autotune.models.kind` tells a draft's kind and a target's MTP modules,
+:mod:`~autotune.models.footprint` its weights and KV cache per token, and :mod:`~autotune.models.fit`
+whether that fits on a device. This package sits below the engines and the preflight: it imports
+neither, so both (and the tuner) can share one reading of each folder.
 """

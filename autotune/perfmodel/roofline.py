@@ -39,9 +39,9 @@ from typing import Any
 
 from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import AcceleratorSpec
+from autotune.models.folder import config_param
+from autotune.models.kind import mtp_layers
 from autotune.perfmodel.cost import BASELINE, CostPoint, CostProfile
-from autotune.preflight.architecture import mtp_layers
-from autotune.preflight.models import config_param
 
 # One-sigma relative uncertainty of a roofline step time. The roofline takes peak bandwidth and
 # FLOP/s, which real kernels reach only in part (decoding GEMVs typically 70-90 % of the peak

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autotune.models.folder import ModelFolders
+from autotune.models.support import Finding
+
 STATUSES = ("ok", "warn", "error")
 TARGET = "target"
 
@@ -36,14 +39,22 @@ class Check:
         }
 
 
+def finding_check(name: str, finding: Finding, subject: str = TARGET, details: dict[str, Any] | None = None) -> Check:
+    """An engine's :class:`~autotune.models.support.Finding` as the check ``name``: the preflight's
+    ``details`` first, then the engine's."""
+    return Check(name, finding.status, finding.message, subject, {**(details or {}), **(finding.details or {})})
+
+
 @dataclass(frozen=True)
 class PreflightReport:
-    """Every check of one preflight, in the order they ran."""
+    """Every check of one preflight, in the order they ran, and the model folders it read (an
+    unreadable draft is not among them), for the caller to reuse."""
 
     engine: str
     target: str
     drafts: tuple[str, ...]
     checks: tuple[Check, ...]
+    models: ModelFolders = field(default_factory=ModelFolders, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:

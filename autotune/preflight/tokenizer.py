@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from autotune.preflight.models import HfModel
+from autotune.models.folder import HfModel
 from autotune.preflight.report import Check
 
 SPECIAL_ROLES = ("bos", "eos", "pad")

@@ -6,9 +6,7 @@ Two kinds of model, one per engine:
 * the embedded engine's single safetensors files (ours, or the built-in ones), fingerprinted by
   their whole contents (a few MB);
 * TensorRT-LLM's and vLLM's Hugging Face model folders, read without loading them (config.json, tokenizer
-  files, safetensors headers) and fingerprinted by those: hashing 100 GB of weights would take
-  longer than the study, and a change of weights without a change of shapes, dtype or config is a
-  retrained checkpoint the user names differently anyway.
+  files, safetensors headers) and fingerprinted by those (:mod:`autotune.models.folder`).
 
 For those engines the pairing preflight (:mod:`autotune.preflight`) runs here: errors about the
 target stop the plan with its messages; a draft with errors is left out, with its reasons kept for
@@ -17,8 +15,6 @@ the study record, instead of failing trials mid-study.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,24 +22,21 @@ from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT
 from autotune.engines.embedded.builtin import BUILTIN_DRAFT_NAME, BUILTIN_TARGET_NAME, model_fingerprint
-from autotune.engines.embedded.footprint import ModelFootprint, model_path, read_footprint
+from autotune.engines.embedded.footprint import model_path, read_footprint
+from autotune.engines.registry import folder_support
 from autotune.errors import ConfigurationError
+from autotune.models.folder import HfModel
+from autotune.models.footprint import ModelFootprint, folder_footprint
 from autotune.preflight import preflight, usable_drafts
-from autotune.preflight.architecture import mtp_layers
-from autotune.preflight.memory import footprint as hf_footprint
-from autotune.preflight.models import HfModel, read_model, read_safetensors_header
 
-# Files that decide what a Hugging Face checkpoint computes, hashed into its fingerprint (weights by
-# their safetensors headers: names, dtypes, shapes, offsets).
-FINGERPRINT_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "generation_config.json")
-UNBOUNDED_CONTEXT = 1 << 31
-ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM"}  # a config without max_position_embeddings sets no length limit we know of
+ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM"}
 
 
 @dataclass(frozen=True)
 class ModelArtifact:
     """A target or draft model: ``label`` names it in the search space (``builtin`` or the file's
-    stem), ``engine_arg`` is what the engine is given to load it."""
+    stem), ``engine_arg`` is what the engine is given to load it; ``folder``: a Hugging Face folder
+    as the preflight read it (None for the embedded engine's files), handed on to the engine."""
 
     role: str
     label: str
@@ -52,6 +45,7 @@ class ModelArtifact:
     engine_arg: str | None
     fingerprint: str
     footprint: ModelFootprint
+    folder: HfModel | None = None
 
     def record_fields(self) -> dict[str, Any]:
         """The columns of its model-artifact row."""
@@ -127,16 +121,16 @@ def folder_models(
     is left out; larger batches that do not fit are the memory plan's to skip); ``seq_len``: tokens
     per sequence, an upper bound (prompt bytes + max_tokens)."""
     folders = list(drafts) if want_drafts else []
-    report = preflight(target, folders, engine=engine, hardware=hardware, batch_sizes=batch_sizes,
+    report = preflight(target, folders, folder_support(engine), hardware=hardware, batch_sizes=batch_sizes,
                        seq_len=seq_len, depths=tuple(range(1, max_depth + 1)), methods=methods)
     if report.target_errors:
         raise ConfigurationError(f"the target cannot be tuned with {ENGINE_NAMES.get(engine, engine)}: "
                                  + "; ".join(check.message for check in report.target_errors))
     usable, rejected = usable_drafts(report)
-    target_artifact = hf_artifact("target", read_model(target, "target"))
+    target_artifact = hf_artifact("target", report.models.get(target, "target"))  # read once, by the preflight
     found: dict[str, ModelArtifact] = {}
     for folder in usable:
-        draft = hf_artifact("draft", read_model(folder, "draft"))
+        draft = hf_artifact("draft", report.models.get(folder, "draft"))
         if draft.label in found:
             raise ConfigurationError(f"two drafts are named {draft.label!r} (folder name); rename one of them")
         found[draft.label] = draft
@@ -147,41 +141,5 @@ def folder_models(
 def hf_artifact(role: str, model: HfModel) -> ModelArtifact:
     """A Hugging Face model folder as a study model (labelled by its folder name)."""
     folder = model.path.resolve()
-    return ModelArtifact(role, folder.name, folder.name, str(folder), str(folder), folder_fingerprint(folder),
-                         hf_model_footprint(model))
-
-
-def hf_model_footprint(model: HfModel) -> ModelFootprint:
-    """The memory facts of a model folder in the tuner's terms; sizes config.json does not give
-    count as 0 (the preflight has already warned that memory fit is not checked for them).
-
-    MTP state per token: one decoder layer's KV cache per MTP module (each module is one layer)."""
-    facts = hf_footprint(model)
-    n_mtp = mtp_layers(model.config)
-    weight_bytes = facts.weight_bytes or 0
-    return ModelFootprint(
-        path=str(model.path),
-        dtype_bytes=model.dtype_bytes,
-        n_params=model.weights.n_params if model.weights is not None else weight_bytes // model.dtype_bytes,
-        weight_bytes=weight_bytes,
-        kv_bytes_per_token=facts.kv_bytes_per_token or 0,
-        mtp_bytes_per_token=n_mtp * (facts.kv_bytes_per_layer or 0),
-        n_mtp=n_mtp,
-        vocab_size=int(model.param("vocab_size") or 0),
-        max_seq_len=int(model.param("max_position_embeddings") or UNBOUNDED_CONTEXT),
-        config=model.config,
-    )
-
-
-def folder_fingerprint(folder: Path) -> str:
-    """sha256 over a model folder's defining files and its safetensors headers (module doc)."""
-    digest = hashlib.sha256()
-    for name in FINGERPRINT_FILES:
-        file = folder / name
-        if file.is_file():
-            digest.update(f"{name}\0".encode())
-            digest.update(file.read_bytes())
-    for file in sorted(folder.glob("*.safetensors")):
-        header = json.dumps(read_safetensors_header(file), sort_keys=True)
-        digest.update(f"{file.name}\0{file.stat().st_size}\0{header}".encode())
-    return digest.hexdigest()
+    return ModelArtifact(role, folder.name, folder.name, str(folder), str(folder), model.fingerprint,
+                         folder_footprint(model), model)

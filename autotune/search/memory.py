@@ -1,14 +1,9 @@
 """Which configurations fit on the device, estimated from the model files before anything runs.
 
-For method m at depth g and batch size B (every term in the engine's compute dtype)::
-
-    need = target weights + draft weights                              (draft only for method draft)
-         + B * positions(g) * (target KV + draft KV or MTP state)     per cached position
-         + B * longest prompt * vocab * dtype bytes                   (the prefill's logits)
-    positions(g) = longest prompt + max_tokens + g + 1                 (the engine's cache slots)
-
-A configuration fits when ``need <= (1 - SAFETY_MARGIN) * device memory``; the margin covers
-activations, the allocator's slack and, on CPU, everything else living in RAM.
+The bytes a configuration needs and the margin kept back are :mod:`autotune.models.fit`'s (the
+estimate the preflight uses too); this module applies them to a study: its workload's longest
+request gives the cache positions per sequence, the engine decides how many prompt logits a
+prefill keeps.
 
 Default batch sizes are the powers of two up to the largest batch at which the baseline (method
 none: the target alone) fits, capped at the workload's request count (a larger batch only leaves
@@ -22,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from autotune.engines.embedded.footprint import ModelFootprint, cache_positions, longest_prompt_tokens
+from autotune.engines.embedded.footprint import cache_positions, longest_prompt_tokens
 from autotune.errors import ConfigurationError
-from autotune.preflight.memory import largest_batch
+from autotune.models import fit
+from autotune.models.footprint import ModelFootprint
 from autotune.workload import Workload
 
-SAFETY_MARGIN = 0.2
 CPU_MAX_DEFAULT_BATCH = 8
 GPU_MAX_DEFAULT_BATCH = 1024
 GIB = 1 << 30
@@ -49,24 +44,22 @@ class MemoryPlan:
 
     @property
     def usable_bytes(self) -> int:
-        return int(self.device_bytes * (1 - SAFETY_MARGIN))
+        return fit.usable_bytes(self.device_bytes)
+
+    def _draft(self, method: str, draft: str | None) -> ModelFootprint | None:
+        return self.drafts[draft] if method == "draft" else None
 
     def weight_bytes(self, method: str, draft: str | None = None) -> int:
         """Bytes of the weights ``method`` loads: the target's, plus the draft's for method draft."""
-        return self.target.weight_bytes + (self.drafts[draft].weight_bytes if method == "draft" else 0)
+        return fit.weight_bytes(method, self.target, self._draft(method, draft))
 
     def bytes_per_sequence(self, method: str, depth: int, draft: str | None = None) -> int:
-        """Bytes each sequence of a batch adds: its cache positions and its prefill's logits (module doc)."""
-        per_position = self.target.kv_bytes_per_token
-        if method == "draft":
-            per_position += self.drafts[draft].kv_bytes_per_token
-        elif method == "mtp":
-            per_position += self.target.mtp_bytes_per_token
-        logits = self.prompt_tokens * self.target.vocab_size * self.target.dtype_bytes
-        return (self.sequence_positions + depth) * per_position + logits
+        """Bytes each sequence of a batch adds: its cache positions and its prefill's logits."""
+        return fit.bytes_per_sequence(method, depth, self.sequence_positions, self.prompt_tokens, self.target,
+                                      self._draft(method, draft))
 
     def required_bytes(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> int:
-        """Estimated peak bytes of running ``method`` at ``depth`` and ``batch_size`` (module doc)."""
+        """Estimated peak bytes of running ``method`` at ``depth`` and ``batch_size`` (:mod:`autotune.models.fit`)."""
         return self.weight_bytes(method, draft) + batch_size * self.bytes_per_sequence(method, depth, draft)
 
     def largest_batch_size(self, method: str, depth: int, draft: str | None = None) -> int | None:
@@ -75,7 +68,7 @@ class MemoryPlan:
         weights, per_sequence = self.weight_bytes(method, draft), self.bytes_per_sequence(method, depth, draft)
         if per_sequence <= 0:
             return None if weights <= self.usable_bytes else 0
-        return largest_batch(self.usable_bytes, weights, per_sequence)
+        return fit.largest_batch(self.usable_bytes, weights, per_sequence)
 
     def infeasibility(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> str | None:
         """Why this configuration cannot run here, or None when it fits."""
@@ -86,7 +79,7 @@ class MemoryPlan:
         if need > self.usable_bytes:
             return (f"needs ~{need / GIB:.2f} GiB for weights and caches at batch {batch_size}, but only "
                     f"{self.usable_bytes / GIB:.2f} GiB of {self.device_bytes / GIB:.2f} GiB are usable "
-                    f"({SAFETY_MARGIN:.0%} kept as safety margin)")
+                    f"({fit.MEMORY_MARGIN:.0%} kept as safety margin)")
         return None
 
     def require_fit(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> None:

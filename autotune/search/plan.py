@@ -43,7 +43,9 @@ class StudyPlan:
         """How the tuner's worker builds the engine, for every batch size of the study on this hardware."""
         device = "cuda" if self.hardware.device_type == "cuda" else "cpu"
         adapter = engine_adapter(self.engine)
-        return adapter.study_spec(self.target.engine_arg, max_batch_size=max(self.space.batch_sizes), device=device)
+        folders = tuple(model.folder for model in (self.target, *self.drafts.values()) if model.folder is not None)
+        return adapter.study_spec(self.target.engine_arg, max_batch_size=max(self.space.batch_sizes), device=device,
+                                  models=folders)  # read once, by the preflight
 
     @property
     def draft_engine_args(self) -> dict[str, str]:

@@ -9,7 +9,7 @@ express is said in a comment at the top of the script, with the measured draft l
 
 from __future__ import annotations
 
-from autotune.engines.trtllm.mapping import DRAFT_TARGET, EAGLE3
+from autotune.models.kind import DRAFT_TARGET, EAGLE3
 from autotune.profiles.analysis import ServingPlan
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header

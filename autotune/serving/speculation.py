@@ -15,8 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from autotune.engines.base import EngineConfig
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM, DRAFT_TARGET, EAGLE_LEGACY, draft_kind
+from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.errors import ConfigurationError
+from autotune.models.kind import DRAFT_TARGET, EAGLE_LEGACY, draft_kind
 from autotune.profiles.data import DeploymentProfile, ModelInfo
 
 

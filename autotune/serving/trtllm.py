@@ -25,8 +25,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NUM_TOKENS, EAGLE3, KV_CACHE_FRACTION, yaml_speculative_config
+from autotune.engines.trtllm.mapping import DEFAULT_MAX_NUM_TOKENS, KV_CACHE_FRACTION, yaml_speculative_config
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, TrtllmRules, trtllm_rules
+from autotune.models.kind import EAGLE3
 from autotune.profiles.analysis import ServingPlan, serving_plan
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from autotune.engines.base import EngineConfig
-from autotune.engines.registry import ENGINES, check_engine, create_engine, engine_adapter, engine_spec
+from autotune.engines.registry import ENGINES, check_engine, create_engine, engine_adapter, engine_spec, folder_support
 from autotune.engines.worker import EngineWorker
 from autotune.errors import ConfigurationError
 from autotune.workload import Request, Workload
@@ -53,3 +53,9 @@ def test_embedded_engine_in_process_and_in_a_worker() -> None:
         runs = [worker.measure(EngineConfig("none"), workload, batch_size) for batch_size in (1, 2)]
         assert worker.starts == 1  # one process serves every batch size of a configuration
     assert [run.output_tokens for run in runs] == [7, 7] and runs[0].outputs == runs[1].outputs
+
+
+def test_folder_support_for_the_engines_that_run_hugging_face_folders() -> None:
+    assert folder_support("trtllm").engine == "trtllm" and folder_support("vllm").engine == "vllm"
+    with pytest.raises(ConfigurationError, match="does not run Hugging Face model folders; use --engine trtllm or vllm"):
+        folder_support("embedded")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from autotune.engines.trtllm.checks import TRTLLM_SUPPORT
+from autotune.engines.vllm.checks import VLLM_SUPPORT
 from autotune.errors import ConfigurationError
 from autotune.preflight import Check, preflight, usable_drafts
 from hf_model_factory import llama_config, tokenizer_json, write_model
@@ -27,7 +29,8 @@ def folders(tmp_path):
 
 def test_report_checks_every_pair_and_splits_the_drafts(folders, gpu) -> None:
     drafts = [folders["good"], folders["bad_vocab"], folders["short"]]
-    report = preflight(folders["target"], drafts, hardware=gpu(80 * GIB), batch_sizes=[1, 4], seq_len=1024, depths=[1, 3])
+    report = preflight(folders["target"], drafts, TRTLLM_SUPPORT, hardware=gpu(80 * GIB), batch_sizes=[1, 4],
+                       seq_len=1024, depths=[1, 3])
     by_subject = {s: {c.name: c.status for c in report.for_subject(s)} for s in ["target", *map(str, drafts)]}
     assert by_subject["target"] == {"architecture": "ok", "mtp": "ok", "max_num_tokens": "ok", "context_window": "ok",
                                     "memory": "ok"}
@@ -47,7 +50,7 @@ def test_report_checks_every_pair_and_splits_the_drafts(folders, gpu) -> None:
 
 def test_unreadable_draft_folder_rejects_that_draft_only(folders, tmp_path) -> None:
     missing = tmp_path / "missing"
-    report = preflight(folders["target"], [folders["good"], missing])
+    report = preflight(folders["target"], [folders["good"], missing], TRTLLM_SUPPORT)
     usable, rejected = usable_drafts(report)
     assert usable == [folders["good"]] and "is not a folder" in rejected[Path(missing)]
     memory = [c for c in report.checks if c.name == "memory"]
@@ -55,15 +58,24 @@ def test_unreadable_draft_folder_rejects_that_draft_only(folders, tmp_path) -> N
 
 
 def test_target_problems_are_errors_about_the_target(folders, gpu) -> None:
-    report = preflight(folders["good"], [], hardware=gpu(100_000), methods=["none", "mtp"])
+    report = preflight(folders["good"], [], TRTLLM_SUPPORT, hardware=gpu(100_000), methods=["none", "mtp"])
     errors = {c.name for c in report.target_errors}
     assert errors == {"mtp", "memory"}  # no MTP modules though mtp was asked for; 100 kB of GPU memory
 
 
-def test_engines_without_hugging_face_support(folders) -> None:
-    report = preflight(folders["target"], [folders["good"]], engine="embedded")
-    assert [c.name for c in report.checks] == ["engine"] and not report.ok
-    assert usable_drafts(report) == ([folders["good"]], {})  # the engine error is the caller's to raise
+def test_the_engine_decides_what_it_runs(folders, gpu) -> None:
+    # vLLM chunks long prompts (no tokens-per-step check) and has no MTP drafter for a Llama-shaped target.
+    report = preflight(folders["target"], [folders["good"]], VLLM_SUPPORT, hardware=gpu(80 * GIB), methods=["mtp"])
+    assert report.engine == "vllm" and "max_num_tokens" not in {c.name for c in report.checks}
+    (mtp,) = [c for c in report.checks if c.name == "mtp"]
+    assert mtp.status == "error" and "no MTP drafter" in mtp.message
+
+
+def test_the_report_keeps_the_folders_it_read(folders, tmp_path) -> None:
+    report = preflight(folders["target"], [folders["good"], tmp_path / "missing"], TRTLLM_SUPPORT)
+    assert [model.path for model in report.models] == [folders["target"], folders["good"]]  # not the unreadable one
+    assert report.models.get(folders["good"], "draft").config["num_hidden_layers"] == 1
+    assert "models" not in report.to_dict()
 
 
 @pytest.mark.parametrize(
@@ -78,16 +90,16 @@ def test_engines_without_hugging_face_support(folders) -> None:
 )
 def test_bad_options(folders, kwargs, message) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        preflight(folders["target"], [], **kwargs)
+        preflight(folders["target"], [], TRTLLM_SUPPORT, **kwargs)
 
 
 def test_bad_folders(folders, tmp_path) -> None:
     with pytest.raises(ConfigurationError, match="target .* is not a folder"):
-        preflight(tmp_path / "nothing")
+        preflight(tmp_path / "nothing", [], TRTLLM_SUPPORT)
     with pytest.raises(ConfigurationError, match="listed twice"):
-        preflight(folders["target"], [folders["good"], folders["good"]])
+        preflight(folders["target"], [folders["good"], folders["good"]], TRTLLM_SUPPORT)
     (folders["good"] / "config.json").write_text("{not json")
-    report = preflight(folders["target"], [folders["good"]])
+    report = preflight(folders["target"], [folders["good"]], TRTLLM_SUPPORT)
     assert "not valid JSON" in usable_drafts(report)[1][folders["good"]]
 
 

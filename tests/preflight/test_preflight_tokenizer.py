@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from autotune.preflight.models import read_model
+from autotune.models.folder import read_model
 from autotune.preflight.tokenizer import compare_tokenizers, content_sha256, tokenizer_facts
 from hf_model_factory import llama_config, tokenizer_json, write_model
 

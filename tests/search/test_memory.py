@@ -9,7 +9,8 @@ import pytest
 from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.errors import ConfigurationError
-from autotune.search.memory import CPU_MAX_DEFAULT_BATCH, SAFETY_MARGIN, default_batch_sizes
+from autotune.models.fit import MEMORY_MARGIN
+from autotune.search.memory import CPU_MAX_DEFAULT_BATCH, default_batch_sizes
 from autotune.search.plan import plan_study
 from autotune.workload import Request, Workload
 
@@ -37,7 +38,7 @@ def test_default_batch_sizes_are_powers_of_two_capped_on_cpu(memory) -> None:
 
 def test_default_batch_sizes_stop_where_the_baseline_stops_fitting(memory) -> None:
     fits_two = memory.required_bytes("none", 0, 2)
-    small = replace(memory, device_bytes=int(fits_two / (1 - SAFETY_MARGIN)) + 1)
+    small = replace(memory, device_bytes=int(fits_two / (1 - MEMORY_MARGIN)) + 1)
     assert default_batch_sizes(small, "cpu", n_requests=100) == (1, 2)
     tiny = replace(memory, device_bytes=memory.target.weight_bytes)
     with pytest.raises(ConfigurationError, match="does not fit on this device even at batch 1"):
@@ -45,7 +46,7 @@ def test_default_batch_sizes_stop_where_the_baseline_stops_fitting(memory) -> No
 
 
 def test_speculative_configurations_that_do_not_fit_are_infeasible(memory) -> None:
-    just_baseline = replace(memory, device_bytes=int(memory.required_bytes("none", 0, 2) / (1 - SAFETY_MARGIN)) + 1)
+    just_baseline = replace(memory, device_bytes=int(memory.required_bytes("none", 0, 2) / (1 - MEMORY_MARGIN)) + 1)
     assert just_baseline.infeasibility("none", 0, 2) is None
     reason = just_baseline.infeasibility("draft", 2, 2, "draft")
     assert reason is not None and "GiB" in reason and "batch 2" in reason

@@ -5,13 +5,18 @@ is built for the study's largest batch size, and every trial is measured by the 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import hf_model_factory as hf
+from autotune.engines.base import EngineConfig
 from autotune.engines.trtllm.engine import RUNNER_FACTORY
+from autotune.engines.trtllm.runner import TrtLlmRunner
 from autotune.errors import ConfigurationError
+from autotune.models import folder as folder_module
+from autotune.models.fit import MEMORY_MARGIN
 from autotune.search import TuneOptions, list_studies, tune
 from autotune.search.plan import plan_study
 from autotune.store import open_database, performance
@@ -55,11 +60,30 @@ def test_the_plan_runs_the_preflight_and_builds_one_llm_for_the_largest_batch(fa
     assert plan.target.footprint.n_mtp == 1 and plan.target.footprint.weight_bytes > 0
 
 
+def test_a_study_reads_each_model_folder_once(fake_trtllm, folders, gpu, monkeypatch) -> None:
+    """The preflight reads each folder; the plan and the worker's runner reuse what it read."""
+    reads: Counter[Path] = Counter()
+    read_model = folder_module.read_model
+
+    def counted(path, role):
+        reads[Path(path).resolve()] += 1
+        return read_model(path, role)
+
+    monkeypatch.setattr(folder_module, "read_model", counted)
+    plan = plan_study(trtllm_options(folders, gpu))
+    # The runner the tuner's worker builds, here in-process: without max_batch_size, load() checks
+    # each configuration against the folders without building an LLM (nor importing tensorrt_llm).
+    runner = TrtLlmRunner(**{**plan.engine_spec.kwargs, "max_batch_size": None})
+    for config in (EngineConfig("none"), EngineConfig("mtp", 2), EngineConfig("draft", 2, folders["small"])):
+        runner.load(config)
+    assert reads == {Path(folder).resolve(): 1 for folder in folders.values()}
+
+
 def test_default_batch_sizes_come_from_the_gpu_memory(fake_trtllm, folders, gpu) -> None:
     plan = plan_study(trtllm_options(folders, gpu, batch_sizes=None))
     assert plan.space.batch_sizes == (1, 2)  # capped at the workload's 3 requests
-    tight = plan.memory.required_bytes("none", 0, 1) / 0.8  # room for the target at batch 1 only
-    assert plan_study(trtllm_options(folders, gpu, batch_sizes=None, hardware=gpu(int(tight) + 1))).space.batch_sizes == (1,)
+    tight = int(plan.memory.required_bytes("none", 0, 2) / (1 - MEMORY_MARGIN)) - 1  # a byte short of batch 2
+    assert plan_study(trtllm_options(folders, gpu, batch_sizes=None, hardware=gpu(tight))).space.batch_sizes == (1,)
 
 
 def test_a_fingerprint_follows_the_folder_contents(fake_trtllm, folders, gpu, tmp_path) -> None:

@@ -11,9 +11,9 @@ from optuna.trial import TrialState
 from sqlalchemy import func, select
 
 from autotune.errors import ConfigurationError
+from autotune.models.fit import MEMORY_MARGIN
 from autotune.search import Slo, list_studies, study_trials, tune
 from autotune.search.budget import finished_count
-from autotune.search.memory import SAFETY_MARGIN
 from autotune.search.plan import plan_study
 from autotune.search.samplers import SAMPLERS
 from autotune.search.study import open_study, optuna_storage
@@ -112,7 +112,7 @@ def test_grid_runs_every_point_once_and_records_what_does_not_fit(options, cpu_p
     memory = plan_study(options).memory
     fitting = max(memory.required_bytes("none", 0, 2), memory.required_bytes("draft", 1, 1, "draft"))
     assert memory.required_bytes("draft", 1, 2, "draft") > fitting
-    small = cpu_profile(ram_bytes=int(fitting / (1 - SAFETY_MARGIN)) + 1)
+    small = cpu_profile(ram_bytes=int(fitting / (1 - MEMORY_MARGIN)) + 1)
     grid = replace(options, methods=("draft",), max_depth=1, sampler="grid", n_trials=None, hardware=small)
 
     result = tune(grid)

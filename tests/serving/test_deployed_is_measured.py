@@ -28,6 +28,7 @@ from autotune.engines.trtllm.mapping import ADVANCED_SAMPLING_FIELD, llm_argumen
 from autotune.engines.trtllm.versions import TRTLLM_VERSIONS, trtllm_rules
 from autotune.engines.vllm import checks as vllm_checks
 from autotune.engines.vllm.mapping import engine_arguments
+from autotune.models.folder import ModelFolders
 from autotune.serving import export_profile
 from autotune.serving.speculation import with_draft_config
 
@@ -100,7 +101,7 @@ def test_trtllm_export_deploys_what_the_engine_measured(method: str, shape: str,
                                                         folders: dict[str, Path]) -> None:
     profile, config = profile_and_config(method, shape, folders)
     rules = trtllm_rules(version)
-    kind = trtllm_checks.check_config(config, folders["target"])
+    kind = trtllm_checks.check_config(config, folders["target"], ModelFolders())
     measured = llm_arguments(config, str(folders["target"]), 8, kind if config.method == "draft" else None,
                              max_ngram=MAX_NGRAM, advanced_sampling=RUNNER_ADVANCED_SAMPLING[version])
     deployed = without(exported_trtllm_block(profile, version), TRTLLM_SCHEDULE_KEYS)
@@ -117,7 +118,7 @@ def test_trtllm_export_deploys_what_the_engine_measured(method: str, shape: str,
 @pytest.mark.parametrize("method", METHODS)
 def test_vllm_export_deploys_what_the_engine_measured(method: str, shape: str, folders: dict[str, Path]) -> None:
     profile, config = profile_and_config(method, shape, folders)
-    kind = vllm_checks.check_config(config, folders["target"])
+    kind = vllm_checks.check_config(config, folders["target"], ModelFolders())
     measured = engine_arguments(config, str(folders["target"]), 8, kind, max_ngram=MAX_NGRAM)
     assert without(exported_vllm_block(profile), VLLM_SCHEDULE_KEYS) == measured.get("speculative_config")
 

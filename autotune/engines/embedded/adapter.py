@@ -7,6 +7,7 @@ from typing import Any
 from autotune.engines.adapter import EngineAdapter
 from autotune.engines.base import Engine
 from autotune.engines.worker import EngineSpec
+from autotune.models.folder import HfModel
 
 FACTORY = "autotune.engines.embedded.engine:EmbeddedEngine"
 
@@ -27,6 +28,7 @@ class EmbeddedAdapter(EngineAdapter):
     def spec(self, **kwargs: Any) -> EngineSpec:
         return EngineSpec(FACTORY, kwargs)
 
-    def study_spec(self, target: str, *, max_batch_size: int, device: str) -> EngineSpec:
-        # The embedded engine sizes itself per batch: only the device matters.
+    def study_spec(self, target: str, *, max_batch_size: int, device: str,
+                   models: tuple[HfModel, ...] = ()) -> EngineSpec:
+        # The embedded engine sizes itself per batch and runs its own model files: only the device matters.
         return self.spec(target=target, device=device)

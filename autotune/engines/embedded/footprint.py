@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +24,11 @@ from autotune.engines.embedded.builtin import CONFIG_KEY, DRAFT_PATH, TARGET_PAT
 from autotune.engines.embedded.decoding import GenerationRequest, required_capacity
 from autotune.engines.embedded.tokenizer import ByteTokenizer
 from autotune.errors import EngineError
+from autotune.models.footprint import ModelFootprint
 from autotune.safetensors_header import read_safetensors_header
 from autotune.workload import Workload
 
 COMPUTE_DTYPE_BYTES = 4  # the engine computes in float32 unless told otherwise
-
-
-@dataclass(frozen=True)
-class ModelFootprint:
-    """Memory facts of one model at a compute dtype of ``dtype_bytes`` bytes per element."""
-
-    path: str
-    dtype_bytes: int
-    n_params: int
-    weight_bytes: int
-    kv_bytes_per_token: int  # keys + values of the main layers, per sequence and position
-    mtp_bytes_per_token: int  # MTP module caches + kept target hidden state (0 without MTP)
-    n_mtp: int
-    vocab_size: int
-    max_seq_len: int
-    config: dict[str, Any]
 
 
 def model_path(name: str | Path | None, role: str) -> Path:

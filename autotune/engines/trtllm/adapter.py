@@ -6,8 +6,11 @@ from typing import Any
 
 from autotune.engines.adapter import EngineAdapter
 from autotune.engines.base import Engine
+from autotune.engines.trtllm.checks import TRTLLM_SUPPORT
 from autotune.engines.trtllm import require_tensorrt_llm
 from autotune.engines.worker import EngineSpec
+from autotune.models.folder import HfModel
+from autotune.models.support import FolderSupport
 
 
 class TrtLlmAdapter(EngineAdapter):
@@ -35,6 +38,10 @@ class TrtLlmAdapter(EngineAdapter):
 
         return runner_spec(**kwargs)
 
-    def study_spec(self, target: str, *, max_batch_size: int, device: str) -> EngineSpec:
+    def folder_support(self) -> FolderSupport:
+        return TRTLLM_SUPPORT
+
+    def study_spec(self, target: str, *, max_batch_size: int, device: str,
+                   models: tuple[HfModel, ...] = ()) -> EngineSpec:
         # The LLM is built once for the study's largest batch size, so every batch size reuses it.
-        return self.spec(target=target, max_batch_size=max_batch_size)
+        return self.spec(target=target, max_batch_size=max_batch_size, models=models)

@@ -7,6 +7,7 @@ it only checks, at construction, that it is installed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from autotune.engines.isolated import IsolatedEngine
@@ -16,7 +17,7 @@ from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.engines.trtllm.stats import STATS_TIMEOUT_S
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
-from autotune.preflight.models import read_config
+from autotune.models.folder import HfModel, ModelFolders
 
 RUNNER_FACTORY = "autotune.engines.trtllm.runner:TrtLlmRunner"
 # Building an LLM loads the weights, captures CUDA graphs and runs TensorRT-LLM's kernel autotuner:
@@ -30,16 +31,21 @@ def runner_spec(
     tensor_parallel_size: int = 1,
     max_ngram: int = DEFAULT_MAX_NGRAM,
     stats_timeout_s: float = STATS_TIMEOUT_S,
+    models: Sequence[HfModel] = (),
 ) -> EngineSpec:
     """How a worker process builds the runner (also what the tuner hands its EngineWorker).
-    Raises at once when TensorRT-LLM is missing or ``target`` is not a model folder."""
+    Raises at once when TensorRT-LLM is missing or ``target`` is not a model folder. ``models``: the
+    model folders already read (the tuner's preflight read them), handed on to the worker so that it
+    reads none of them again; the target is read here when it is not among them."""
     require_tensorrt_llm()
-    read_config(target, "target")
+    folders = ModelFolders(models)
+    folders.get(target, "target")
     if max_batch_size is not None and (not isinstance(max_batch_size, int) or max_batch_size < 1):
         raise ConfigurationError(f"max_batch_size must be an integer >= 1, got {max_batch_size!r}")
     return EngineSpec(RUNNER_FACTORY, {
         "target": str(Path(target).resolve()), "max_batch_size": max_batch_size,
         "tensor_parallel_size": tensor_parallel_size, "max_ngram": max_ngram, "stats_timeout_s": stats_timeout_s,
+        "models": tuple(folders),
     })
 
 
@@ -67,4 +73,5 @@ class TrtLlmEngine(IsolatedEngine):
         stats_timeout_s: float = STATS_TIMEOUT_S,
     ) -> None:
         spec = runner_spec(target, max_batch_size, tensor_parallel_size, max_ngram, stats_timeout_s)
-        super().__init__(spec, lambda config: check_config(config, spec.kwargs["target"]), timeout_s)
+        folders = ModelFolders(spec.kwargs["models"])
+        super().__init__(spec, lambda config: check_config(config, spec.kwargs["target"], folders), timeout_s)

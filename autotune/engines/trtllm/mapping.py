@@ -40,19 +40,16 @@ What differs between versions in the YAML is in :mod:`autotune.engines.trtllm.ve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
-from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, DRAFT_TARGET, EAGLE3, trtllm_rules
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
 from autotune.errors import ConfigurationError, UnsupportedConfigError
+from autotune.models.kind import DRAFT_TARGET, EAGLE3, EAGLE_LEGACY
 
 DEFAULT_MAX_NUM_TOKENS = 8192  # BaseLlmArgs.max_num_tokens default; also the prefill budget per step
 DEFAULT_MAX_NGRAM = 3  # the embedded engine's n-gram window, so both engines propose alike
-
-# What a draft folder is, from its config.json (see draft_kind); DRAFT_TARGET and EAGLE3 come from versions.
-EAGLE_LEGACY = "eagle"  # EAGLE-1/2 heads: not run by the PyTorch backend
 
 # Speculative kind -> TensorRT-LLM classes (first one the installed version has) and YAML decoding_type.
 SPECULATIVE_CLASSES = {
@@ -82,17 +79,6 @@ class ConfigObject:
 
     class_names: tuple[str, ...]
     fields: dict[str, Any]
-
-
-def draft_kind(draft_config: Mapping[str, Any]) -> str:
-    """``eagle3`` for an EAGLE-3 head, ``eagle`` for an older EAGLE head, else ``draft_target``
-    (a whole model), judged from config.json's ``architectures`` (e.g. ``LlamaForCausalLMEagle3``)."""
-    names = " ".join(str(a) for a in draft_config.get("architectures") or []).lower()
-    if "eagle3" in names or "eagle_3" in names:
-        return EAGLE3
-    if "eagle" in names:
-        return EAGLE_LEGACY
-    return DRAFT_TARGET
 
 
 def speculative_kind(config: EngineConfig, kind_of_draft: str | None = None) -> str | None:
@@ -130,7 +116,7 @@ def llm_arguments(
     advanced_sampling: bool = False,
 ) -> dict[str, Any]:
     """Keyword arguments of ``tensorrt_llm.LLM`` for measuring ``config`` at batch sizes up to
-    ``max_batch_size``. ``kind_of_draft``: :func:`draft_kind` of the draft's config.json.
+    ``max_batch_size``. ``kind_of_draft``: :func:`autotune.models.kind.draft_kind` of the draft's config.json.
     ``advanced_sampling``: write ``allow_advanced_sampling=True`` for the one-model kinds
     (:data:`ONE_MODEL_KINDS`), so that they sample at temperature > 0 (module doc).
 

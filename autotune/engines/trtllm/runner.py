@@ -33,7 +33,7 @@ import asyncio
 import gc
 import importlib
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
@@ -43,8 +43,6 @@ from autotune.engines.trtllm.checks import check_config
 from autotune.engines.trtllm.mapping import (
     ADVANCED_SAMPLING_FIELD,
     DEFAULT_MAX_NGRAM,
-    DRAFT_TARGET,
-    EAGLE3,
     ONE_MODEL_KINDS,
     SPECULATIVE_CLASSES,
     TWO_MODEL_KINDS,
@@ -61,9 +59,10 @@ from autotune.engines.trtllm.stats import (
 )
 from autotune.engines.trtllm.timing import forced_acceptance, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
-from autotune.preflight.architecture import mtp_layers
-from autotune.preflight.memory import footprint
-from autotune.preflight.models import read_model
+from autotune.models import fit
+from autotune.models.folder import HfModel, ModelFolders
+from autotune.models.footprint import folder_footprint
+from autotune.models.kind import DRAFT_TARGET, EAGLE3
 from autotune.workload import Workload
 
 WARMUP_TOKENS = 4
@@ -76,6 +75,7 @@ class TrtLlmRunner:
 
     ``max_batch_size``: the LLM is built for this many concurrent sequences (None: the first
     measured batch size) and reused for every batch size up to it; a larger batch rebuilds it.
+    ``models``: the model folders the parent has read (:func:`~autotune.engines.trtllm.engine.runner_spec`).
     """
 
     name = "trtllm"
@@ -87,8 +87,10 @@ class TrtLlmRunner:
         tensor_parallel_size: int = 1,
         max_ngram: int = DEFAULT_MAX_NGRAM,
         stats_timeout_s: float = STATS_TIMEOUT_S,
+        models: Sequence[HfModel] = (),
     ) -> None:
         self.target = str(target)
+        self._folders = ModelFolders(models)  # read by the parent: this process reads none of them again
         self.max_batch_size = max_batch_size
         self.tensor_parallel_size = tensor_parallel_size
         self.max_ngram = max_ngram
@@ -105,12 +107,12 @@ class TrtLlmRunner:
 
     def load(self, config: EngineConfig) -> None:
         """Check ``config`` against the model folders; build the LLM now when its size is known."""
-        kind = check_config(config, self.target)
+        kind = check_config(config, self.target, self._folders)
         if config != self.config:
             self.close()
         self.config = config
         self._kind_of_draft = kind if config.method == "draft" else None
-        self._memory = model_memory(config, self.target, self._kind_of_draft)
+        self._memory = model_memory(config, self.target, self._kind_of_draft, self._folders)
         if self.max_batch_size is not None and self._llm is None:
             self._build(self.max_batch_size)
 
@@ -313,25 +315,18 @@ class TrtLlmRunner:
             sink.append(stat)
 
 
-def model_memory(config: EngineConfig, target: str, kind_of_draft: str | None) -> ModelMemory | None:
+def model_memory(config: EngineConfig, target: str, kind_of_draft: str | None, folders: ModelFolders) -> ModelMemory | None:
     """Weights and KV bytes per token of ``config``'s model folders (None when config.json and the
     safetensors headers do not tell): the target (plus one layer's KV per MTP module for method mtp)
     and, for a draft model or EAGLE-3 head, the draft's weights and KV cache. The KV pool is taken
     to hold the same number of tokens for the draft as for the target (not verified on a GPU)."""
-    target_model = read_model(target, "target")
-    own = footprint(target_model)
-    if own.weight_bytes is None or own.kv_bytes_per_token is None:
-        return None
-    weights, per_token = own.weight_bytes, own.kv_bytes_per_token
-    if config.method == "mtp":
-        per_token += mtp_layers(target_model.config) * (own.kv_bytes_per_layer or 0)
+    own = folder_footprint(folders.get(target, "target"))
+    draft = None
     if config.method == "draft" and kind_of_draft in (DRAFT_TARGET, EAGLE3):
-        draft = footprint(read_model(config.draft_model, "draft"))
-        if draft.weight_bytes is None or draft.kv_bytes_per_token is None:
-            return None
-        weights += draft.weight_bytes
-        per_token += draft.kv_bytes_per_token
-    return ModelMemory(weights, per_token)
+        draft = folder_footprint(folders.get(config.draft_model, "draft"))
+    if not all(model.weights_known and model.kv_known for model in (own, draft) if model is not None):
+        return None
+    return ModelMemory(fit.weight_bytes(config.method, own, draft), fit.bytes_per_position(config.method, own, draft))
 
 
 def _first_class(module: Any, class_names: tuple[str, ...]) -> type:

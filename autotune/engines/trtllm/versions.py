@@ -41,10 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autotune.errors import ConfigurationError
-
-# Speculative kinds (see autotune.engines.trtllm.mapping): the method, or for method draft what the draft is.
-DRAFT_TARGET = "draft_target"
-EAGLE3 = "eagle3"
+from autotune.models.kind import DRAFT_TARGET, EAGLE3
 
 
 @dataclass(frozen=True)

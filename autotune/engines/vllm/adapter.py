@@ -6,8 +6,11 @@ from typing import Any
 
 from autotune.engines.adapter import EngineAdapter
 from autotune.engines.base import Engine
+from autotune.engines.vllm.checks import VLLM_SUPPORT
 from autotune.engines.vllm import require_vllm
 from autotune.engines.worker import EngineSpec
+from autotune.models.folder import HfModel
+from autotune.models.support import FolderSupport
 
 
 class VllmAdapter(EngineAdapter):
@@ -32,6 +35,10 @@ class VllmAdapter(EngineAdapter):
 
         return runner_spec(**kwargs)
 
-    def study_spec(self, target: str, *, max_batch_size: int, device: str) -> EngineSpec:
+    def folder_support(self) -> FolderSupport:
+        return VLLM_SUPPORT
+
+    def study_spec(self, target: str, *, max_batch_size: int, device: str,
+                   models: tuple[HfModel, ...] = ()) -> EngineSpec:
         # vLLM's engine is built once for the study's largest batch size, so every batch size reuses it.
-        return self.spec(target=target, max_batch_size=max_batch_size)
+        return self.spec(target=target, max_batch_size=max_batch_size, models=models)

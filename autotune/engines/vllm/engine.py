@@ -7,6 +7,7 @@ checks, at construction, that it is installed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from autotune.engines.isolated import IsolatedEngine
@@ -15,7 +16,7 @@ from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
-from autotune.preflight.models import read_config
+from autotune.models.folder import HfModel, ModelFolders
 
 RUNNER_FACTORY = "autotune.engines.vllm.runner:VllmRunner"
 # A build loads the weights and starts vLLM's engine-core process: ~15-25 s for the built-in models
@@ -29,16 +30,20 @@ def runner_spec(
     max_ngram: int = DEFAULT_MAX_NGRAM,
     enforce_eager: bool | None = None,
     dtype: str | None = None,
+    models: Sequence[HfModel] = (),
 ) -> EngineSpec:
     """How a worker process builds the runner (also what the tuner hands its EngineWorker).
-    Raises at once when vLLM is missing or ``target`` is not a model folder."""
+    Raises at once when vLLM is missing or ``target`` is not a model folder. ``models``: the model
+    folders already read (the tuner's preflight read them), handed on to the worker so that it reads
+    none of them again; the target is read here when it is not among them."""
     require_vllm()
-    read_config(target, "target")
+    folders = ModelFolders(models)
+    folders.get(target, "target")
     if max_batch_size is not None and (not isinstance(max_batch_size, int) or max_batch_size < 1):
         raise ConfigurationError(f"max_batch_size must be an integer >= 1, got {max_batch_size!r}")
     return EngineSpec(RUNNER_FACTORY, {
         "target": str(Path(target).resolve()), "max_batch_size": max_batch_size, "max_ngram": max_ngram,
-        "enforce_eager": enforce_eager, "dtype": dtype,
+        "enforce_eager": enforce_eager, "dtype": dtype, "models": tuple(folders),
     })
 
 
@@ -64,4 +69,5 @@ class VllmEngine(IsolatedEngine):
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
     ) -> None:
         spec = runner_spec(target, max_batch_size, max_ngram, enforce_eager, dtype)
-        super().__init__(spec, lambda config: check_config(config, spec.kwargs["target"]), timeout_s)
+        folders = ModelFolders(spec.kwargs["models"])
+        super().__init__(spec, lambda config: check_config(config, spec.kwargs["target"], folders), timeout_s)

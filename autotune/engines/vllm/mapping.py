@@ -20,13 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM, DRAFT_TARGET, EAGLE3
+from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.errors import ConfigurationError, UnsupportedConfigError
+from autotune.models.kind import DRAFT_TARGET, EAGLE3
 
 __all__ = ["DEFAULT_MAX_NGRAM", "SPECULATIVE_METHODS", "engine_arguments", "speculative_config", "speculative_fields"]
 
 # Speculative kind (the method, or for method draft what the draft folder is:
-# autotune.engines.trtllm.mapping.draft_kind) -> vLLM's method.
+# autotune.models.kind.draft_kind) -> vLLM's method.
 SPECULATIVE_METHODS = {"mtp": "mtp", "ngram": "ngram", DRAFT_TARGET: "draft_model", EAGLE3: "eagle3"}
 
 

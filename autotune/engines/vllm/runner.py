@@ -25,6 +25,7 @@ import gc
 import os
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM, engine_arguments
 from autotune.engines.vllm.stats import SpecDecodingRecorder, StepTimes, StreamedRequest, run_counters
 from autotune.errors import EngineError, UnsupportedConfigError
-from autotune.preflight.models import config_dtype, read_config
+from autotune.models.folder import HfModel, ModelFolders, config_dtype
 from autotune.workload import Workload
 
 WARMUP_TOKENS = 4
@@ -68,6 +69,7 @@ class VllmRunner:
     served). ``dtype``: vLLM's compute dtype; None means the checkpoint's own (config.json's
     ``torch_dtype`` / ``dtype``; vLLM's ``"auto"`` would compute a float32 checkpoint in bfloat16 on a
     CPU, which is not the model that was trained), ``"auto"`` where config.json names none.
+    ``models``: the model folders the parent has read (:func:`~autotune.engines.vllm.engine.runner_spec`).
     """
 
     name = "vllm"
@@ -79,9 +81,11 @@ class VllmRunner:
         max_ngram: int = DEFAULT_MAX_NGRAM,
         enforce_eager: bool | None = None,
         dtype: str | None = None,
+        models: Sequence[HfModel] = (),
     ) -> None:
         self.target = str(target)
-        self.dtype = dtype or _checkpoint_dtype(self.target)
+        self._folders = ModelFolders(models)  # read by the parent: this process reads none of them again
+        self.dtype = dtype or config_dtype(self._folders.get(self.target, "target").config) or "auto"
         self.max_batch_size = max_batch_size
         self.max_ngram = max_ngram
         self.enforce_eager = enforce_eager
@@ -95,7 +99,7 @@ class VllmRunner:
 
     def load(self, config: EngineConfig) -> None:
         """Check ``config`` against the model folders; build its engine now when its size is known."""
-        self._kinds[config] = check_config(config, self.target)
+        self._kinds[config] = check_config(config, self.target, self._folders)
         self.config = config
         if self.max_batch_size is not None and config not in self._engines:
             self._build(config, self.max_batch_size)
@@ -247,11 +251,6 @@ class VllmRunner:
             return None
         kv_gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or DEFAULT_CPU_KV_CACHE_GIB)
         return loaded.weight_bytes + int(kv_gib * (1 << 30))
-
-
-def _checkpoint_dtype(folder: str) -> str:
-    """config.json's compute dtype (``torch_dtype``, or ``dtype`` in newer transformers), else ``"auto"``."""
-    return config_dtype(read_config(folder, "target")) or "auto"
 
 
 def _weight_bytes(*folders: str | None) -> int:

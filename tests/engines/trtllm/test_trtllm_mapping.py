@@ -11,11 +11,7 @@ import yaml
 
 from autotune.engines.base import EngineConfig
 from autotune.engines.trtllm.mapping import (
-    DRAFT_TARGET,
-    EAGLE3,
-    EAGLE_LEGACY,
     ConfigObject,
-    draft_kind,
     llm_arguments,
     max_num_tokens,
     speculative_kind,
@@ -23,6 +19,7 @@ from autotune.engines.trtllm.mapping import (
 )
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, TRTLLM_RULES, TRTLLM_VERSIONS
 from autotune.errors import ConfigurationError, UnsupportedConfigError
+from autotune.models.kind import DRAFT_TARGET, EAGLE3, EAGLE_LEGACY
 
 DRAFT = "/models/llama-1b"
 
@@ -123,20 +120,6 @@ def test_advanced_sampling_only_for_one_model_kinds() -> None:
     assert "allow_advanced_sampling" not in spec(EngineConfig("draft", 2, DRAFT), DRAFT_TARGET)  # the sampler samples
     assert "allow_advanced_sampling" not in spec(EngineConfig("ngram", 2))
     assert "allow_advanced_sampling" not in llm_arguments(EngineConfig("mtp", 2), "/t", 4)["speculative_config"].fields
-
-
-@pytest.mark.parametrize(
-    ("architectures", "kind"),
-    [
-        (["LlamaForCausalLMEagle3"], EAGLE3),
-        (["Eagle3LlamaForCausalLM"], EAGLE3),
-        (["EagleLlamaForCausalLM"], EAGLE_LEGACY),
-        (["LlamaForCausalLM"], DRAFT_TARGET),
-        ([], DRAFT_TARGET),
-    ],
-)
-def test_draft_kind_from_architectures(architectures, kind) -> None:
-    assert draft_kind({"architectures": architectures}) == kind
 
 
 def test_refused_configurations() -> None:

@@ -118,15 +118,15 @@ def test_drafting_time_only_where_the_engine_measures_it(make_runner, target_dir
 
 
 def test_memory_is_weights_and_kv_pool_with_the_device_figure_apart(runner, target_dir) -> None:
-    from autotune.preflight.memory import footprint
-    from autotune.preflight.models import read_model
+    from autotune.models.folder import read_model
+    from autotune.models.footprint import folder_footprint
 
     runner.load(EngineConfig("none"))
     run = runner.measure(WORKLOAD, 2)
     llm = runner._llm
     import tensorrt_llm.llmapi as llmapi
 
-    own = footprint(read_model(target_dir, "target"))
+    own = folder_footprint(read_model(target_dir, "target"))
     pool_tokens = llm.max_num_blocks * llmapi.TOKENS_PER_BLOCK
     assert run.memory_kind == "trtllm_weights_and_kv_cache"
     assert run.peak_memory_bytes == own.weight_bytes + pool_tokens * own.kv_bytes_per_token

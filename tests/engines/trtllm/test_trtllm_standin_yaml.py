@@ -16,8 +16,9 @@ import yaml
 import profile_factory as factory
 from autotune import serving
 from autotune.engines.base import EngineConfig
-from autotune.engines.trtllm.mapping import DRAFT_TARGET, EAGLE3, yaml_config
+from autotune.engines.trtllm.mapping import yaml_config
 from autotune.engines.trtllm.versions import TRTLLM_RULES, TRTLLM_VERSIONS
+from autotune.models.kind import DRAFT_TARGET, EAGLE3
 
 RELEASES = {"1.0": "1.0.0", "1.2": "1.2.0", "main": "1.3.0rc12"}
 EAGLE3_CONFIG = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 64}

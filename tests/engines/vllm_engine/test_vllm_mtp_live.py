@@ -18,7 +18,7 @@ import pytest
 
 from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.engine import EmbeddedEngine
-from autotune.models.hf_export import export_builtin
+from autotune.engines.embedded.hf_export import export_builtin
 from autotune.workload import load_workload
 from vllm_support import vllm_bin, vllm_env
 

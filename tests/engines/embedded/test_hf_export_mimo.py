@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 from autotune.cli import cli
 from autotune.engines.embedded.builtin import BUILTIN_DRAFT_NAME, BUILTIN_TARGET_NAME, load_builtin_target
-from autotune.models.hf_export import MTP_WEIGHTS_FILE, WEIGHTS_FILE, export_builtin, export_hf
+from autotune.engines.embedded.hf_export import MTP_WEIGHTS_FILE, WEIGHTS_FILE, export_builtin, export_hf
 from autotune.workload import load_workload
 
 # The llama variant's checks, reused on the Qwen2 model (aliased so that pytest does not collect them twice).

@@ -4,7 +4,7 @@ target also as ``MiMoForCausalLM``, see below).
 A folder holds ``config.json``, ``generation_config.json``, ``model.safetensors`` (fp32, Llama
 names), ``tokenizer.json`` and ``tokenizer_config.json``. ``transformers`` loads it with
 ``AutoModelForCausalLM`` / ``AutoTokenizer`` and reproduces the embedded engine's logits and greedy
-output (tests/models/test_hf_export.py), so engines that load Hugging Face folders (vLLM,
+output (tests/engines/embedded/test_hf_export.py), so engines that load Hugging Face folders (vLLM,
 TensorRT-LLM) can be checked against ours.
 
 Conversion of our layout to Llama's:

@@ -19,8 +19,8 @@ from autotune.engines.embedded.builtin import (
     load_builtin_target,
 )
 from autotune.engines.embedded.decoding import GenerationRequest, decode
+from autotune.engines.embedded.hf_export import MTP_WEIGHTS_FILE, export_builtin, rope_permutation
 from autotune.engines.embedded.tokenizer import ByteTokenizer
-from autotune.models.hf_export import MTP_WEIGHTS_FILE, export_builtin, rope_permutation
 from autotune.workload import load_workload
 
 transformers = pytest.importorskip("transformers")
