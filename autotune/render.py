@@ -12,7 +12,6 @@ from rich.measure import Measurement
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from autotune.api import ProbeResult
     from autotune.store import SchemaStatus
 
 GIB = 1024**3
@@ -48,7 +47,7 @@ def format_value(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
-def print_probe(result: ProbeResult) -> None:
+def print_probe(result) -> None:  # noqa: ANN001 - autotune.api.ProbeResult (render sits below api)
     """The probe's facts and a metric table: measured, theoretical peak, ratio."""
     profile = result.profile
     console = stdout()

@@ -14,6 +14,7 @@ from autotune.engines.vllm import VllmNotInstalledError, require_vllm
 from autotune.engines.vllm.engine import RUNNER_FACTORY, VllmEngine, runner_spec
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError, EngineError, UnsupportedConfigError
+from autotune.models.folder import read_model
 from autotune.workload import Request, Workload
 
 WORKLOAD = Workload("w", [Request("def f():", 4)])
@@ -64,7 +65,7 @@ def test_engine_spec_names_the_runner_and_its_arguments(llama_target) -> None:
     assert engine_spec("vllm", target=llama_target, max_batch_size=4) == EngineSpec(
         "autotune.engines.vllm.runner:VllmRunner",
         {"target": str(llama_target.resolve()), "max_batch_size": 4, "max_ngram": 3, "enforce_eager": None,
-         "dtype": None},
+         "dtype": None, "models": (read_model(llama_target, "target"),)},  # read here, handed to the worker
     )
     assert RUNNER_FACTORY == "autotune.engines.vllm.runner:VllmRunner"
 
@@ -76,7 +77,7 @@ def test_engine_spec_passes_every_option_and_resolves_the_target(llama_target, m
                        dtype="float32")
     assert spec == EngineSpec(RUNNER_FACTORY, {
         "target": str(llama_target.resolve()), "max_batch_size": None, "max_ngram": 5, "enforce_eager": False,
-        "dtype": "float32",
+        "dtype": "float32", "models": (read_model(llama_target.name, "target"),),
     })
 
 
