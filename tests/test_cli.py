@@ -202,7 +202,7 @@ def test_measure_with_trtllm_measures_in_a_worker_and_verifies(fake_trtllm, tmp_
                                                                  num_nextn_predict_layers=1))
     workload = __import__("pathlib").Path(__file__).parent / "data" / "tiny.jsonl"
     result = run("measure", "--engine", "trtllm", "--target", str(target), "--method", "mtp", "--depth", "2",
-                 "--batch-size", "2", "--workload", str(workload), "--verify", "--json")
+                 "--batch-size", "2", "--workload", str(workload), "--verify", "--max-repetitions", "3", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["measurement"]["engine"] == "trtllm" and data["measurement"]["drafted_tokens"] > 0

@@ -193,8 +193,9 @@ def test_ctrl_c_fails_the_running_trial_and_the_next_run_retries_it(options) -> 
         if update.finished is None and update.trials_done == 2:
             raise KeyboardInterrupt
 
+    options = replace(options, n_trials=4, confirm=False)  # the retry is screening's: no finalists to confirm
     with pytest.raises(KeyboardInterrupt):
-        tune(replace(options, n_trials=4), progress=interrupt_third)
+        tune(options, progress=interrupt_third)
 
     trials = optuna_trials(options)
     interrupted = next(trial for trial in trials if trial.state != TrialState.WAITING
@@ -205,7 +206,7 @@ def test_ctrl_c_fails_the_running_trial_and_the_next_run_retries_it(options) -> 
     assert len(screening(study_trials(options.db_url, "tiny"))) == 2
     assert list_studies(options.db_url)[0].status == "interrupted"
 
-    result = tune(replace(options, n_trials=4))
+    result = tune(options)
     assert (result.status, result.analysis.counts.total) == ("complete", 4)
     retried = next(row for row in result.rows if row.trial_number == retry.number)
     assert retried.label == interrupted.user_attrs["config"]
