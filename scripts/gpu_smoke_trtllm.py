@@ -134,7 +134,6 @@ def usable_configs(args: argparse.Namespace, results: dict[str, Any]) -> list[tu
     draft the preflight keeps; None when it refuses the target."""
     from autotune.engines.trtllm.checks import TRTLLM_SUPPORT
     from autotune.hardware import probe_hardware  # torch + NVML, only when run
-    from autotune.models.folder import ModelFolders
     from autotune.models.kind import mtp_layers
     from autotune.preflight import preflight, usable_drafts
 
@@ -150,7 +149,7 @@ def usable_configs(args: argparse.Namespace, results: dict[str, Any]) -> list[tu
     drafts, rejected = usable_drafts(report)
     for draft, reason in rejected.items():
         print(f"leaving out draft {draft}: {reason}")
-    folders = ModelFolders(report.models.values())  # the folders the preflight read
+    folders = report.models  # the folders the preflight read
     configs = [EngineConfig("none"), EngineConfig("ngram", args.depth)]
     if mtp_layers(folders.get(args.target, "target").config):
         configs.append(EngineConfig("mtp", args.depth))
