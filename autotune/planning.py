@@ -11,9 +11,10 @@ nothing is written to the database.
 
 Per batch size the plan picks the configuration with the most predicted tokens/s, preferring the
 simpler one (none, n-gram, MTP, draft model; then the smaller depth) when it is within
-:data:`SIMPLER_WITHIN` of it — closer than the roofline can tell apart — and checks memory:
-weights plus the KV cache of ``batch x (longest prompt + max_tokens + depth)`` tokens must fit in
-90 % of the device's memory (:mod:`autotune.models.fit`: the margin the preflight and the tuner use).
+:data:`SIMPLER_WITHIN` of it — closer than the roofline can tell apart — and checks memory
+with the estimate and margin the preflight and the tuner use (:mod:`autotune.models.fit`): weights,
+the caches of ``batch x (longest prompt + max_tokens + 1 + depth)`` positions and the last prompt
+position's logits must fit in 90 % of the device's memory.
 
 The workload's requests are replayed in copies so that each batch size sees at least
 :data:`REQUESTS_PER_ROW` requests per row: a plan for batch 256 is about a server kept busy at 256
@@ -32,7 +33,9 @@ from typing import Any
 from autotune.analysis.decision import SIMPLICITY
 from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import AcceleratorSpec, accelerator_for_gpu, accelerator_names, find_accelerator
+from autotune.models import fit
 from autotune.models.fit import MEMORY_MARGIN, usable_bytes
+from autotune.models.footprint import ModelFootprint
 from autotune.perfmodel.acceptance import AcceptanceCurve
 from autotune.perfmodel.model import PRIOR_SIGMA, PerformanceModel, Prediction
 from autotune.perfmodel.roofline import ROOFLINE_SPREAD, ModelShape, roofline_cost
@@ -229,8 +232,12 @@ def plan_deployment(
     deepest = max(depth_of.values(), default=0)
     notes: list[str] = []
 
+    target_footprint = target_shape.footprint(stored.target.name)
+    draft_footprints = {label: shape.footprint(label) for label, shape in draft_shapes.items()}
+
     def memory(method: str, draft: str | None, depth: int, rows: int) -> int:
-        return _memory_bytes(target_shape, draft_shapes.get(draft) if draft else None, method, depth, rows, row_tokens)
+        return _memory_bytes(target_footprint, draft_footprints.get(draft) if draft else None, method, depth, rows,
+                             row_tokens)
 
     limit = usable_bytes(spec.memory_bytes)
     if sizes is None:
@@ -354,16 +361,12 @@ def _shape(model: ModelInfo, spec: AcceleratorSpec) -> ModelShape:
     return shape.with_dtype(spec.dtype_bytes) if spec.dtype == "fp32" else shape
 
 
-def _memory_bytes(target: ModelShape, draft: ModelShape | None, method: str, depth: int, rows: int,
+def _memory_bytes(target: ModelFootprint, draft: ModelFootprint | None, method: str, depth: int, rows: int,
                   row_tokens: int) -> int:
-    """Weights plus KV cache for ``rows`` sequences of ``row_tokens + depth`` tokens (module doc)."""
-    tokens = rows * (row_tokens + depth)
-    need = target.weight_bytes(with_mtp=method == "mtp") + tokens * target.kv_bytes_per_token
-    if method == "mtp":
-        need += tokens * max(1, min(depth, target.n_mtp or 1)) * target.mtp_kv_bytes_per_token
-    if method == "draft" and draft is not None:
-        need += draft.weight_bytes() + tokens * draft.kv_bytes_per_token
-    return int(need)
+    """The tuner's estimate (:mod:`autotune.models.fit`) for ``rows`` sequences of ``row_tokens``
+    tokens: the engines a plan is for keep the logits of the last prompt position only."""
+    per_sequence = fit.bytes_per_sequence(method, depth, row_tokens + 1, 1, target, draft)
+    return fit.weight_bytes(method, target, draft) + rows * per_sequence
 
 
 # -- the database -------------------------------------------------------------------------------------

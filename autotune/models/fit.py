@@ -15,8 +15,9 @@ A configuration fits when ``need <= usable_bytes(device)`` = ``(1 - MEMORY_MARGI
 ``gpu_memory_utilization=0.9`` and TensorRT-LLM's ``KvCacheConfig.free_gpu_memory_fraction=0.9``. It
 covers what lives outside the weights and the caches: the CUDA context, activations, CUDA graphs
 (~100-200 MB each), the sampler's buffers, the allocator's slack and, on a CPU, everything else
-living in RAM. The preflight and the tuner's search space use this estimate, the what-if planner
-the margin, so they agree on what fits.
+living in RAM. The preflight, the tuner's search space and the what-if planner (``autotune plan``,
+through :meth:`autotune.perfmodel.roofline.ModelShape.footprint`) use this estimate and this
+margin, so they agree on what fits.
 """
 
 from __future__ import annotations

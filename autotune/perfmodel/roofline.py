@@ -33,6 +33,7 @@ Pure Python: the planner (:mod:`autotune.planning`) builds the shapes from store
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -40,6 +41,7 @@ from typing import Any
 from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import AcceleratorSpec
 from autotune.models.folder import config_param
+from autotune.models.footprint import UNBOUNDED_CONTEXT, ModelFootprint
 from autotune.models.kind import mtp_layers
 from autotune.perfmodel.cost import BASELINE, CostPoint, CostProfile
 
@@ -206,6 +208,17 @@ class ModelShape:
         """Bytes of the weights in memory (the MTP modules only when they are used)."""
         params = self.total_params - (0 if with_mtp else self.n_mtp * self.mtp_module_params)
         return params * self.bytes_per_param
+
+    def footprint(self, name: str) -> ModelFootprint:
+        """The shape's memory as the tuner and the preflight size a model (one estimate for all three,
+        :mod:`autotune.models.fit`): the whole checkpoint's weights, MTP modules included, and every
+        MTP module's cache; bytes rounded up to whole bytes."""
+        return ModelFootprint(
+            path=name, dtype_bytes=math.ceil(self.kv_bytes), n_params=self.total_params,
+            weight_bytes=math.ceil(self.weight_bytes()), kv_bytes_per_token=math.ceil(self.kv_bytes_per_token),
+            mtp_bytes_per_token=math.ceil(self.n_mtp * self.mtp_kv_bytes_per_token), n_mtp=self.n_mtp,
+            vocab_size=self.vocab, max_seq_len=UNBOUNDED_CONTEXT, config={},
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "total_params": self.total_params, "kv_bytes_per_token": self.kv_bytes_per_token}
