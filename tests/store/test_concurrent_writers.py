@@ -22,12 +22,12 @@ SCRIPT = Path(__file__).with_name("stress_process.py")
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "profiles" / "cpu-amd-epyc-2-cores-24-gib__autotune-byte-target__draft-d5-bs8.json"
 ROLES = ("open", "upgrade", "import", "tune") * 2  # 8 processes
-ROUNDS = 20
+ROUNDS = 10
 
-pytestmark = pytest.mark.slow  # ~1 min a backend: 8 processes x 20 rounds
+pytestmark = pytest.mark.slow  # ~15 s a backend: 8 processes x 10 rounds
 
 
-def test_eight_processes_on_a_fresh_database_twenty_rounds(new_database_url, tmp_path: Path) -> None:  # noqa: ANN001
+def test_eight_processes_on_a_fresh_database_ten_rounds(new_database_url, tmp_path: Path) -> None:  # noqa: ANN001
     # stderr (warnings, a traceback) goes to a file: stdout carries the protocol alone.
     logs = [tmp_path / f"stress-{index}-{role}.log" for index, role in enumerate(ROLES)]
     workers = [subprocess.Popen([sys.executable, str(SCRIPT), role, str(index), str(PROFILE)], stdin=subprocess.PIPE,

@@ -68,10 +68,11 @@ def test_tune_completes_and_stores_a_profile(vllm_python: Path, hf_models: dict[
     db = f"sqlite:///{tmp_path / 'vllm.db'}"
     run_vllm_cli(
         vllm_python, "tune", "--db", db, "--engine", "vllm", "--target", str(hf_models["target"]),
-        "--draft", str(hf_models["draft"]), "--method", "none", "--method", "draft", "--max-depth", "2",
-        # No confirmation: it rebuilds vLLM for each batch size (most of the 5 minutes this test took); the protocol's
-        # repeated, paired rounds on vLLM are checked by the measure test above.
-        "--batch-sizes", "1,2", "--trials", "4", "--seed", "1", "--no-confirm",
+        "--draft", str(hf_models["draft"]), "--method", "none", "--method", "draft", "--max-depth", "1",
+        # The grid of none and draft@1 at batch sizes 1 and 2: two vLLM builds, one per configuration. No
+        # confirmation: it rebuilds vLLM for each batch size; the protocol's repeated, paired rounds on vLLM
+        # are checked by the measure test above.
+        "--batch-sizes", "1,2", "--sampler", "grid", "--seed", "1", "--no-confirm",
     )
     profiles = json.loads(run_vllm_cli(vllm_python, "profiles", "list", "--db", db, "--json").stdout)
     assert len(profiles) == 1 and profiles[0]["model"] == "autotune-byte-target"
