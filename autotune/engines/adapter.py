@@ -54,3 +54,20 @@ class EngineAdapter(ABC):
         """The worker spec a tuning study runs: ``target`` on ``device`` (cpu or cuda), serving every
         batch size up to ``max_batch_size``; ``models``: the folders the preflight already read, so
         that the worker reads none again."""
+
+
+class FolderEngineAdapter(EngineAdapter):
+    """An engine that runs Hugging Face model folders in worker processes of its own (TensorRT-LLM,
+    vLLM): ``support`` holds its architecture rules for the preflight."""
+
+    runs_model_folders = True
+    support: ClassVar[FolderSupport]
+
+    def folder_support(self) -> FolderSupport:
+        return self.support
+
+    def study_spec(self, target: str, *, max_batch_size: int, device: str,
+                   models: tuple[HfModel, ...] = ()) -> EngineSpec:
+        # The engine is built once for the study's largest batch size, so every batch size reuses it;
+        # it runs on the device it finds.
+        return self.spec(target=target, max_batch_size=max_batch_size, models=models)

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from autotune.engines.adapter import EngineAdapter
+from autotune.engines.adapter import FolderEngineAdapter
 from autotune.engines.base import Engine
 from autotune.engines.trtllm.checks import TRTLLM_SUPPORT
 from autotune.engines.trtllm import require_tensorrt_llm
 from autotune.engines.worker import EngineSpec
-from autotune.models.folder import HfModel
-from autotune.models.support import FolderSupport
 
 
-class TrtLlmAdapter(EngineAdapter):
+class TrtLlmAdapter(FolderEngineAdapter):
     """:class:`~autotune.engines.trtllm.engine.TrtLlmEngine` (target, max_batch_size,
     tensor_parallel_size, max_ngram, timeout_s, stats_timeout_s)."""
 
     name = "trtllm"
-    runs_model_folders = True
+    support = TRTLLM_SUPPORT
     times_steps = True
     # Its forced-acceptance timings have run against the stand-in only (docs/trtllm.md), so the
     # model sampler is asked for explicitly here.
@@ -37,11 +35,3 @@ class TrtLlmAdapter(EngineAdapter):
         from autotune.engines.trtllm.engine import runner_spec
 
         return runner_spec(**kwargs)
-
-    def folder_support(self) -> FolderSupport:
-        return TRTLLM_SUPPORT
-
-    def study_spec(self, target: str, *, max_batch_size: int, device: str,
-                   models: tuple[HfModel, ...] = ()) -> EngineSpec:
-        # The LLM is built once for the study's largest batch size, so every batch size reuses it.
-        return self.spec(target=target, max_batch_size=max_batch_size, models=models)
