@@ -16,17 +16,17 @@ from typing import Any
 
 import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.errors import ConfigurationError
 from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan
 from autotune.store import Database, repository, results
 from autotune.store.database import (
-    connection_lost,
     database_error,
     engine_options,
     keep_reconnecting,
+    lost_connection_behind,
     parse_database_url,
 )
 from autotune.store.locks import named_lock
@@ -56,15 +56,12 @@ def optuna_storage(database: Database, options: TuneOptions) -> RDBStorage:
 def storage_errors(database: Database) -> Iterator[None]:
     """Turn a lost database connection met anywhere in the block (our queries, Optuna's storage,
     a lock) into the one-line DatabaseError of :func:`database_error`. Optuna wraps it in a
-    StorageInternalError that blames invalid data; other errors pass unchanged."""
+    StorageInternalError that blames invalid data, or in a PendingRollbackError where it queried
+    the dead connection again (:func:`lost_connection_behind`); other errors pass unchanged."""
     try:
         yield
-    except optuna.exceptions.StorageInternalError as exc:
-        if not connection_lost(exc.__cause__):
-            raise
-        raise database_error(database.display_url, exc.__cause__) from exc
-    except DBAPIError as exc:
-        if not connection_lost(exc):
+    except (optuna.exceptions.StorageInternalError, SQLAlchemyError) as exc:
+        if lost_connection_behind(exc) is None:
             raise
         raise database_error(database.display_url, exc) from exc
 

@@ -272,11 +272,26 @@ def connection_lost(exc: BaseException) -> bool:
     return isinstance(exc, DBAPIError) and exc.connection_invalidated
 
 
+def lost_connection_behind(exc: BaseException) -> DBAPIError | None:
+    """The lost-connection error (:func:`connection_lost`) ``exc`` is or follows from, through its
+    causes and the errors it was raised while handling; None when there is none. A caller that
+    retries on the same session after the connection died (Optuna's ``_get_trials`` falls back to
+    a second query) raises a PendingRollbackError, whose context holds the real cause."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if connection_lost(exc):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def database_error(url: str, exc: SQLAlchemyError) -> DatabaseError:
     """The one-line DatabaseError for ``exc`` on the database at ``url`` (shown without password);
-    a lost connection says that what was stored is kept and how to go on."""
-    if connection_lost(exc):
-        return DatabaseError(f"lost the connection to database {url} ({_first_line(exc)}); everything stored "
+    a lost connection (:func:`lost_connection_behind`) says that what was stored is kept and how to go on."""
+    lost = lost_connection_behind(exc)
+    if lost is not None:
+        return DatabaseError(f"lost the connection to database {url} ({_first_line(lost)}); everything stored "
                              "before is kept: rerun the same command to continue")
     return DatabaseError(f"database error on {url}: {_first_line(exc)}")
 
