@@ -34,7 +34,6 @@ from autotune.analysis.decision import SIMPLICITY
 from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import AcceleratorSpec, accelerator_for_gpu, accelerator_names, find_accelerator
 from autotune.models import fit
-from autotune.models.fit import MEMORY_MARGIN, usable_bytes
 from autotune.models.footprint import ModelFootprint
 from autotune.perfmodel.acceptance import AcceptanceCurve
 from autotune.perfmodel.model import PRIOR_SIGMA, PerformanceModel, Prediction
@@ -239,7 +238,7 @@ def plan_deployment(
         return _memory_bytes(target_footprint, draft_footprints.get(draft) if draft else None, method, depth, rows,
                              row_tokens)
 
-    limit = usable_bytes(spec.memory_bytes)
+    limit = fit.usable_bytes(spec.memory_bytes)
     if sizes is None:
         sizes = [b for b in DEFAULT_BATCH_SIZES if memory("none", None, 0, b) <= limit] or [1]
         if memory("none", None, 0, 1) > limit:
@@ -275,7 +274,7 @@ def plan_deployment(
                      "prompt_tokens": "bytes + 1 (byte-level target)" if byte_level
                      else f"about {BYTES_PER_TOKEN} bytes per token"},
         "model_sigma": PRIOR_SIGMA,
-        "memory_headroom": MEMORY_MARGIN,
+        "memory_headroom": fit.MEMORY_MARGIN,
     }
     workload_info = {"name": work.name, "label": work.label, "fingerprint": work.sha256, "requests": len(work.requests)}
     return DeploymentPlan(spec, stored.origin, stored.target, stored.drafts, workload_info, rows, basis, notes)
