@@ -1,9 +1,11 @@
 """vLLM step-cost timing without vLLM: what a timing build is given (synthetic acceptance of every
-draft, our CPU worker where vLLM's CPU kernel lacks it) and how a timing run's counters are judged."""
+draft, our CPU worker where vLLM's CPU kernel lacks it), that our CPU kernel keeps vLLM's synthetic
+rule, and how a timing run's counters are judged."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from autotune.engines.base import EngineConfig
 from autotune.engines.vllm.mapping import engine_arguments
@@ -15,6 +17,7 @@ from autotune.engines.vllm.timing import (
     timing_point,
 )
 from autotune.errors import EngineError
+from autotune.engines.vllm.synthetic_kernel import synthetic_greedy_sample
 from autotune.models.kind import DRAFT_TARGET
 
 DRAFT = EngineConfig("draft", 2, "/models/draft")
@@ -66,3 +69,25 @@ def test_a_vllm_without_synthetic_acceptance_is_refused_before_any_build() -> No
     with pytest.raises(EngineError, match=r"^vLLM 0\.10\.1 has no synthetic acceptance \(SpeculativeConfig lacks "
                                           "rejection_sample_method, synthetic_acceptance_rates; vLLM 0.32 has it\\)"):
         require_synthetic(["method", "num_speculative_tokens"], "0.10.1")
+
+
+
+def test_the_cpu_kernel_follows_vllms_synthetic_rule() -> None:
+    """Four greedy requests at depth 2 and one sampled, against the rule of vLLM 0.32.0's Triton
+    kernel (rejection_sampler.py l. 726-780)."""
+    out = torch.full((4, 3), -1, dtype=torch.int32)
+    synthetic_greedy_sample(
+        out, torch.tensor([2, 4, 6, 8]), torch.tensor([10, 11, 20, -1, 30, 31, 40, 41]),
+        torch.tensor([50, 51, 60, 61, 70, 71, 80, 81]), torch.tensor([[12], [22], [32], [42]]),
+        torch.tensor([True, True, True, False]), torch.tensor([0.99, 0.4, 0.2, 0.2, 0.3, 0.9, 0.0, 0.0]),
+        torch.tensor([1.0, 0.5]))
+    assert out.tolist() == [
+        [10, 11, 12],  # both draws below their rates (1.0, then 0.5): both drafts, then the bonus token
+        [20, 61, -1],  # a padded draft (-1) is rejected whatever the draw: the target's argmax, no bonus
+        [30, 71, -1],  # 0.9 is not below 0.5: rejected at position 1
+        [-1, -1, -1],  # a sampled row is the random kernel's
+    ]
+    every = torch.full((1, 3), -1, dtype=torch.int32)  # what timing asks for: rates of 1.0 accept every draw
+    synthetic_greedy_sample(every, torch.tensor([2]), torch.tensor([7, 8]), torch.tensor([0, 0]), torch.tensor([[9]]),
+                            None, torch.tensor([0.999, 0.999]), torch.tensor([1.0, 1.0]))
+    assert every.tolist() == [[7, 8, 9]]
