@@ -70,7 +70,7 @@ def timing_arguments(arguments: dict[str, Any], depth: int, cpu_kernel: bool) ->
 
 def switch_label(depth: int) -> str:
     """How the forcing is named in messages."""
-    return f"rejection_sample_method='synthetic', synthetic_acceptance_rates={[1.0] * depth}"
+    return ", ".join(f"{name}={value!r}" for name, value in forced_fields(depth).items())
 
 
 def require_synthetic(declared: Iterable[str], version: str | None) -> None:
