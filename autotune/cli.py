@@ -349,8 +349,8 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @click.option("--max-depth", type=int, default=8, show_default=True, help="Deepest speculation (draft tokens per step) to try.")
 @click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two that fit).")
 @click.option("--sampler", type=click.Choice(["model", "tpe", "random", "grid"]), default=None,
-              help="model (default; tpe for trtllm and vllm): calibrate a performance model, then measure only what it cannot "
-                   "rule out; tpe/random: Optuna samplers; grid: every configuration once.")
+              help="model (default, every engine): time step costs, calibrate a performance model, then measure only what "
+                   "it cannot rule out; tpe/random: Optuna samplers (no timings needed); grid: every configuration once.")
 @click.option("--seed", type=int, default=None, help="Seed for a reproducible search.")
 @click.option("--trials", "n_trials", type=int, default=None, help="Study-wide number of trials.")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Stop asking for trials after this many seconds.")

@@ -12,7 +12,8 @@
 # Steps: 1. GPU and TensorRT-LLM present; 2. the points through the library
 # (scripts/gpu_smoke_trtllm.py: step count, sampling at temperature > 0, stats per method, each YAML
 # through trtllm-serve and trtllm-bench, rebuild with memory freed, step costs at forced acceptance);
-# 3. a few-trial `autotune tune --engine trtllm` into $OUT/autotune.db; 4. every stored profile
+# 3. a few-trial `autotune tune --engine trtllm` into $OUT/autotune.db (model-guided by default: it
+# times step costs at forced acceptance first, through the tuner); 4. every stored profile
 # exported for the installed version and loaded through trtllm-serve and trtllm-bench.
 # The markdown tables of steps 2 and 4 ($OUT/table.md, $OUT/exports/table.md) paste into docs/trtllm.md.
 set -euo pipefail

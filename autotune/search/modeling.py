@@ -11,8 +11,9 @@
   the study's rows whenever it is asked: the corrections follow the measurements as they arrive,
   and every worker of a distributed study sees the same model.
 
-Engines without step-cost timings (vllm) get no model: trials are stored without a
-prediction, and the model sampler is refused for them (:class:`TuneOptions`).
+When the timing fails (an engine release that cannot force acceptance, a crash), the model-guided
+search stops the study with that one line rather than search without its model: ``--sampler tpe``
+is the user's choice to make. Other samplers go on, their trials stored without a prediction.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
+from autotune.errors import EngineError
 from autotune.perfmodel.acceptance import AcceptanceCurve, proposer_key, row_counts
 from autotune.perfmodel.cost import CostPoint, CostProfile
 from autotune.perfmodel.model import ConfigKey, PerformanceModel, Prediction
@@ -87,7 +89,8 @@ class StudyModeling:
 
     def prepare(self, worker: EngineWorker, progress: Any = lambda _text: None) -> None:
         """The cost profile: the stored one for this key, or timed now and stored. The caller holds
-        the study lock, so concurrent workers time once. An engine without timings leaves no model."""
+        the study lock, so concurrent workers time once. A failed timing raises EngineError for the
+        model-guided search (module doc) and leaves no model for the other samplers."""
         key = self.cost_key()
         with self.database.session() as session:
             stored = performance.find_cost_profile(session, hardware_id=self.hardware_id, engine=self.plan.engine,
@@ -102,6 +105,9 @@ class StudyModeling:
             points = worker.time_steps([config for config, _ in configs], self.plan.workload, self.timing_batch_sizes(),
                                        steps=TIMING_STEPS, rounds=TIMING_ROUNDS)
         except WorkerFailure as failure:
+            if self.plan.sampler.guided:
+                raise EngineError(f"the model-guided search needs step-cost timings, and timing failed ({failure.reason}); "
+                                  "pass --sampler tpe to tune without them") from failure
             progress(f"no step-cost timings ({failure.kind}: {failure.reason}): trials are stored without predictions")
             return
         label_of = {config: key for config, key in configs}

@@ -55,8 +55,8 @@ class TuneOptions:
     ``grace_period_s`` (default 2 x interval) is failed and retried up to ``max_retry`` times.
     ``retry_failed``: how many more times a configuration whose measurement failed (crash, timeout,
     out of memory) is measured again, see :mod:`autotune.search.tuner` for when (None: 1).
-    ``sampler``: ``model`` (the model-guided search, :mod:`autotune.search.guide`; the default, except
-    for trtllm and vllm, whose default is ``tpe``), ``tpe``, ``random`` or ``grid`` (every point once).
+    ``sampler``: ``model`` (the model-guided search, :mod:`autotune.search.guide`; the default on
+    every engine), ``tpe``, ``random`` or ``grid`` (every point once).
     ``confirm``: end with the confirmation phase (:mod:`autotune.search.confirm`), whose protocol
     aims at ``precision`` (relative half-width of the 95 % intervals) with at most
     ``max_repetitions`` rounds and, once 3 are kept, no new round after ``confirm_seconds`` per
@@ -102,10 +102,10 @@ class TuneOptions:
     @property
     def search_sampler(self) -> Sampler:
         """The sampler (:mod:`autotune.search.samplers`): as given, else the engine's default, ``model``
-        (model-guided, :mod:`autotune.search.guide`) or ``tpe`` for trtllm and vllm: vLLM takes no
-        step-cost timings, and TensorRT-LLM's forced-acceptance timings have run against the stand-in
-        only (docs/trtllm.md), so the model sampler is asked for explicitly there. ConfigurationError
-        for an unknown or removed sampler."""
+        (model-guided, :mod:`autotune.search.guide`) on every engine: each times step costs at forced
+        acceptance (vLLM by synthetic acceptance, TensorRT-LLM by its forcing variable, unrun on a GPU:
+        docs/trtllm.md). When the timing fails the study stops rather than search without the model;
+        ``tpe`` is the user's choice then. ConfigurationError for an unknown or removed sampler."""
         return get_sampler(self.engine_adapter.default_sampler if self.sampler is None else self.sampler)
 
     @property
@@ -160,8 +160,7 @@ class TuneOptions:
         sampler = self.search_sampler
         if sampler.guided and not self.engine_adapter.times_steps:
             raise ConfigurationError(f"sampler {sampler.name} needs step-cost timings, which the {self.engine} adapter "
-                                     f"does not take; pass --sampler {self.engine_adapter.default_sampler} "
-                                     f"(the default for {self.engine})")
+                                     "does not take; pass --sampler tpe")
         if self.seed is not None:
             _require_int("seed", self.seed, 0)
         if self.n_trials is not None:

@@ -35,8 +35,8 @@ def test_each_engine_carries_its_capabilities() -> None:
                            engine_adapter(name).default_sampler, engine_adapter(name).needs_cuda) for name in ENGINES}
     assert capabilities == {
         "embedded": (False, True, "model", False),
-        "trtllm": (True, True, "tpe", True),
-        "vllm": (True, False, "tpe", False),
+        "trtllm": (True, True, "model", True),
+        "vllm": (True, True, "model", False),
     }
 
 

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import optuna
 import pytest
 
-from autotune.errors import ConfigurationError
+from autotune.engines.worker import EngineWorker, WorkerFailure
+from autotune.errors import ConfigurationError, EngineError
 from autotune.perfmodel.acceptance import AcceptanceCurve, PositionCounts
 from autotune.perfmodel.cost import CostPoint, CostProfile
 from autotune.perfmodel.model import PerformanceModel
@@ -169,11 +170,22 @@ def test_the_grid_loads_each_configuration_once(options) -> None:
     assert result.worker_starts == 1 + len(dict.fromkeys(configs))  # + the step timings
 
 
-def test_gp_is_gone_and_model_is_refused_for_trtllm(options) -> None:
+def test_gp_is_gone_and_model_is_the_default_on_every_engine(options) -> None:
     with pytest.raises(ConfigurationError, match="sampler gp was removed"):
         tune(replace(options, sampler="gp"))
-    assert TuneOptions(engine="trtllm").search_sampler.name == "tpe"
-    assert TuneOptions().search_sampler.name == "model"
+    assert {TuneOptions(engine=engine).search_sampler.name for engine in ("embedded", "trtllm", "vllm")} == {"model"}
+
+
+def test_a_failed_timing_stops_the_guided_study_instead_of_searching_blind(options, monkeypatch) -> None:
+    """No silent fallback: without step-cost timings the model-guided search has no model, so the
+    study ends with the engine's one line and the way out (--sampler tpe), before any trial."""
+    def failing(*_args, **_kwargs):
+        raise WorkerFailure("error", "EngineError: vLLM 0.9.0 has no synthetic acceptance")
+
+    monkeypatch.setattr(EngineWorker, "time_steps", failing)
+    with pytest.raises(EngineError, match=r"timing failed \(EngineError: vLLM 0.9.0 has no synthetic acceptance\); "
+                                          "pass --sampler tpe"):
+        tune(replace(options, sampler="model"))
 
 
 @pytest.mark.slow  # a whole study

@@ -79,8 +79,12 @@ def test_the_database_url_stays_out_of_the_options_repr() -> None:
 
 
 def test_the_model_sampler_is_refused_for_an_engine_without_step_timings(options, monkeypatch) -> None:
-    """vLLM takes no step-cost timings, so the model-guided search has no model there (vLLM itself
-    need not be installed for the refusal: the engine check is stepped over)."""
+    """An adapter that takes no step-cost timings gives the model-guided search no model, so it is
+    refused there; vLLM takes them (synthetic acceptance) and is accepted (vLLM itself need not be
+    installed: the engine check is stepped over)."""
     monkeypatch.setattr("autotune.engines.registry.check_engine", lambda _name: None)
+    vllm = replace(options, engine="vllm", target="/tmp", drafts=(), sampler="model")
+    vllm.validate()
+    monkeypatch.setattr(type(vllm.engine_adapter), "times_steps", False)
     with pytest.raises(ConfigurationError, match="sampler model needs step-cost timings, which the vllm adapter"):
-        replace(options, engine="vllm", target="/tmp", drafts=(), sampler="model").validate()
+        vllm.validate()

@@ -18,9 +18,9 @@ class TrtLlmAdapter(FolderEngineAdapter):
     name = "trtllm"
     support = TRTLLM_SUPPORT
     times_steps = True
-    # Its forced-acceptance timings have run against the stand-in only (docs/trtllm.md), so the
-    # model sampler is asked for explicitly here.
-    default_sampler = "tpe"
+    # Its forced-acceptance timings have run against the stand-in only, never on a GPU (docs/trtllm.md);
+    # a release that does not force acceptance fails the timing with one line, never silently.
+    default_sampler = "model"
     needs_cuda = True
 
     def require_installed(self) -> None:

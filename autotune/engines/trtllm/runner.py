@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
 from autotune.engines.failures import first_line, raise_out_of_memory
+from autotune.engines.forcing import timing_max_tokens, timing_rows
 from autotune.engines.trtllm import INSTALL_HINT
 from autotune.engines.trtllm.checks import check_config
 from autotune.engines.trtllm.mapping import (
@@ -211,9 +212,8 @@ class TrtLlmRunner:
             kind = speculative_kind(config, self._kind_of_draft)
             for round_index in range(rounds):
                 for batch_size in batch_sizes:
-                    rows = [prompts[i % len(prompts)] for i in range(batch_size)]
-                    stats = self._loop.run_until_complete(self._timed(rows, steps * (config.depth + 1) + 1))
-                    prefill_tokens = batch_size * max(len(p.encode("utf-8")) + 1 for p in rows)  # bytes + BOS, as modeling counts
+                    rows, prefill_tokens = timing_rows(prompts, batch_size)
+                    stats = self._loop.run_until_complete(self._timed(rows, timing_max_tokens(config.depth, steps)))
                     points.append(timing_point(stats, config, batch_size, round_index, prefill_tokens, kind in TWO_MODEL_KINDS))
         self.close()
         self.config = None

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from autotune.engines.base import EngineConfig
+from autotune.engines.forcing import require_all_accepted, timing_point as forced_point
 from autotune.engines.trtllm.stats import parse_stat
 from autotune.errors import EngineError
 
@@ -64,7 +65,8 @@ def timing_point(
     point is the cost at ``batch_size`` active rows. ``propose_s`` is the two-model drafter's own
     latency (``drafter_timed``), else 0 with the whole step in ``verify_s`` (one-model drafting runs
     inside the target's forward pass and is not timed apart: see :mod:`autotune.engines.trtllm.stats`).
-    Raises EngineError when no such step was seen or acceptance was not forced."""
+    Raises EngineError when no such step was seen or acceptance was not forced
+    (:func:`autotune.engines.forcing.require_all_accepted`)."""
     step_ms = propose_ms = prefill_ms = 0.0
     steps = drafted = accepted = 0
     for stat in map(parse_stat, stats):
@@ -81,14 +83,6 @@ def timing_point(
             accepted += int(spec.get("numAcceptedTokens") or 0)
     if steps == 0:
         raise EngineError(f"no TensorRT-LLM iteration ran {batch_size} sequences in generation; cannot time {config.label()}")
-    if accepted != drafted:
-        raise EngineError(
-            f"TensorRT-LLM accepted {accepted} of {drafted} draft tokens with {FORCE_ACCEPTED_ENV}={config.depth}: "
-            "this version does not force acceptance, so step costs cannot be timed apart from the workload"
-        )
-    return {
-        "method": config.method, "draft": config.draft_model, "depth": config.depth, "batch_size": batch_size,
-        "round": round_index, "steps": steps, "propose_s": propose_ms / steps / 1e3,
-        "verify_s": (step_ms - propose_ms) / steps / 1e3, "prefill_s": prefill_ms / 1e3,
-        "drafted_per_step": drafted / (steps * batch_size), "prefill_tokens": prefill_tokens,
-    }
+    require_all_accepted("TensorRT-LLM", accepted, drafted, f"{FORCE_ACCEPTED_ENV}={config.depth}")
+    return forced_point(config, batch_size, round_index, steps=steps, step_s=step_ms / 1e3, propose_s=propose_ms / 1e3,
+                        prefill_s=prefill_ms / 1e3, drafted=drafted, prefill_tokens=prefill_tokens)

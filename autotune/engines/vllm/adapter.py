@@ -17,8 +17,8 @@ class VllmAdapter(FolderEngineAdapter):
 
     name = "vllm"
     support = VLLM_SUPPORT
-    times_steps = False  # vLLM exposes no forcing switch we could drive
-    default_sampler = "tpe"
+    times_steps = True  # synthetic acceptance (autotune.engines.vllm.timing)
+    default_sampler = "model"
 
     def require_installed(self) -> None:
         require_vllm()

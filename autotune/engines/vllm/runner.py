@@ -17,6 +17,10 @@ On a CPU every configuration loaded in this process keeps its engine (each is an
 process with its own KV cache, ``VLLM_CPU_KVCACHE_SPACE`` GiB), so the protocol's rounds alternate
 configurations without rebuilding them (a build takes ~15-25 s here). On a GPU two engines would
 each claim ``gpu_memory_utilization`` of the device, so the previous one is shut down first.
+
+**Step-cost timing** (:meth:`VllmRunner.time_steps`): each configuration is built with synthetic
+acceptance of every draft (:mod:`autotune.engines.vllm.timing`), once for the largest timed batch
+size, and its own accepted-token counters decide whether the forcing worked.
 """
 
 from __future__ import annotations
@@ -25,17 +29,19 @@ import gc
 import os
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from autotune.engines.base import EngineConfig, Measurement, measurement_of_run, validate_run_options
 from autotune.engines.failures import OUT_OF_MEMORY_MARKERS, first_line, raise_out_of_memory
+from autotune.engines.forcing import timing_max_tokens, timing_rows
 from autotune.engines.vllm import INSTALL_HINT
 from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM, engine_arguments
 from autotune.engines.vllm.stats import SpecDecodingRecorder, StepTimes, StreamedRequest, run_counters
+from autotune.engines.vllm.timing import TimedStep, require_synthetic, timing_arguments, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
 from autotune.models.folder import HfModel, ModelFolders, config_dtype
 from autotune.workload import Workload
@@ -122,12 +128,52 @@ class VllmRunner:
         """Shut every engine down (vLLM stops its engine-core processes)."""
         self._shutdown_all()
 
+    # -- step-cost timing -------------------------------------------------------------------------
+
+    def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int], *, steps: int,
+                   rounds: int) -> list[dict[str, Any]]:
+        """Step costs with every draft accepted (:mod:`autotune.engines.vllm.timing`): one dict per
+        (configuration, round, batch size) with the keys of :class:`autotune.perfmodel.cost.CostPoint`,
+        ``batch_size`` rows of the workload's prompts (cycled) each generating ``steps`` full steps.
+
+        One engine per configuration, built once for the largest batch size with synthetic acceptance
+        (rounds repeat the batch sizes within a configuration, as TensorRT-LLM's timing does, since a
+        build costs far more than a run) and shut down before the next, so no configuration is left
+        loaded. EngineError, naming the installed vLLM, when it has no synthetic acceptance, when a
+        timing build or run fails, or when its counters show a rejected draft."""
+        version = _synthetic_version()
+        self._shutdown_all()
+        self.config = None
+        prompts = [request.prompt for request in workload.requests]
+        points = []
+        for config in configs:
+            self._kinds[config] = check_config(config, self.target, self._folders)
+            runs = []
+            try:
+                loaded = self._build(config, max(batch_sizes), forced=True)
+                for round_index in range(rounds):
+                    for batch_size in batch_sizes:
+                        rows, prefill_tokens = timing_rows(prompts, batch_size)
+                        timed = self._timed(loaded, rows, timing_max_tokens(config.depth, steps))
+                        runs.append((timed, batch_size, round_index, prefill_tokens))
+            except Exception as exc:
+                raise EngineError(f"vLLM {version} could not time {config.label()} with synthetic acceptance: "
+                                  f"{first_line(exc)}") from exc
+            finally:
+                self._shutdown_all()
+            points.extend(timing_point(timed, config, batch_size, round_index, prefill_tokens, version)
+                          for timed, batch_size, round_index, prefill_tokens in runs)
+        return points
+
     # -- building ---------------------------------------------------------------------------------
 
-    def _build(self, config: EngineConfig, max_batch_size: int) -> _Loaded:
+    def _build(self, config: EngineConfig, max_batch_size: int, forced: bool = False) -> _Loaded:
+        """Build ``config``'s engine for ``max_batch_size`` sequences; ``forced``: a timing build
+        (every draft accepted)."""
         try:
             from vllm.engine.arg_utils import EngineArgs  # noqa: PLC0415 - only ever imported in the worker
             from vllm.platforms import current_platform  # noqa: PLC0415
+            from vllm.triton_utils import HAS_TRITON  # noqa: PLC0415
             from vllm.usage.usage_lib import UsageContext  # noqa: PLC0415
             from vllm.v1.engine.llm_engine import LLMEngine  # noqa: PLC0415
         except ImportError as exc:
@@ -138,6 +184,8 @@ class VllmRunner:
         enforce_eager = self._on_cpu if self.enforce_eager is None else self.enforce_eager
         arguments = engine_arguments(config, self.target, max_batch_size, self._kinds.get(config),
                                      max_ngram=self.max_ngram, enforce_eager=enforce_eager, dtype=self.dtype)
+        if forced:
+            arguments = timing_arguments(arguments, config.depth, cpu_kernel=self._on_cpu and not HAS_TRITON)
         recorder = SpecDecodingRecorder()
         try:
             engine = LLMEngine.from_engine_args(EngineArgs(**arguments), usage_context=UsageContext.LLM_CLASS,
@@ -164,12 +212,9 @@ class VllmRunner:
     # -- running ----------------------------------------------------------------------------------
 
     def _run(self, loaded: _Loaded, workload: Workload, batch_size: int, temperature: float | None, seed: int) -> Measurement:
-        if not loaded.warm:  # first requests of a fresh engine: lazy initialisation, not the workload
-            first = workload.requests[0]
-            self._stream(loaded, [(first.prompt, min(WARMUP_TOKENS, first.max_tokens), first.temperature)], 1,
-                         temperature, seed, time.perf_counter())
-            loaded.warm = True
-        loaded.recorder.take()  # what the warm-up counted is not this run's
+        first = workload.requests[0]
+        self._warm_up(loaded, first.prompt, min(WARMUP_TOKENS, first.max_tokens),
+                      first.temperature if temperature is None else temperature, seed)
         start = time.perf_counter()
         records, steps = self._stream(
             loaded, [(r.prompt, r.max_tokens, r.temperature) for r in workload.requests], batch_size, temperature, seed,
@@ -183,11 +228,33 @@ class VllmRunner:
             wall_time_s=wall_time_s, device="cpu" if self._on_cpu else "cuda", engine="vllm",
         )
 
+    def _warm_up(self, loaded: _Loaded, prompt: str, max_tokens: int, temperature: float, seed: int) -> None:
+        """One short request on a fresh engine (lazy initialisation, not part of any run); what it
+        counted is dropped."""
+        if not loaded.warm:
+            self._stream(loaded, [(prompt, max_tokens, temperature)], 1, temperature, seed, time.perf_counter())
+            loaded.warm = True
+        loaded.recorder.take()
+
+    def _timed(self, loaded: _Loaded, rows: list[str], max_tokens: int) -> list[TimedStep]:
+        """The engine steps of ``rows`` run together, greedy, EOS ignored, each with its draft counts."""
+        self._warm_up(loaded, rows[0], WARMUP_TOKENS, 0.0, 0)
+        steps: list[TimedStep] = []
+
+        def record(seconds: float, decoded_rows: int) -> None:
+            counts = loaded.recorder.take()
+            steps.append(TimedStep(seconds, decoded_rows, counts.draft_tokens, counts.accepted_tokens))
+
+        self._stream(loaded, [(row, max_tokens, 0.0) for row in rows], len(rows), 0.0, 0, time.perf_counter(),
+                     ignore_eos=True, on_step=record)
+        return steps
+
     def _stream(
         self, loaded: _Loaded, requests: list[tuple[str, int, float]], batch_size: int, temperature: float | None,
-        seed: int, start: float,
+        seed: int, start: float, ignore_eos: bool = False, on_step: Callable[[float, int], None] | None = None,
     ) -> tuple[list[StreamedRequest], StepTimes]:
-        """Run ``requests`` (prompt, max_tokens, temperature) with ``batch_size`` in flight, in order."""
+        """Run ``requests`` (prompt, max_tokens, temperature) with ``batch_size`` in flight, in order;
+        ``on_step`` is told each engine step's wall time and how many requests it decoded."""
         engine = loaded.engine
         pending = deque(enumerate(requests))
         in_flight: dict[str, int] = {}  # vLLM's request id -> index
@@ -202,7 +269,7 @@ class VllmRunner:
                 request_id = f"r{loaded.submitted}"
                 loaded.submitted += 1
                 params = self._sampling_params(max_tokens, own_temperature if temperature is None else temperature,
-                                               seed + index)
+                                               seed + index, ignore_eos)
                 # The text prompt, tokenized by the model's own tokenizer (BOS included), as a server does.
                 # Outputs carry the id given here (add_request returns vLLM's internal one).
                 engine.add_request(request_id, prompt, params)
@@ -210,7 +277,7 @@ class VllmRunner:
             step_start = time.perf_counter()
             outputs = engine.step()
             now = time.perf_counter()
-            decoded = False
+            decoded = 0
             for output in outputs:
                 index = in_flight.get(output.request_id)
                 if index is None:
@@ -221,13 +288,15 @@ class VllmRunner:
                         first_token_s[index] = now - start
                     else:
                         decode_steps[index] += 1
-                        decoded = True
+                        decoded += 1
                     tokens[index].extend(new)
                 if output.finished:
                     finish_s[index] = now - start
                     del in_flight[output.request_id]
             if in_flight and not outputs and not engine.has_unfinished_requests():
                 raise EngineError(f"vLLM dropped {len(in_flight)} request(s) without finishing them")
+            if on_step is not None:
+                on_step(now - step_start, decoded)
             if decoded:
                 passes += 1
                 decode_s += now - step_start
@@ -237,13 +306,14 @@ class VllmRunner:
         return records, StepTimes(passes, decode_s, prefill_s)
 
     @staticmethod
-    def _sampling_params(max_tokens: int, temperature: float, seed: int) -> Any:
+    def _sampling_params(max_tokens: int, temperature: float, seed: int, ignore_eos: bool = False) -> Any:
         from vllm import SamplingParams  # noqa: PLC0415 - worker process only
         from vllm.sampling_params import RequestOutputKind  # noqa: PLC0415
 
-        # ignore_eos stays False: a request ends at EOS or max_tokens, as in the other engines.
+        # ignore_eos is False for measurements: a request ends at EOS or max_tokens, as in the other
+        # engines; timing runs ignore EOS so that every row runs all its steps.
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=None if temperature == 0 else seed,
-                              output_kind=RequestOutputKind.DELTA, detokenize=False)
+                              output_kind=RequestOutputKind.DELTA, detokenize=False, ignore_eos=ignore_eos)
 
     def _memory_bytes(self, loaded: _Loaded) -> int | None:
         """Weights plus the KV cache space vLLM's CPU backend reserves; None on a GPU (not measured)."""
@@ -251,6 +321,19 @@ class VllmRunner:
             return None
         kv_gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or DEFAULT_CPU_KV_CACHE_GIB)
         return loaded.weight_bytes + int(kv_gib * (1 << 30))
+
+
+def _synthetic_version() -> str | None:
+    """``vllm.__version__``, once its ``SpeculativeConfig`` is known to declare synthetic acceptance
+    (EngineError otherwise, :func:`autotune.engines.vllm.timing.require_synthetic`)."""
+    try:
+        import vllm  # noqa: PLC0415 - worker process only
+        from vllm.config import SpeculativeConfig  # noqa: PLC0415
+    except ImportError as exc:
+        raise EngineError(f"vllm cannot be imported in the worker ({exc}); {INSTALL_HINT}") from exc
+    version = getattr(vllm, "__version__", None)
+    require_synthetic(getattr(SpeculativeConfig, "__dataclass_fields__", {}), version)
+    return version
 
 
 def _weight_bytes(*folders: str | None) -> int:

@@ -3,7 +3,8 @@ tests/vllm_support.py), on the built-in models exported as Hugging Face folders:
 
 * ``autotune measure --engine vllm`` (the issue's command: draft@3, batch 2, ``--json``) reports
   counted acceptance within 5 percentage points of our embedded engine's on the same workload;
-* ``autotune tune --engine vllm`` completes and stores a profile;
+* ``autotune tune --engine vllm`` runs the model-guided search by default on step costs timed with
+  synthetic acceptance, predicts its trials, completes and stores a profile;
 * ``scripts/vllm_greedy_check.py``: vLLM's greedy output equals ours for the draft, and for the
   target while the draft speculates, whose acceptance counters (vLLM's Prometheus ones) equal ours.
 
@@ -13,6 +14,7 @@ Each test starts vLLM engines (about 15-25 s per build on two cores), so they ar
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -68,23 +70,37 @@ def test_measure_draft_acceptance_matches_the_embedded_engine(vllm_python: Path,
     assert report["speedup"]["low"] <= report["speedup"]["value"] <= report["speedup"]["high"]
 
 
-def test_tune_completes_and_stores_a_profile(vllm_python: Path, hf_models: dict[str, Path], tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'vllm.db'}"
+def test_tune_is_model_guided_by_default_on_synthetic_acceptance_timings(vllm_python: Path, hf_models: dict[str, Path],
+                                                                          tmp_path: Path) -> None:
+    """The issue's done-when in its cheapest form: ``autotune tune --engine vllm`` without --sampler
+    runs the model-guided search. Step costs are timed first with every draft accepted (none and
+    draft@1 at batch sizes 1 and 2: two builds, refused if vLLM's counters show a rejection) and
+    stored as the study's cost profile; then every trial after the draft's first (its acceptance
+    calibration) carries a prediction, and the study completes and stores a profile. No
+    confirmation: the protocol's rounds on vLLM are checked by the measure test above."""
+    db_path = tmp_path / "vllm.db"
+    db = f"sqlite:///{db_path}"
     run_vllm_cli(
         vllm_python, "tune", "--db", db, "--engine", "vllm", "--target", str(hf_models["target"]),
         "--draft", str(hf_models["draft"]), "--method", "none", "--method", "draft", "--max-depth", "1",
-        # The grid of none and draft@1 at batch sizes 1 and 2: two vLLM builds, one per configuration. No
-        # confirmation: it rebuilds vLLM for each batch size; the protocol's repeated, paired rounds on vLLM
-        # are checked by the measure test above.
-        "--batch-sizes", "1,2", "--sampler", "grid", "--seed", "1", "--no-confirm",
+        "--batch-sizes", "1,2", "--seed", "1", "--no-confirm",
     )
+    with sqlite3.connect(db_path) as connection:
+        costs = connection.execute("SELECT engine, source, points FROM autotune_cost_profiles").fetchall()
+    assert [(engine, source) for engine, source, _ in costs] == [("vllm", "timed")]
+    points = json.loads(costs[0][2])
+    assert {(p["method"], p["depth"], p["batch_size"]) for p in points} == {
+        (method, depth, b) for method, depth in (("none", 0), ("draft", 1)) for b in (1, 2)}
+    assert all(p["drafted_per_step"] == p["depth"] and p["verify_s"] > 0 for p in points)  # every row drafted, forced
     profiles = json.loads(run_vllm_cli(vllm_python, "profiles", "list", "--db", db, "--json").stdout)
     assert len(profiles) == 1 and profiles[0]["model"] == "autotune-byte-target"
     trials = json.loads(run_vllm_cli(vllm_python, "trials", profiles[0]["study"], "--db", db, "--json").stdout)
     complete = [t for t in trials if t["state"] == "complete"]
-    assert {t["batch_size"] for t in complete} == {1, 2}
+    assert {t["batch_size"] for t in complete if t["method"] == "none"} == {1, 2}
     drafted = [t for t in complete if t["method"] == "draft"]
     assert drafted and all(t["drafted_tokens"] > 0 and t["acceptance_rate"] > 0 for t in drafted)
+    unpredicted = [(t["method"], t["depth"], t["batch_size"]) for t in complete if not t["prediction"]]
+    assert unpredicted == [("draft", 1, drafted[0]["batch_size"])]  # the calibration run: no curve before it
 
 
 def test_vllm_greedy_output_equals_ours(vllm_python: Path, hf_models: dict[str, Path]) -> None:

@@ -1,0 +1,60 @@
+"""vLLM's synthetic acceptance on its CPU backend, for step-cost timing builds only.
+
+vLLM 0.32.0's CPU backend without Triton replaces the rejection sampler's Triton kernels by C++ ones
+(``CpuPlatform.register_triton_kernel_overrides``, ``vllm/platforms/cpu.py`` l. 670-720) whose
+greedy kernel asserts ``not SYNTHETIC_MODE`` (``vllm/utils/cpu_triton_utils.py`` l. 330): the
+synthetic acceptance the timing runs force (:mod:`autotune.engines.vllm.timing`) kills the engine
+core there. A timing build on such a CPU therefore names :class:`SyntheticAcceptanceCPUWorker` as
+vLLM's ``worker_cls``: vLLM's own CPU worker that, once the platform has registered its kernels
+(``WorkerWrapperBase.init_worker``, ``vllm/v1/worker/worker_base.py`` l. 282, before the worker class
+is resolved), registers :func:`greedy_kernel` for the greedy kernel through vLLM's override
+registry (``vllm/triton_utils/dispatcher.py`` ``register_kernels``, the mechanism the platform uses).
+
+This module imports vllm and is imported only by vLLM's worker process. Timing runs are greedy, so
+the random kernel (sampled requests) keeps vLLM's implementation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from vllm.triton_utils.dispatcher import register_kernels
+from vllm.utils import cpu_triton_utils
+from vllm.v1.worker.cpu_worker import CPUWorker
+
+from autotune.engines.vllm.synthetic_kernel import synthetic_greedy_sample
+
+GREEDY_KERNEL = "vllm.v1.sample.rejection_sampler.rejection_greedy_sample_kernel"
+
+
+def greedy_kernel(
+    output_token_ids: torch.Tensor,
+    cu_num_draft_tokens: torch.Tensor,
+    draft_token_ids: torch.Tensor,
+    target_argmax: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    is_greedy: torch.Tensor | None,
+    max_spec_len: int,
+    uniform_probs: torch.Tensor | None = None,
+    synthetic_conditional_rates: torch.Tensor | None = None,
+    SYNTHETIC_MODE: bool = False,  # noqa: N803 - the kernel's own argument name
+) -> None:
+    """``rejection_greedy_sample_kernel``'s launch arguments, as vLLM's dispatcher passes them: the
+    synthetic rule (:func:`~autotune.engines.vllm.synthetic_kernel.synthetic_greedy_sample`) in
+    synthetic mode, vLLM's own C++ kernel otherwise."""
+    if not SYNTHETIC_MODE:
+        cpu_triton_utils._rejection_greedy_sample_kernel_impl(  # noqa: SLF001 - the platform's own kernel
+            output_token_ids, cu_num_draft_tokens, draft_token_ids, target_argmax, bonus_token_ids, is_greedy,
+            max_spec_len)
+        return
+    synthetic_greedy_sample(output_token_ids, cu_num_draft_tokens, draft_token_ids, target_argmax, bonus_token_ids,
+                            is_greedy, uniform_probs, synthetic_conditional_rates)
+
+
+class SyntheticAcceptanceCPUWorker(CPUWorker):
+    """vLLM's CPU worker with :func:`greedy_kernel` as its greedy rejection kernel."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        register_kernels({GREEDY_KERNEL: greedy_kernel})
+        super().__init__(*args, **kwargs)
