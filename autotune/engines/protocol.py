@@ -302,9 +302,11 @@ class EngineFault(EngineError):
 
 def _warm_up(engine: Engine, configs: list[EngineConfig], workload: Workload, batch_size: int,
              temperature: float | None, seed: int) -> None:
-    """One batch of the first requests per configuration, not timed (loads models, fills caches)."""
+    """One batch of the first requests per configuration, not timed (loads models, fills caches).
+    In reverse order, so that the first round starts with the configuration loaded last: an engine
+    that holds one configuration at a time (TensorRT-LLM) is spared a build."""
     first = Workload(workload.name, workload.requests[:batch_size], workload.version)
-    for config in configs:
+    for config in reversed(configs):
         engine.load(config)
         engine.measure(first, batch_size, temperature, seed)
 

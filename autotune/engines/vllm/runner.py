@@ -15,8 +15,10 @@ times and its decode steps. Speculative-decoding counts come from the engine's p
 
 On a CPU every configuration loaded in this process keeps its engine (each is an engine-core
 process with its own KV cache, ``VLLM_CPU_KVCACHE_SPACE`` GiB), so the protocol's rounds alternate
-configurations without rebuilding them (a build takes ~15-25 s here). On a GPU two engines would
-each claim ``gpu_memory_utilization`` of the device, so the previous one is shut down first.
+configurations without rebuilding them (a build takes ~15-25 s here), up to ``KEPT_CPU_ENGINES``
+(the least recently used is shut down beyond that: the worker keeps this process for a whole
+study). On a GPU two engines would each claim ``gpu_memory_utilization`` of the device, so the
+previous one is shut down first.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ DEFAULT_CPU_KV_CACHE_GIB = "1"
 # vLLM's CPU backend refuses to start when the memory it wants is not free ("Available memory on node
 # 0 ... is less than desired CPU memory utilization"): out of memory too.
 VLLM_OUT_OF_MEMORY_MARKERS = (*OUT_OF_MEMORY_MARKERS, "less than desired")
+# Engines kept at once on a CPU (each an engine-core process holding its weights and KV cache): a
+# confirmation alternates at most 4 finalists and the baseline, and one more spares a rebuild when
+# screening goes on with the configuration before.
+KEPT_CPU_ENGINES = 6
 
 
 @dataclass
@@ -73,6 +79,9 @@ class VllmRunner:
     """
 
     name = "vllm"
+    # The worker keeps this process across configurations: the engines built here decide what a
+    # switch costs (module doc).
+    manages_engines = True
 
     def __init__(
         self,
@@ -101,7 +110,9 @@ class VllmRunner:
         """Check ``config`` against the model folders; build its engine now when its size is known."""
         self._kinds[config] = check_config(config, self.target, self._folders)
         self.config = config
-        if self.max_batch_size is not None and config not in self._engines:
+        if config in self._engines:
+            self._engines[config] = self._engines.pop(config)  # the most recently used last
+        elif self.max_batch_size is not None:
             self._build(config, self.max_batch_size)
 
     def measure(self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0) -> Measurement:
@@ -135,6 +146,8 @@ class VllmRunner:
         self._on_cpu = current_platform.is_cpu()
         if not self._on_cpu or max_batch_size != self._built_batch_size:
             self._shutdown_all()  # one engine at a time on a GPU; all engines share one batch limit
+        while len(self._engines) >= KEPT_CPU_ENGINES:
+            self._shutdown(self._engines.pop(next(iter(self._engines))))  # the least recently used
         enforce_eager = self._on_cpu if self.enforce_eager is None else self.enforce_eager
         arguments = engine_arguments(config, self.target, max_batch_size, self._kinds.get(config),
                                      max_ngram=self.max_ngram, enforce_eager=enforce_eager, dtype=self.dtype)
@@ -153,13 +166,16 @@ class VllmRunner:
 
     def _shutdown_all(self) -> None:
         for loaded in self._engines.values():
-            shutdown = getattr(loaded.engine, "shutdown", None) or getattr(loaded.engine.engine_core, "shutdown", None)
-            if shutdown is not None:
-                shutdown()
-        if self._engines:
-            self._engines.clear()
-            gc.collect()
+            self._shutdown(loaded)
+        self._engines.clear()
         self._built_batch_size = 0
+
+    @staticmethod
+    def _shutdown(loaded: _Loaded) -> None:
+        shutdown = getattr(loaded.engine, "shutdown", None) or getattr(loaded.engine.engine_core, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        gc.collect()
 
     # -- running ----------------------------------------------------------------------------------
 
