@@ -448,17 +448,19 @@ def studies_command(db_url, as_json, wide) -> None:
 @wide_option
 def trials_command(db_url, study, as_json, wide) -> None:
     """List the stored trials of STUDY: screening passes (one run each), then the confirmation rows
-    (repeated, paired with the baseline) with n, tokens/s and speedup and their 95 % intervals.
+    (repeated, paired with the baseline) with n, tokens/s and speedup and their 95 % intervals;
+    under the table, the study's builds and whether its answer sits on the edge of the space (--json:
+    each trial's "builds" and "edges").
 
     \b
     Example:
       autotune trials my-study
     """
-    trials = api.trials(db_url, study)
+    listing = api.trial_listing(db_url, study)
     if as_json:
-        click.echo(json.dumps([t.to_dict() for t in trials], indent=2, default=str))
+        click.echo(json.dumps(listing.row_dicts(), indent=2, default=str))
     else:
-        render.print_trials(trials, f"Trials of {study}", wide)
+        render.print_trials(listing.rows, f"Trials of {study}", wide, listing.lines())
 
 
 @cli.group("profiles", cls=AutotuneGroup)
