@@ -206,7 +206,8 @@ class Tuner:
         with self.database.session() as session:
             rows = results.study_rows(session, self.study_id)
         self.pick = guide.next_pick(self.plan.space, self.modeling.model(rows), rows, taken,
-                                    lambda c: self.plan.infeasibility(c) is None, self.plan.objective.slo, self.last)
+                                    lambda c: self.plan.infeasibility(c) is None, self.plan.objective.slo, self.last,
+                                    explore_beyond=self.options.explore_beyond)
         return None if self.pick is None else self.pick.candidate
 
     def _prediction(self, candidate: Candidate) -> dict[str, Any] | None:
