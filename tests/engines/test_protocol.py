@@ -143,6 +143,15 @@ def test_warm_up_runs_first_and_is_not_in_the_samples(machine):
     assert len(engine.timed_order()) == 6
 
 
+def test_an_engine_holding_one_configuration_warms_up_only_the_first_measured(machine):
+    """Its other warmed engines would be shut down before they are measured: builds for nothing."""
+    engine = TableEngine(SPEEDS)
+    engine.holds_one_configuration = True
+    run(engine, min_repetitions=3, max_repetitions=3)
+    assert [config for kind, config, _ in engine.calls if kind == "warmup"] == [BASELINE]
+    assert engine.timed_order()[0] == BASELINE
+
+
 def test_warm_up_decodes_one_batch_of_the_first_requests(machine):
     engine = TableEngine(SPEEDS)
     seen: list[Workload] = []

@@ -83,6 +83,7 @@ class TrtLlmRunner:
     # next one here (one LLM at a time: each claims a fraction of the GPU's free memory for its KV pool),
     # and an LLM serves every batch size up to the one it was built for.
     manages_engines = True
+    holds_one_configuration = True  # the protocol warms up only the one it measures first
 
     def __init__(
         self,

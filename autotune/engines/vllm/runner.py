@@ -106,6 +106,12 @@ class VllmRunner:
         self._on_cpu: bool | None = None
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", DEFAULT_CPU_KV_CACHE_GIB)
 
+    @property
+    def holds_one_configuration(self) -> bool:
+        """True on a GPU (one engine at a time): the protocol then warms up only the configuration it
+        measures first. False until the first build has found the platform."""
+        return self._on_cpu is False
+
     def load(self, config: EngineConfig) -> None:
         """Check ``config`` against the model folders; build its engine now when its size is known."""
         self._kinds[config] = check_config(config, self.target, self._folders)
