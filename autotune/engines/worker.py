@@ -26,7 +26,9 @@ lives depends on its engine:
   which engines it keeps (vLLM on a CPU keeps every configuration's, one at a time on a GPU) and
   rebuilds only what it must, so one build per (method, draft, depth) serves every batch size of a
   study, in screening and in confirmation alike. An engine build costs minutes on a GPU; a fresh
-  process per configuration or per batch size paid it again each time;
+  process per configuration or per batch size paid it again each time. Such an engine's
+  ``time_steps`` must leave no engine built for forced acceptance loaded, since later measurements
+  reuse what it leaves (TensorRT-LLM keeps only the baseline, which nothing forces);
 * any other engine (the embedded one) gets a fresh child whenever the configuration changes, and a
   fresh child for each protocol and timing run, stopped afterwards: its CPU memory figure is the
   rise of the process's peak resident set, which a process that ran other configurations would
@@ -153,7 +155,8 @@ class EngineWorker:
     def measure(
         self, config: EngineConfig, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
     ) -> Measurement:
-        """Measure ``workload`` with ``config`` at ``batch_size``, reusing the child when it runs ``config``."""
+        """Measure ``workload`` with ``config`` at ``batch_size``, reusing the child when it runs ``config``
+        or manages its engines (see the module doc)."""
         if not self.alive or (config != self._config and not self.shares_child):
             self.stop()
             self._start()
@@ -182,8 +185,8 @@ class EngineWorker:
         """Step-cost timing runs (an engine with ``time_steps``, see
         :mod:`autotune.engines.embedded.timing`), in a child as :meth:`measure_repeatedly` runs its
         protocol; an engine without them fails with kind ``unsupported``."""
-        reply = self._in_child("timing", [asdict(c) for c in configs], workload_to_data(workload), list(batch_sizes),
-                               options)
+        reply = self._in_child("timing", [asdict(c) for c in configs], workload_to_data(workload),
+                               list(batch_sizes), options)
         return reply["points"]
 
     def stop(self, force: bool = False) -> None:
