@@ -26,9 +26,10 @@ lives depends on its engine:
   which engines it keeps (vLLM on a CPU keeps every configuration's, one at a time on a GPU) and
   rebuilds only what it must, so one build per (method, draft, depth) serves every batch size of a
   study, in screening and in confirmation alike. An engine build costs minutes on a GPU; a fresh
-  process per configuration or per batch size paid it again each time. Such an engine's
-  ``time_steps`` must leave no engine built for forced acceptance loaded, since later measurements
-  reuse what it leaves (TensorRT-LLM keeps only the baseline, which nothing forces);
+  process per configuration or per batch size paid it again each time. After a timing run the
+  child is kept only when the engine says its timing leaves nothing forced loaded
+  (``timing_leaves_engines_reusable``: TensorRT-LLM keeps only the baseline, which nothing forces),
+  since later measurements reuse what it leaves; otherwise it is stopped;
 * any other engine (the embedded one) gets a fresh child whenever the configuration changes, and a
   fresh child for each protocol and timing run, stopped afterwards: its CPU memory figure is the
   rise of the process's peak resident set, which a process that ran other configurations would
@@ -187,6 +188,8 @@ class EngineWorker:
         protocol; an engine without them fails with kind ``unsupported``."""
         reply = self._in_child("timing", [asdict(c) for c in configs], workload_to_data(workload),
                                list(batch_sizes), options)
+        if not reply["reusable"]:
+            self.stop()  # engines built for forced acceptance must not serve a measurement
         return reply["points"]
 
     def stop(self, force: bool = False) -> None:
@@ -411,7 +414,8 @@ def _handle(engine: Any, message: tuple) -> dict[str, Any]:
         if not hasattr(engine, "time_steps"):
             raise UnsupportedConfigError(f"the {engine.name} engine has no step-cost timing runs")
         points = engine.time_steps([EngineConfig(**c) for c in configs], workload_from_data(data), batch_sizes, **options)
-        return {"loads": engine.loads, "points": points}
+        return {"loads": engine.loads, "points": points,
+                "reusable": bool(getattr(engine, "timing_leaves_engines_reusable", False))}
     raise ValueError(f"unknown worker operation {operation!r}")
 
 

@@ -84,6 +84,7 @@ class TrtLlmRunner:
     # and an LLM serves every batch size up to the one it was built for.
     manages_engines = True
     holds_one_configuration = True  # the protocol warms up only the one it measures first
+    timing_leaves_engines_reusable = True  # time_steps shuts every forced LLM down (see there)
 
     def __init__(
         self,
