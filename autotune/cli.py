@@ -381,8 +381,8 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @engine_option
 @json_option
 def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_sizes, sampler, no_explore_beyond, seed,
-                 n_trials, timeout_s, trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload, retry_failed, no_confirm,
-                 precision, max_repetitions, confirm_seconds, engine, as_json) -> None:
+                 n_trials, timeout_s, trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload,
+                 retry_failed, no_confirm, precision, max_repetitions, confirm_seconds, engine, as_json) -> None:
     """Search method, depth and batch size with Optuna; confirm the finalists; store every trial and
     the recommended profile.
 

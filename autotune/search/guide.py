@@ -111,7 +111,8 @@ def next_pick(
             continue
         beyond = candidate.depth > space.max_depth
         source = wide if beyond else model
-        prediction = source.predict(candidate.method, candidate.draft, candidate.depth, candidate.batch_size) if source else None
+        prediction = (source.predict(candidate.method, candidate.draft, candidate.depth, candidate.batch_size)
+                      if source else None)
         if beyond and prediction is None:
             continue  # ignorance opens points inside the space only
         gain = _gain(prediction, best.get(candidate.batch_size), slo, z)
