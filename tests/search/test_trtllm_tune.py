@@ -17,6 +17,7 @@ from autotune.engines.trtllm.runner import TrtLlmRunner
 from autotune.errors import ConfigurationError
 from autotune.models import folder as folder_module
 from autotune.models.fit import MEMORY_MARGIN
+from autotune.report import load_study, render_html
 from autotune.search import TuneOptions, list_studies, study_listing, tune
 from autotune.search.plan import plan_study
 from autotune.store import open_database, performance
@@ -154,6 +155,8 @@ def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, 
     # The answer at --max-depth 1 says so, in the summary and in autotune trials.
     assert "mtp@1 sits at --max-depth 1: deeper may be faster; rerun with --max-depth 3." in result.summary_lines()
     assert any("sits at --max-depth 1" in line for line in listing.lines())
+    page = render_html(load_study(sqlite_url, "gpu"), {})  # the report's page, without its plots
+    assert "mtp@1 sits at --max-depth 1" in page and "Builds (engine builds or model loads): " in page
     assert list(result.search_space["excluded_drafts"]) == ["other-tokenizer"]
     assert studies_engine(sqlite_url) == ["trtllm"]
     assert any(line.startswith("Draft other-tokenizer left out by the preflight:") for line in result.summary_lines())
