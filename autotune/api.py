@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # these import torch, Optuna or matplotlib: load them only wh
     from autotune.planning import DeploymentPlan
     from autotune.preflight import PreflightReport
     from autotune.profiles import BestProfile, DeploymentProfile
-    from autotune.search import StudySummary, TrialRow, TuneOptions, TuneProgress, TuneResult
+    from autotune.search import StudySummary, TrialListing, TrialRow, TuneOptions, TuneProgress, TuneResult
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,13 @@ def trials(db_url: str | None, study: str) -> list[TrialRow]:
     from autotune.search import study_trials
 
     return study_trials(db_url, study)
+
+
+def trial_listing(db_url: str | None, study: str) -> TrialListing:
+    """The stored trials of ``study`` with its builds and the edges of its answer (``autotune trials``)."""
+    from autotune.search import study_listing
+
+    return study_listing(db_url, study)
 
 
 def list_profiles(db_url: str | None = None, *, hardware: str | None = None, model: str | None = None,

@@ -351,6 +351,9 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @click.option("--sampler", type=click.Choice(["model", "tpe", "random", "grid"]), default=None,
               help="model (default, every engine): time step costs, calibrate a performance model, then measure only what "
                    "it cannot rule out; tpe/random: Optuna samplers (no timings needed); grid: every configuration once.")
+@click.option("--no-explore-beyond", "no_explore_beyond", is_flag=True,
+              help="Model sampler: measure no depth past --max-depth (by default it predicts two more depths and measures "
+                   "there when the prediction says one could win).")
 @click.option("--seed", type=int, default=None, help="Seed for a reproducible search.")
 @click.option("--trials", "n_trials", type=int, default=None, help="Study-wide number of trials.")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Stop asking for trials after this many seconds.")
@@ -377,9 +380,9 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
               help="Confirmation: no new round after this many seconds per batch size (3 rounds always run).")
 @engine_option
 @json_option
-def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_sizes, sampler, seed, n_trials, timeout_s,
-                 trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload, retry_failed, no_confirm,
-                 precision, max_repetitions, confirm_seconds, engine, as_json) -> None:
+def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_sizes, sampler, no_explore_beyond, seed,
+                 n_trials, timeout_s, trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload,
+                 retry_failed, no_confirm, precision, max_repetitions, confirm_seconds, engine, as_json) -> None:
     """Search method, depth and batch size with Optuna; confirm the finalists; store every trial and
     the recommended profile.
 
@@ -387,7 +390,10 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
     speculation) is measured first at each batch size. The default model-guided search first times
     step costs and measures one maximum-depth run per proposer, then predicts every configuration
     and measures only those whose optimistic prediction could beat the best measured at their batch
-    size; every trial is stored with its prediction (--sampler tpe|random|grid to compare). Confirmation: at each batch size, the
+    size, two depths past --max-depth included (--no-explore-beyond: none); every trial is stored
+    with its prediction (--sampler tpe|random|grid to compare). The summary says when an answer sits
+    on the edge of the space (its depth at --max-depth, its batch size the largest tried) and how to
+    rerun wider. Confirmation: at each batch size, the
     finalists (every configuration whose screening figure, plus its noise, reaches the best) and the
     baseline are re-measured in alternating rounds until their 95 % intervals are within --precision;
     configurations the paired comparison cannot separate are tied, and the simplest of the tied is
@@ -400,6 +406,7 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
       autotune tune
       autotune tune --trials 30 --slo-tpot-ms 8 --seed 1
       autotune tune --sampler grid --study every-point
+      autotune tune --max-depth 4 --no-explore-beyond
       autotune tune --study team-a --db postgresql://me@dbhost/autotune
       autotune tune --engine trtllm --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --batch-sizes 1,8,32
       autotune tune --engine vllm --target hf/autotune-byte-target --draft hf/autotune-byte-draft --batch-sizes 1,2,4
@@ -418,7 +425,7 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
         n_trials=n_trials, timeout_s=timeout_s, objective=objective,
         slo=Slo(slo_tpot_ms, slo_ttft_ms, int(slo_percentile)), trial_timeout_s=trial_timeout_s,
         workload=workload, engine=engine, retry_failed=retry_failed, confirm=not no_confirm, precision=precision,
-        max_repetitions=max_repetitions, confirm_seconds=confirm_seconds,
+        max_repetitions=max_repetitions, confirm_seconds=confirm_seconds, explore_beyond=not no_explore_beyond,
     )
     with render.trial_progress(enabled=not as_json) as progress:
         result = api.tune(options, progress)
@@ -448,17 +455,19 @@ def studies_command(db_url, as_json, wide) -> None:
 @wide_option
 def trials_command(db_url, study, as_json, wide) -> None:
     """List the stored trials of STUDY: screening passes (one run each), then the confirmation rows
-    (repeated, paired with the baseline) with n, tokens/s and speedup and their 95 % intervals.
+    (repeated, paired with the baseline) with n, tokens/s and speedup and their 95 % intervals;
+    under the table, the study's builds and whether its answer sits on the edge of the space (--json:
+    each trial's "builds" and "edges").
 
     \b
     Example:
       autotune trials my-study
     """
-    trials = api.trials(db_url, study)
+    listing = api.trial_listing(db_url, study)
     if as_json:
-        click.echo(json.dumps([t.to_dict() for t in trials], indent=2, default=str))
+        click.echo(json.dumps(listing.row_dicts(), indent=2, default=str))
     else:
-        render.print_trials(trials, f"Trials of {study}", wide)
+        render.print_trials(listing.rows, f"Trials of {study}", wide, listing.lines())
 
 
 @cli.group("profiles", cls=AutotuneGroup)

@@ -391,10 +391,11 @@ def prediction_lines(rows: list) -> list[str]:
     return lines
 
 
-def print_trials(rows: list, title: str, wide: bool = False) -> None:
+def print_trials(rows: list, title: str, wide: bool = False, notes: Sequence[str] = ()) -> None:
     """``autotune trials``: a row per stored trial, screening then confirmation; predicted tokens/s
-    and the prediction's error next to the measured ones when the study has predictions. On a narrow
-    terminal accept, n, err and pred go first, in that order (``wide``: every column)."""
+    and the prediction's error next to the measured ones when the study has predictions; ``notes``
+    (the builds, the edges) under it. On a narrow terminal accept, n, err and pred go first, in that
+    order (``wide``: every column)."""
     confirmed = any(row.confirmed for row in rows)
     columns = trial_columns(rows)
     predicted = len(columns) > len(TRIAL_COLUMNS)
@@ -406,7 +407,7 @@ def print_trials(rows: list, title: str, wide: bool = False) -> None:
     if rows and not confirmed:
         console.print("screening rows only: one pass each, no interval and no speedup "
                       "(speedups are measured paired with the baseline in the confirmation phase)")
-    for line in prediction_lines(rows):
+    for line in [*prediction_lines(rows), *notes]:
         console.print(line)
 
 

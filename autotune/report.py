@@ -402,6 +402,7 @@ table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f2f2f2; } td.text, th.text { text-align: left; }
 .verdict { background: #f6f9fc; border-left: 4px solid #1f77b4; padding: 0.6em 1em; }
+.edge { background: #fff8e6; border-left: 4px solid #ff7f0e; padding: 0.6em 1em; }
 figure { margin: 1.5em 0; } img { max-width: 100%; border: 1px solid #eee; }
 tr.failed td { color: #999; } tr.superseded td { color: #999; }
 .note { color: #555; font-size: 0.9em; }
@@ -454,6 +455,7 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
         _profile_html(data.profile),
         "<h2>Verdict per method</h2>",
         _verdict_html(method_verdicts(data)),
+        _edges_html(data),
     ]
     if not pngs:
         parts.append("<p>No complete trial: nothing to plot.</p>")
@@ -587,6 +589,18 @@ def _verdict_html(verdicts: Sequence[decision.MethodVerdict]) -> str:
                "acceptance length", "recommended here"]
     text = "<br>".join(html.escape(line) for line in lines)
     return f"<p class='verdict'>{text}</p>\n" + _table(headers, rows, text_columns=(0, 8))
+
+
+def _edges_html(data: StudyData) -> str:
+    """The builds the study cost, and each answer on the edge of its space, in the words of the
+    tuner's summary (:mod:`autotune.analysis.edges`)."""
+    # The search package loads Optuna: imported only when a report is written.
+    from autotune.search.objective import Slo
+    from autotune.search.outcome import TrialListing
+
+    listing = TrialListing.of(list(data.measurements), data.study.search_space, Slo.from_dict(data.study.slo or {}))
+    return "".join(f"<p class='{'edge' if i else 'meta'}'>{html.escape(line)}</p>\n"
+                   for i, line in enumerate(listing.lines()))
 
 
 def _table_estimate(row: dict, name: str) -> Estimate | None:

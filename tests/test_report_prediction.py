@@ -98,10 +98,12 @@ def test_trials_show_the_prediction_and_its_error(url: str) -> None:
     assert len(unpredicted) == UNPREDICTED + sum(r["phase"] != "screen" for r in rows) + 1  # + factory's failed one
     assert all(r["err"] == "-" for r in unpredicted)
     assert any(r["phase"].startswith("confirm") for r in unpredicted)
-    assert output.splitlines()[-2:] == [
+    # Then the study's builds (this factory's rows record none) and its edges (its space names no depth range).
+    assert output.splitlines()[-3:] == [
         "pred: tokens/s the performance model predicted before the trial ran [95 % interval]; "
         "err: predicted / measured - 1",
-        "prediction error: median |err| 10.0% over 9 screening trials, 8 of 9 measured inside the interval"]
+        "prediction error: median |err| 10.0% over 9 screening trials, 8 of 9 measured inside the interval",
+        "Builds (engine builds or model loads): 0 (0 in screening, 0 in confirmation)."]
 
 
 def test_trials_table_fits_120_columns(url: str) -> None:
@@ -127,6 +129,7 @@ def test_trials_json_has_the_prediction(url: str) -> None:
     assert stored["tokens_per_s"]["value"] == pytest.approx(screening[UNPREDICTED]["tokens_per_s"] * FACTORS[0])
     assert stored["source"] == "timed" and stored["sigmas"]["model"] == 0.1 and "tpot_ms_p50" in stored
     assert all(r["prediction"] is None for r in rows if r["phase"] == "confirmation")
+    assert all(r["builds"] == 0 and r["edges"] == [] for r in rows)
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,10 @@
 
 TensorRT-LLM and vLLM start processes of their own, hold GPU memory that only a process exit
 reliably frees, and can crash or hang the process they run in. Every configuration is therefore
-measured in an :class:`~autotune.engines.worker.EngineWorker`; the engine built there is reused
-across batch sizes while the configuration stays, and the process is replaced when it changes, so
-a crash, hang or out-of-memory comes back as a :class:`~autotune.engines.worker.WorkerFailure` and
-the caller carries on. This side never imports the engine's package.
+measured in an :class:`~autotune.engines.worker.EngineWorker`; the engines built there serve
+every batch size and the process lives across configurations (the runner decides which engines it
+keeps), and is replaced after a failure, so a crash, hang or out-of-memory comes back as a
+:class:`~autotune.engines.worker.WorkerFailure` and the caller carries on. This side never imports the engine's package.
 """
 
 from __future__ import annotations

@@ -302,9 +302,14 @@ class EngineFault(EngineError):
 
 def _warm_up(engine: Engine, configs: list[EngineConfig], workload: Workload, batch_size: int,
              temperature: float | None, seed: int) -> None:
-    """One batch of the first requests per configuration, not timed (loads models, fills caches)."""
+    """One batch of the first requests per configuration, not timed (loads models, fills caches).
+    In reverse order, so that the first round starts with the configuration loaded last. An engine
+    that holds one configuration at a time (``holds_one_configuration``: TensorRT-LLM, vLLM on a
+    GPU) would shut every other warmed engine down before measuring it, so only that one is warmed:
+    such an engine warms each build up itself, as it must for the rebuilds of later rounds anyway."""
     first = Workload(workload.name, workload.requests[:batch_size], workload.version)
-    for config in configs:
+    warmed = configs[:1] if getattr(engine, "holds_one_configuration", False) else configs
+    for config in reversed(warmed):
         engine.load(config)
         engine.measure(first, batch_size, temperature, seed)
 

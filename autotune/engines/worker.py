@@ -18,10 +18,24 @@ Every call has a timeout. What goes wrong comes back as :class:`WorkerFailure` w
 * ``unsupported`` the engine cannot run this configuration (UnsupportedConfigError);
 * ``engine_error`` any other AutotuneError of the engine (bad model file, ...).
 
-After a failure the child is discarded; the next call starts a fresh one. The child is kept (with
-its loaded models) while consecutive calls use the same configuration (method, draft, depth) and
-replaced when the configuration changes, so each configuration starts from a clean process, as a
-TensorRT-LLM engine built for one speculative configuration must. The child's stdout and stderr go
+After a failure the child is discarded; the next call starts a fresh one. How long a healthy child
+lives depends on its engine:
+
+* an engine that *manages its engines* (``manages_engines = True``: the vLLM and TensorRT-LLM
+  runners) keeps the child across configurations, protocol runs and timing runs: it decides itself
+  which engines it keeps (vLLM on a CPU keeps every configuration's, one at a time on a GPU) and
+  rebuilds only what it must, so one build per (method, draft, depth) serves every batch size of a
+  study, in screening and in confirmation alike. An engine build costs minutes on a GPU; a fresh
+  process per configuration or per batch size paid it again each time. After a timing run the
+  child is kept only when the engine says its timing leaves nothing forced loaded
+  (``timing_leaves_engines_reusable``: TensorRT-LLM keeps only the baseline, which nothing forces),
+  since later measurements reuse what it leaves; otherwise it is stopped;
+* any other engine (the embedded one) gets a fresh child whenever the configuration changes, and a
+  fresh child for each protocol and timing run, stopped afterwards: its CPU memory figure is the
+  rise of the process's peak resident set, which a process that ran other configurations would
+  hide, and its models load in seconds.
+
+The child's stdout and stderr go
 to a log file whose tail explains a crash; the child ignores SIGINT so that Ctrl-C reaches only the
 parent, which then stops the child.
 
@@ -118,6 +132,8 @@ class EngineWorker:
     """Parent side: runs ``measure`` calls in a child process (see the module docstring).
 
     ``loads`` counts model loads over every child; ``starts`` counts children started.
+    ``shares_child``: the running child's engine manages its engines (see the module doc), so the
+    child is kept across configurations and runs; False while no child runs.
     """
 
     def __init__(self, spec: EngineSpec, timeout_s: float | None = None) -> None:
@@ -131,6 +147,7 @@ class EngineWorker:
         self._log_path: Path | None = None
         self._config: EngineConfig | None = None
         self._child_loads = 0  # loads reported by the current child
+        self.shares_child = False
 
     @property
     def alive(self) -> bool:
@@ -139,10 +156,12 @@ class EngineWorker:
     def measure(
         self, config: EngineConfig, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
     ) -> Measurement:
-        """Measure ``workload`` with ``config`` at ``batch_size``, reusing the child when it runs ``config``."""
-        if config != self._config or not self.alive:
+        """Measure ``workload`` with ``config`` at ``batch_size``, reusing the child when it runs ``config``
+        or manages its engines (see the module doc)."""
+        if not self.alive or (config != self._config and not self.shares_child):
             self.stop()
             self._start()
+        if config != self._config:
             self._loaded(self._call("load", asdict(config)))
             self._config = config
         reply = self._call("measure", workload_to_data(workload), batch_size, temperature, seed)
@@ -154,32 +173,23 @@ class EngineWorker:
         seed: int = 0, options: ProtocolOptions | None = None,
     ) -> ProtocolResult:
         """Run the measurement protocol (:func:`autotune.engines.protocol.measure_repeatedly`, the
-        baseline included) for ``configs`` at ``batch_size`` in a fresh child: every configuration
-        is loaded there, so they alternate round by round in one process."""
-        self.stop()
-        self._start()
+        baseline included) for ``configs`` at ``batch_size`` in one child, where they alternate
+        round by round: the running child when its engine manages its engines (the engines it
+        built for earlier calls serve this one), else a fresh child stopped afterwards."""
         options = options or ProtocolOptions()
-        try:
-            reply = self._call("protocol", [asdict(c) for c in configs], workload_to_data(workload), batch_size,
+        reply = self._in_child("protocol", [asdict(c) for c in configs], workload_to_data(workload), batch_size,
                                temperature, seed, options.to_dict())
-            self._loaded(reply)
-        finally:
-            self.stop()  # the next call starts from a clean process too
         return ProtocolResult.from_dict(reply["result"])
 
     def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int],
                    **options: int) -> list[dict[str, Any]]:
         """Step-cost timing runs (an engine with ``time_steps``, see
-        :mod:`autotune.engines.embedded.timing`) in a fresh child that is stopped afterwards; an
-        engine without them fails with kind ``unsupported``."""
-        self.stop()
-        self._start()
-        try:
-            reply = self._call("timing", [asdict(c) for c in configs], workload_to_data(workload), list(batch_sizes),
-                               options)
-            self._loaded(reply)
-        finally:
-            self.stop()
+        :mod:`autotune.engines.embedded.timing`), in a child as :meth:`measure_repeatedly` runs its
+        protocol; an engine without them fails with kind ``unsupported``."""
+        reply = self._in_child("timing", [asdict(c) for c in configs], workload_to_data(workload),
+                               list(batch_sizes), options)
+        if not reply["reusable"]:
+            self.stop()  # engines built for forced acceptance must not serve a measurement
         return reply["points"]
 
     def stop(self, force: bool = False) -> None:
@@ -189,6 +199,7 @@ class EngineWorker:
         self._process = self._conn = None
         self._config = None
         self._child_loads = 0
+        self.shares_child = False
         if process is not None:
             _LIVE_CHILDREN.pop(process, None)
             if not force:
@@ -229,7 +240,25 @@ class EngineWorker:
         self._process, self._conn = process, parent_conn
         _LIVE_CHILDREN[process] = self._log_path
         self.starts += 1
-        self._loaded(self._wait_reply())  # the child's "ready" (or why it could not build the engine)
+        ready = self._wait_reply()  # the child's "ready" (or why it could not build the engine)
+        self._loaded(ready)
+        self.shares_child = ready["manages_engines"]
+
+    def _in_child(self, *message: Any) -> dict[str, Any]:
+        """Send ``message`` (a run that loads configurations of its own) to the child that should
+        run it: the running one when it is shared, else a fresh one that is stopped afterwards. The
+        child's loaded configuration is unknown afterwards, so the next measure loads its own."""
+        if not (self.alive and self.shares_child):
+            self.stop()
+            self._start()
+        try:
+            reply = self._call(*message)
+            self._loaded(reply)
+        finally:
+            self._config = None
+            if not self.shares_child:
+                self.stop()  # the next call starts from a clean process too
+        return reply
 
     def _loaded(self, reply: dict[str, Any]) -> None:
         self.loads += reply["loads"] - self._child_loads
@@ -312,7 +341,7 @@ def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
         conn.send(("failed", _classify(exc)))
         return
-    conn.send(("ok", {"loads": engine.loads}))
+    conn.send(("ok", {"loads": engine.loads, "manages_engines": bool(getattr(engine, "manages_engines", False))}))
     while True:
         try:
             message = conn.recv()
@@ -385,7 +414,8 @@ def _handle(engine: Any, message: tuple) -> dict[str, Any]:
         if not hasattr(engine, "time_steps"):
             raise UnsupportedConfigError(f"the {engine.name} engine has no step-cost timing runs")
         points = engine.time_steps([EngineConfig(**c) for c in configs], workload_from_data(data), batch_sizes, **options)
-        return {"loads": engine.loads, "points": points}
+        return {"loads": engine.loads, "points": points,
+                "reusable": bool(getattr(engine, "timing_leaves_engines_reusable", False))}
     raise ValueError(f"unknown worker operation {operation!r}")
 
 

@@ -4,14 +4,14 @@
     result = tune(TuneOptions(n_trials=12))
     print("\\n".join(result.analysis.summary))
 
-``list_studies`` and ``study_trials`` read what earlier runs stored.
+``list_studies``, ``study_trials`` and ``study_listing`` read what earlier runs stored.
 """
 
 from __future__ import annotations
 
 from autotune.search.objective import OBJECTIVES, PERCENTILES, Slo
 from autotune.search.options import TuneOptions
-from autotune.search.outcome import StudyAnalysis, TuneProgress, TuneResult
+from autotune.search.outcome import StudyAnalysis, TrialListing, TuneProgress, TuneResult
 from autotune.search.samplers import SAMPLERS
 from autotune.search.tuner import tune
 from autotune.store import open_database
@@ -24,11 +24,13 @@ __all__ = [
     "Slo",
     "StudyAnalysis",
     "StudySummary",
+    "TrialListing",
     "TrialRow",
     "TuneOptions",
     "TuneProgress",
     "TuneResult",
     "list_studies",
+    "study_listing",
     "study_trials",
     "tune",
 ]
@@ -48,3 +50,13 @@ def study_trials(db_url: str | None, name: str) -> list[TrialRow]:
 
     with open_database(db_url) as database, database.session() as session:
         return results.study_trials(session, name)
+
+
+def study_listing(db_url: str | None, name: str) -> TrialListing:
+    """The trials of study ``name`` with its builds and the edges of its answer (``autotune trials``)."""
+    from autotune.store import results
+
+    with open_database(db_url) as database, database.session() as session:
+        rows = results.study_trials(session, name)
+        study = results.find_study(session, name)
+        return TrialListing.of(rows, dict(study.search_space or {}), Slo.from_dict(study.slo or {}))

@@ -109,7 +109,7 @@ def ask_within_budget(
     planned: list[Candidate],
     planned_only: bool,
     explore: random.Random | None = None,
-    space: SearchSpace | None = None,
+    space: SearchSpace | None = None,  # needed whenever a trial is enqueued (its user attributes)
     propose: Callable[[list[dict[str, Any]]], Candidate | None] | None = None,
     retry_failed: int = 0,
 ) -> optuna.Trial | None:
@@ -129,7 +129,7 @@ def ask_within_budget(
         retry = owed_retry(counted, retry_failed)
         if retry is not None and retry[0].method == BASELINE_METHOD and (
                 following is None or following.method != BASELINE_METHOD):
-            return _ask_for(study, *retry)  # every speedup at its batch size waits for it
+            return _ask_for(study, space, *retry)  # every speedup at its batch size waits for it
         if following is None and propose is not None:
             following = propose(taken)
         elif following is None and explore is not None:
@@ -137,15 +137,15 @@ def ask_within_budget(
             following = explore.choice(untried) if untried else None
         if following is None and (propose is not None or explore is not None or planned_only):
             # Nothing untried is left: measure again what failed and may not fail twice, then stop.
-            return None if retry is None else _ask_for(study, *retry)
+            return None if retry is None else _ask_for(study, space, *retry)
         if following is not None:
-            study.enqueue_trial(SearchSpace.params(following), user_attrs=SearchSpace.user_attrs(following))
+            study.enqueue_trial(SearchSpace.params(following), user_attrs=space.user_attrs(following))
     return _ask(study)
 
 
-def _ask_for(study: optuna.Study, candidate: Candidate, attrs: dict[str, Any]) -> optuna.Trial:
+def _ask_for(study: optuna.Study, space: SearchSpace, candidate: Candidate, attrs: dict[str, Any]) -> optuna.Trial:
     """Enqueue ``candidate`` with extra user attributes ``attrs`` and ask for it."""
-    study.enqueue_trial(SearchSpace.params(candidate), user_attrs={**SearchSpace.user_attrs(candidate), **attrs})
+    study.enqueue_trial(SearchSpace.params(candidate), user_attrs={**space.user_attrs(candidate), **attrs})
     return _ask(study)
 
 

@@ -11,9 +11,12 @@ study ends by confirming, at each batch size:
   confirm the simple ones near the top to reach the answer a re-run reaches: picking the runners-up
   by screening tokens/s (noise) made two studies confirm different depths of a flat band and
   recommend different ones (docs/benchmarks.md, "Reproducibility").
-* **Protocol**: the finalists and the baseline, in a fresh worker process per batch size, in
-  interleaved rounds with racing (:mod:`autotune.engines.protocol`): a finalist is dropped as soon
-  as its paired interval to the leader falls below 1.
+* **Protocol**: the finalists and the baseline, per batch size, in interleaved rounds with racing
+  (:mod:`autotune.engines.protocol`): a finalist is dropped as soon as its paired interval to the
+  leader falls below 1. The study's worker runs every batch size: an engine that manages its
+  engines (vLLM, TensorRT-LLM) keeps the ones screening built, so a configuration is not built again
+  per batch size; the embedded engine gets a fresh process per batch size
+  (:mod:`autotune.engines.worker`). ``ConfirmedBatch.loads`` counts the builds a batch size cost.
 * **Retries**: a batch size whose worker fails (crash, hang, out of memory) is measured again, up
   to ``attempts`` times in all: without its baseline no speedup there can be given.
 * **Neighbour check**: a confirmed baseline implausibly slower than a smaller batch size's
@@ -78,6 +81,7 @@ class ConfirmedBatch:
     result: ProtocolResult | None
     failure: str | None = None
     implausible: str | None = None
+    loads: int = 0  # engine builds / model loads its protocol runs cost, failed attempts included
 
 
 def confirm(
@@ -96,25 +100,27 @@ def confirm(
 
     def run(batch_size: int) -> ConfirmedBatch:
         candidates = finalists_by_batch[batch_size]
+        loads_before = worker.loads
         for attempt in range(1, attempts + 1):
             again = f" (attempt {attempt} of {attempts})" if attempt > 1 else ""
             progress(f"confirming {len(candidates)} finalist(s) and the baseline at batch size {batch_size}{again}")
             try:
                 result = worker.measure_repeatedly([engine_config(c) for c in candidates], workload, batch_size,
                                                    seed=seed, options=options)
-                return ConfirmedBatch(batch_size, candidates, result)
+                return ConfirmedBatch(batch_size, candidates, result, loads=worker.loads - loads_before)
             except WorkerFailure as failure:
                 reason = failure.reason + (f" (failed {attempt} times)" if attempt > 1 else "")
                 if failure.kind not in TRANSIENT_FAILURES:
                     break  # it would fail the same way again
-        return ConfirmedBatch(batch_size, candidates, None, reason)
+        return ConfirmedBatch(batch_size, candidates, None, reason, loads=worker.loads - loads_before)
 
     batches = {b: run(b) for b in sorted(finalists_by_batch)}
     for batch_size in _suspects(batches):
-        batches[batch_size] = run(batch_size)
+        earlier = batches[batch_size].loads
+        again = run(batch_size)
+        batches[batch_size] = replace(again, loads=earlier + again.loads)
     suspects = implausible_baselines(_baseline_figures(batches))
-    return [ConfirmedBatch(b.batch_size, b.candidates, b.result, b.failure, suspects.get(b.batch_size))
-            for b in batches.values()]
+    return [replace(b, implausible=suspects.get(b.batch_size)) for b in batches.values()]
 
 
 def _baseline_figures(batches: dict[int, ConfirmedBatch]) -> dict[int, float]:

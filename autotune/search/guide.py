@@ -25,6 +25,11 @@ rows, every time a worker asks (under the study lock, so two workers never pick 
 5. **Stop** when no point is open: the study ends, then the confirmation phase re-measures the
    finalists with the full protocol.
 
+**Beyond --max-depth** (unless ``--no-explore-beyond``): the points up to ``BEYOND_DEPTHS`` deeper
+(:meth:`SearchSpace.beyond`) are predicted with the acceptance curves continued past the deepest
+measured position (:mod:`autotune.search.beyond`) and compete with the others under the same rule;
+unlike a point inside the space, one that cannot be predicted is never open there.
+
 A point the model cannot predict (its proposer has no curve yet, or the engine took no timings)
 is open: ignorance never rules a point out.
 """
@@ -37,7 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.perfmodel.model import PerformanceModel, Prediction
-from autotune.search.space import BASELINE_METHOD, Candidate, SearchSpace
+from autotune.search.beyond import extended_model
+from autotune.search.space import BASELINE_METHOD, BEYOND_DEPTHS, Candidate, SearchSpace
 
 # A point is open when P(it beats the incumbent by more than TIE_MARGIN) > 1 - Phi(GUIDE_Z) = 31 %.
 # sigma_model is learned from single screening passes, so it holds the incumbent's noise as well.
@@ -86,20 +92,29 @@ def next_pick(
     slo: Any,
     last: Candidate | None = None,
     z: float = GUIDE_Z,
+    explore_beyond: bool = False,
 ) -> Pick | None:
     """The next point to measure, or None when nothing is open (see the module doc). ``taken``:
     the Optuna params of every counted trial (running and waiting included); ``feasible(c)``: False
-    for a point that cannot run here (it is never proposed)."""
+    for a point that cannot run here (it is never proposed); ``explore_beyond``: the points past
+    ``space.max_depth`` compete too."""
     untaken = [c for c in space.candidates() if SearchSpace.params(c) not in taken and feasible(c)]
     for run in calibration_runs(space, model, feasible):
         if run in untaken:
             return Pick(run, f"acceptance curve of {run.config_label.rsplit('@', 1)[0]} at depth {run.depth}")
+    wide = extended_model(model, space.max_depth + BEYOND_DEPTHS) if model is not None and explore_beyond else None
+    past = [c for c in space.beyond() if SearchSpace.params(c) not in taken and feasible(c)] if wide else []
     best = incumbents(rows, slo)
     scored = []
-    for candidate in untaken:
+    for candidate in untaken + past:
         if candidate.method == BASELINE_METHOD:
             continue
-        prediction = model.predict(candidate.method, candidate.draft, candidate.depth, candidate.batch_size) if model else None
+        beyond = candidate.depth > space.max_depth
+        source = wide if beyond else model
+        prediction = (source.predict(candidate.method, candidate.draft, candidate.depth, candidate.batch_size)
+                      if source else None)
+        if beyond and prediction is None:
+            continue  # ignorance opens points inside the space only
         gain = _gain(prediction, best.get(candidate.batch_size), slo, z)
         if gain is not None:
             scored.append((gain, candidate, prediction))
@@ -116,7 +131,8 @@ def next_pick(
     gain, candidate, prediction = max(same or scored, key=lambda entry: entry[0])
     why = "not predictable yet" if prediction is None else (
         f"predicted {prediction.tokens_per_s:.0f} tok/s [{prediction.low:.0f}, {prediction.high:.0f}] could beat "
-        f"{best.get(candidate.batch_size, 0):.0f}")
+        f"{best.get(candidate.batch_size, 0):.0f}"
+        + (f" (beyond --max-depth {space.max_depth})" if candidate.depth > space.max_depth else ""))
     return Pick(candidate, why, prediction)
 
 

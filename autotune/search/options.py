@@ -60,7 +60,9 @@ class TuneOptions:
     ``confirm``: end with the confirmation phase (:mod:`autotune.search.confirm`), whose protocol
     aims at ``precision`` (relative half-width of the 95 % intervals) with at most
     ``max_repetitions`` rounds and, once 3 are kept, no new round after ``confirm_seconds`` per
-    batch size.
+    batch size. ``explore_beyond``: the model-guided search may measure up to two depths past
+    ``max_depth`` where its prediction says they could win (:mod:`autotune.search.guide`); not part
+    of the study's identity, so a study resumes with either.
     """
 
     db_url: str | None = field(default=None, repr=False)  # may hold a password: never in a repr
@@ -88,6 +90,7 @@ class TuneOptions:
     precision: float = DEFAULT_PRECISION
     max_repetitions: int = DEFAULT_CONFIRM_REPETITIONS
     confirm_seconds: float = DEFAULT_CONFIRM_SECONDS
+    explore_beyond: bool = True
 
     @property
     def protocol(self) -> ProtocolOptions:

@@ -18,7 +18,9 @@ from autotune.analysis.decision import (
     per_batch_size,
     summary_lines,
 )
+from autotune.analysis.edges import Edge, row_edges, space_edges, study_edges
 from autotune.analysis.prediction import prediction_error
+from autotune.engines.base import MAX_DEPTH
 from autotune.search.objective import Objective
 from autotune.search.samplers import SAMPLERS, Sampler
 from autotune.store.results import TrialRow
@@ -70,23 +72,29 @@ class StudyAnalysis:
     pareto_front: list[TrialRow]
     summary: list[str]
     counts: TrialCounts
-    model_loads: int
+    model_loads: int  # engine builds / model loads of the study's trials and confirmations
+    edges: list[Edge] = field(default_factory=list)
 
     @classmethod
     def of(
-        cls, rows: list[TrialRow], objective: Objective, batch_sizes: list[int], method_names: list[str], repeated: int = 0
+        cls, rows: list[TrialRow], objective: Objective, batch_sizes: list[int], method_names: list[str], repeated: int = 0,
+        max_depth: int | None = None,
     ) -> StudyAnalysis:
+        """The analysis of ``rows``; with ``max_depth``, answers on the edge of the space are named too."""
         profile = choose_profile(rows, objective.slo)
         table = per_batch_size(rows, batch_sizes, objective.slo)
         verdict = method_verdicts(rows, method_names)
+        edges = [] if max_depth is None else study_edges(rows, max_depth, batch_sizes, MAX_DEPTH, objective.slo)
         return cls(
             profile=profile,
             per_batch_size=table,
             verdict=verdict,
             pareto_front=pareto_front(deciding_rows(rows))[::-1] if objective.kind == "pareto" else [],
-            summary=summary_lines(profile, table, verdict, objective.slo) + failure_lines(rows, batch_sizes),
+            summary=(summary_lines(profile, table, verdict, objective.slo) + [edge.message for edge in edges]
+                     + failure_lines(rows, batch_sizes)),
             counts=TrialCounts.of(rows, repeated),
             model_loads=sum(int(row.extra.get("model_loads", 0)) for row in rows),
+            edges=edges,
         )
 
     @property
@@ -116,6 +124,39 @@ def failure_lines(rows: list[TrialRow], batch_sizes: list[int]) -> list[str]:
         recovered = sum(1 for row in retries if row.state == "complete")
         lines.append(f"Retried {len(retries)} failed trial(s); {recovered} completed on retry.")
     return lines
+
+
+def build_line(rows: list[TrialRow], this_run: int | None = None) -> str:
+    """What the study cost in engine builds (model loads on the embedded engine): its screening
+    trials', its confirmations', and (``this_run``) this process's, step timings included."""
+    by_phase = {phase: sum(int(row.extra.get("model_loads", 0)) for row in rows if row.phase == phase)
+                for phase in ("screening", "confirmation")}
+    run = "" if this_run is None else f"; {this_run} by this run, step timings included"
+    return (f"Builds (engine builds or model loads): {by_phase['screening'] + by_phase['confirmation']} "
+            f"({by_phase['screening']} in screening, {by_phase['confirmation']} in confirmation{run}).")
+
+
+@dataclass(frozen=True)
+class TrialListing:
+    """A stored study's trials as ``autotune trials`` shows them, with its builds and the edges of
+    its answer (:mod:`autotune.analysis.edges`)."""
+
+    rows: list[TrialRow]
+    edges: list[Edge]
+
+    @classmethod
+    def of(cls, rows: list[TrialRow], search_space: dict[str, Any], slo: Any) -> TrialListing:
+        return cls(rows, space_edges(rows, search_space, MAX_DEPTH, slo))
+
+    def lines(self) -> list[str]:
+        """What goes under the table: the builds, then each edge."""
+        return [build_line(self.rows)] + [edge.message for edge in self.edges]
+
+    def row_dicts(self) -> list[dict[str, Any]]:
+        """``autotune trials --json``: each row with ``builds`` (what the trial, or a confirmation
+        batch size's first row, built) and ``edges`` (the edge messages about its configuration)."""
+        return [{**row.to_dict(), "builds": int(row.extra.get("model_loads", 0)), "edges": row_edges(self.edges, row)}
+                for row in self.rows]
 
 
 @dataclass(frozen=True)
@@ -161,10 +202,9 @@ class TuneResult:
     def model_lines(self) -> list[str]:
         error, count = prediction_error(self.rows)
         counts = self.analysis.counts
-        lines = [f"Measured {counts.total} screening trials ({self.sampler.name} sampler) with "
-                 f"{self.analysis.model_loads} model loads ({self.model_loads_this_run} by this run, step timings and "
-                 "confirmation included)"
-                 + (self.sampler.completion_note if self.status == "complete" else "") + "."]
+        lines = [f"Measured {counts.total} screening trials ({self.sampler.name} sampler)"
+                 + (self.sampler.completion_note if self.status == "complete" else "") + ".",
+                 build_line(self.rows, self.model_loads_this_run)]
         if error is not None:
             lines.append(f"Performance model: median |predicted / measured - 1| = {error:.1%} over {count} trials "
                          "predicted before they ran.")
@@ -189,6 +229,7 @@ class TuneResult:
             "summary": analysis.summary,
             "counts": {**asdict(analysis.counts), "total": analysis.counts.total},
             "model_loads": analysis.model_loads,
+            "edges": [edge.to_dict() for edge in analysis.edges],
             "trials_this_run": self.trials_this_run,
             "worker_starts": self.worker_starts,
             "model_loads_this_run": self.model_loads_this_run,

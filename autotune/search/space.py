@@ -15,6 +15,13 @@ the sampled trials, so the sampler learns how throughput grows with the batch fr
 Each speculative method has a depth parameter of its own, so TPE models "the best depth for MTP"
 apart from "the best depth for a draft model" (they differ: a draft model's cost grows with depth,
 MTP's hardly does).
+
+**Beyond --max-depth.** The model-guided search may measure up to ``BEYOND_DEPTHS`` depths past
+``max_depth`` where its prediction says they could win (:mod:`autotune.search.guide`). Such a
+trial is enqueued with the user attribute ``autotune_beyond`` and its depth parameter is
+suggested over ``1..MAX_DEPTH``; every other trial keeps ``1..max_depth``, and the space's record
+(the study's identity, which a resumed study must match) is unchanged, so studies stored before
+resume as they were.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from autotune.errors import ConfigurationError
 
 BASELINE_METHOD = "none"
 BASELINE_ATTR = "autotune_baseline"
+BEYOND_ATTR = "autotune_beyond"
+BEYOND_DEPTHS = 2  # how far past --max-depth the model-guided search may measure
 
 
 @dataclass(frozen=True)
@@ -105,7 +114,7 @@ class SearchSpace:
             return Candidate(BASELINE_METHOD, 0, trial.suggest_categorical("batch_size", self.batch_sizes))
         method = trial.suggest_categorical("method", self.sampled_methods)
         draft = trial.suggest_categorical("draft", self.drafts) if method == "draft" else None
-        depth = trial.suggest_int(f"{method}_depth", 1, self.max_depth)
+        depth = trial.suggest_int(f"{method}_depth", 1, MAX_DEPTH if trial.user_attrs.get(BEYOND_ATTR) else self.max_depth)
         batch_size = trial.suggest_categorical("batch_size", self.batch_sizes)
         return Candidate(method, depth, batch_size, draft)
 
@@ -121,10 +130,12 @@ class SearchSpace:
         params["batch_size"] = candidate.batch_size
         return params
 
-    @staticmethod
-    def user_attrs(candidate: Candidate) -> dict[str, Any]:
-        """The user attributes an enqueued ``candidate`` needs (the baseline mark)."""
-        return {BASELINE_ATTR: True} if candidate.method == BASELINE_METHOD else {}
+    def user_attrs(self, candidate: Candidate) -> dict[str, Any]:
+        """The user attributes an enqueued ``candidate`` needs (the baseline mark, the mark of a depth
+        beyond ``max_depth``)."""
+        if candidate.method == BASELINE_METHOD:
+            return {BASELINE_ATTR: True}
+        return {BEYOND_ATTR: True} if candidate.depth > self.max_depth else {}
 
     @staticmethod
     def candidate_of(params: Mapping[str, Any]) -> Candidate:
@@ -134,6 +145,15 @@ class SearchSpace:
         return Candidate(method, depth, params["batch_size"], params.get("draft"))
 
     # -- enumeration ------------------------------------------------------------------------------
+
+    def beyond_depths(self) -> range:
+        """The depths past ``max_depth`` the model-guided search may measure (none past MAX_DEPTH)."""
+        return range(self.max_depth + 1, min(self.max_depth + BEYOND_DEPTHS, MAX_DEPTH) + 1)
+
+    def beyond(self) -> list[Candidate]:
+        """The points at :meth:`beyond_depths`: every proposer at every batch size."""
+        return [Candidate(method, depth, batch_size, draft) for method, draft in self.proposers()
+                for depth in self.beyond_depths() for batch_size in self.batch_sizes]
 
     def baselines(self) -> list[Candidate]:
         """Method none at every batch size: what every trial's speedup is measured against."""

@@ -137,6 +137,12 @@ class Tuner:
         self.pick: guide.Pick | None = None
 
     def run(self) -> TuneResult:
+        """Time the step costs (once per key), screen, then confirm: one worker throughout, so the
+        engines it built serve every phase where the engine keeps them (:mod:`autotune.engines.worker`)."""
+        with self.worker:
+            return self._run()
+
+    def _run(self) -> TuneResult:
         started = time.monotonic()
         deadline = None if self.options.timeout_s is None else started + self.options.timeout_s
         self.study_id, self.study = open_study(self.database, self.storage, self.plan,
@@ -152,14 +158,13 @@ class Tuner:
         trial: optuna.Trial | None = None
         spent = False  # the budget (or the planned points) ran out, rather than the time
         try:
-            with self.worker:
-                while deadline is None or time.monotonic() < deadline:
-                    trial, candidate = self._ask()
-                    if trial is None:
-                        spent = True
-                        break
-                    self._run_trial(trial, candidate)
-                    trial = None
+            while deadline is None or time.monotonic() < deadline:
+                trial, candidate = self._ask()
+                if trial is None:
+                    spent = True
+                    break
+                self._run_trial(trial, candidate)
+                trial = None
         except BaseException as exc:
             self._abandon(trial, interrupted=isinstance(exc, KeyboardInterrupt))
             raise
@@ -201,7 +206,8 @@ class Tuner:
         with self.database.session() as session:
             rows = results.study_rows(session, self.study_id)
         self.pick = guide.next_pick(self.plan.space, self.modeling.model(rows), rows, taken,
-                                    lambda c: self.plan.infeasibility(c) is None, self.plan.objective.slo, self.last)
+                                    lambda c: self.plan.infeasibility(c) is None, self.plan.objective.slo, self.last,
+                                    explore_beyond=self.options.explore_beyond)
         return None if self.pick is None else self.pick.candidate
 
     def _prediction(self, candidate: Candidate) -> dict[str, Any] | None:
@@ -374,10 +380,11 @@ class Tuner:
         number = max((row.trial_number for row in rows if row.phase == "confirmation"), default=-1) + 1
         for batch in batches:
             extra = {"confirmation": {**run, "batch_size": batch.batch_size}}
+            loads = {"model_loads": batch.loads}  # on the batch size's first row: what its protocol built
             if batch.result is None:
                 results.record_trial(session, self.study_id, trial_number=number, method="none", depth=0,
                                      batch_size=batch.batch_size, state="failed", reason=batch.failure,
-                                     extra=extra, phase="confirmation")
+                                     extra={**extra, **loads}, phase="confirmation")
                 number += 1
                 continue
             by_config = {self._engine_config(c): c for c in batch.candidates}
@@ -392,8 +399,9 @@ class Tuner:
                     batch_size=batch.batch_size, state="complete", draft=candidate.draft,
                     draft_model_id=self.draft_ids.get(candidate.draft), phase="confirmation",
                     measurement=fields["measurement"], repetitions=fields["repetitions"],
-                    intervals=fields["intervals"], speedup=fields["speedup"], extra={**extra, **fields["extra"]},
+                    intervals=fields["intervals"], speedup=fields["speedup"], extra={**extra, **fields["extra"], **loads},
                 )
+                loads = {}
                 number += 1
 
     def _analysis(self) -> tuple[StudyAnalysis, list[results.TrialRow]]:
@@ -405,7 +413,8 @@ class Tuner:
                          if method == "draft" else [method])
         ]
         repeated = budget.repeat_count(self.study.get_trials(deepcopy=False))
-        analysis = StudyAnalysis.of(rows, self.plan.objective, list(self.plan.space.batch_sizes), method_names, repeated)
+        analysis = StudyAnalysis.of(rows, self.plan.objective, list(self.plan.space.batch_sizes), method_names, repeated,
+                                    self.plan.space.max_depth)
         return analysis, rows
 
     def _store_profile(self) -> StudyAnalysis:

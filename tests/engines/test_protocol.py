@@ -133,11 +133,23 @@ def test_warm_up_runs_first_and_is_not_in_the_samples(machine):
     result = run(engine, min_repetitions=3, max_repetitions=3)
     kinds = [kind for kind, _, _ in engine.calls]
     assert kinds[:2] == ["warmup", "warmup"] and "warmup" not in kinds[2:]
-    assert [config for kind, config, _ in engine.calls if kind == "warmup"] == [BASELINE, DRAFT]
+    # In reverse order: the first round starts with the configuration warmed last (no switch for an
+    # engine that holds one configuration at a time).
+    assert [config for kind, config, _ in engine.calls if kind == "warmup"] == [DRAFT, BASELINE]
+    assert engine.timed_order()[0] == BASELINE
     for repeated in result.measurements:
         assert repeated.repetitions == 3 and all(s > 50 for s in repeated.samples)  # no 0.001 tokens/s pass
         assert repeated.noise["passes"] == 3
     assert len(engine.timed_order()) == 6
+
+
+def test_an_engine_holding_one_configuration_warms_up_only_the_first_measured(machine):
+    """Its other warmed engines would be shut down before they are measured: builds for nothing."""
+    engine = TableEngine(SPEEDS)
+    engine.holds_one_configuration = True
+    run(engine, min_repetitions=3, max_repetitions=3)
+    assert [config for kind, config, _ in engine.calls if kind == "warmup"] == [BASELINE]
+    assert engine.timed_order()[0] == BASELINE
 
 
 def test_warm_up_decodes_one_batch_of_the_first_requests(machine):

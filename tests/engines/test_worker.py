@@ -17,6 +17,7 @@ from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.builtin import save_model
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.protocol import ProtocolOptions
 from autotune.engines.worker import EngineSpec, EngineWorker, WorkerFailure, workload_from_data, workload_to_data
 from autotune.errors import EngineError
 from autotune.workload import Request, Workload
@@ -84,6 +85,29 @@ def test_worker_is_reused_while_the_configuration_stays(worker) -> None:
     assert (worker.starts, worker.loads) == (1, 1)
     worker.measure(EngineConfig("ngram", 2), WORKLOAD, 2)
     assert (worker.starts, worker.loads) == (2, 2)  # a new configuration: a fresh process, the model reloaded
+
+
+class KeepingEngine(FaultyEngine):
+    """An engine that manages its engines, as the vLLM and TensorRT-LLM runners do."""
+
+    manages_engines = True
+
+
+def test_an_engine_that_manages_its_engines_keeps_one_child_across_configurations_and_runs(target_file) -> None:
+    """Screening of two configurations, then a protocol run per batch size: one
+    child and one model load throughout (n-gram loads no model); a failure still replaces the child."""
+    options = ProtocolOptions(min_repetitions=1, max_repetitions=1)
+    with EngineWorker(EngineSpec(f"{KeepingEngine.__module__}:KeepingEngine", {"target": target_file}), 30) as worker:
+        worker.measure(EngineConfig("none"), WORKLOAD, 1)
+        worker.measure(EngineConfig("ngram", 2), WORKLOAD, 2)
+        for batch_size in (1, 2):  # the baseline alone: no speedup whose plausibility a busy machine could spoil
+            worker.measure_repeatedly([], WORKLOAD, batch_size, options=options)
+        worker.measure(EngineConfig("none"), WORKLOAD, 1)
+        assert (worker.starts, worker.loads) == (1, 1) and worker.shares_child
+        with pytest.raises(WorkerFailure, match="crash"):
+            worker.measure(EngineConfig("none"), Workload("crash", WORKLOAD.requests), 1)
+        worker.measure(EngineConfig("none"), WORKLOAD, 1)
+        assert (worker.starts, worker.loads) == (2, 2)
 
 
 @pytest.mark.parametrize(

@@ -125,9 +125,11 @@ class FlakyWorker:
     def __init__(self, kinds: list[str]) -> None:
         self.kinds = kinds
         self.calls = 0
+        self.loads = 0  # EngineWorker's build counter: each run builds one engine here
 
     def measure_repeatedly(self, configs, workload, batch_size, seed, options):  # noqa: ANN001 - EngineWorker's
         self.calls += 1
+        self.loads += 1
         if self.kinds:
             raise WorkerFailure(self.kinds.pop(0), "the worker died")
         return SimpleNamespace(baseline=None)  # no baseline figure: nothing for the neighbour check
@@ -149,3 +151,4 @@ def test_a_failed_batch_size_is_confirmed_again_within_the_attempts(kinds, attem
     worker = FlakyWorker(kinds)
     batch = confirm_b1(worker, attempts)
     assert (worker.calls, batch.failure, batch.result is None) == (calls, failure, failure is not None)
+    assert batch.loads == calls  # the builds of every attempt count

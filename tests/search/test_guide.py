@@ -3,6 +3,7 @@ study it drives, end to end (real Optuna study, real engine, tiny random models)
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -15,6 +16,7 @@ from autotune.perfmodel.acceptance import AcceptanceCurve, PositionCounts
 from autotune.perfmodel.cost import CostPoint, CostProfile
 from autotune.perfmodel.model import PerformanceModel
 from autotune.search import guide, tune
+from autotune.search.beyond import extended_curve
 from autotune.search.objective import Slo
 from autotune.search.options import TuneOptions
 from autotune.search.space import Candidate, SearchSpace
@@ -137,7 +139,9 @@ def test_a_model_guided_study_predicts_every_trial_it_can_and_stops_on_its_own(o
     with open_database(options.db_url) as database, database.session() as session:
         curves = performance.acceptance_profiles(session)
         assert sorted(c.proposer.split(":")[0] for c in curves) == ["draft", "mtp", "ngram"]
-        assert all(c.max_depth == 2 and c.positions[0]["steps"] > 0 for c in curves)
+        # A curve reaches the deepest depth measured: 2, or past it where the guide explored beyond.
+        deepest = {m: max(r.depth for r in rows if r.method == m) for m in ("draft", "mtp", "ngram")}
+        assert all(c.max_depth == deepest[c.proposer.split(":")[0]] >= 2 and c.positions[0]["steps"] > 0 for c in curves)
         measured = sum(1 for r in rows if r.method != "none")
         assert sum(len(c.sources) for c in curves) == measured  # every speculative trial pooled once
         assert len(performance.cost_profiles(session)) == 1
@@ -196,3 +200,54 @@ def test_an_enqueued_guided_trial_is_an_optuna_trial_with_its_parameters(options
     assert all("method" in t.params for t in trials[2:]) and len(trials) == 5
     with open_database(options.db_url) as database, database.session() as session:
         assert len(results.study_rows(session, results.find_study(session, "tiny").id)) == 5
+
+
+# -- beyond --max-depth -------------------------------------------------------------------------------
+
+
+def test_a_curve_is_continued_geometrically_with_a_wider_error() -> None:
+    curve = AcceptanceCurve("mtp", (PositionCounts(1000, 900, 1000), PositionCounts(1000, 800, 1000)))
+    longer = extended_curve(curve, 4)
+    assert [round(longer.rate(i), 3) for i in range(1, 5)] == [0.9, 0.8, 0.712, 0.632]  # x 0.8 / 0.9 each
+    assert [p.steps for p in longer.positions] == [1000, 1000, 250, 250]
+    assert longer.omega_se(3) > curve.omega_se(2)
+    assert extended_curve(curve, 2) is curve
+
+
+def test_the_model_sampler_measures_past_max_depth_where_the_prediction_could_win() -> None:
+    """MTP accepts 95 % of its drafts and costs nothing more per depth: deeper is faster, so with
+    exploration on the guide goes past --max-depth 2 (to 3 and 4, never 5); with it off, it stops."""
+    flat = model({("mtp", None): AcceptanceCurve("mtp", (PositionCounts(1000, 950, 1000), PositionCounts(1000, 900, 1000))),
+                  ("ngram", None): AcceptanceCurve("ngram", (PositionCounts(1000, 10, 300), PositionCounts(1000, 5, 300)))},
+                 slow_mtp_at_4=False)
+    measured = [Candidate("none", 0, b) for b in (1, 4)] + [Candidate("mtp", 2, b) for b in (1, 4)]
+    rows = [row(c, flat.predict(c.method, c.draft, c.depth, c.batch_size).tokens_per_s) for c in measured]
+    inside = guide.next_pick(SPACE, flat, rows, taken(*measured, Candidate("mtp", 1, 1), Candidate("mtp", 1, 4)),
+                             anything, Slo())
+    assert inside is None  # nothing left inside the space could win
+    picks = []
+    done = taken(*measured, Candidate("mtp", 1, 1), Candidate("mtp", 1, 4))
+    while (pick := guide.next_pick(SPACE, flat, rows, done, anything, Slo(), explore_beyond=True)) is not None:
+        picks.append(pick)
+        done.append(SearchSpace.params(pick.candidate))
+    assert picks and {p.candidate.depth for p in picks} <= {3, 4} and all(p.candidate.method == "mtp" for p in picks)
+    assert "beyond --max-depth 2" in picks[0].reason and picks[0].prediction is not None
+
+
+def test_an_unpredictable_point_past_max_depth_is_never_open() -> None:
+    """Inside the space ignorance opens a point; past --max-depth it does not (no timings: no model)."""
+    done = taken(*(Candidate(m, d, b) for m, d in (("none", 0), ("mtp", 1), ("mtp", 2), ("ngram", 1), ("ngram", 2))
+                   for b in (1, 4)))
+    assert guide.next_pick(SPACE, None, [], done, anything, Slo(), explore_beyond=True) is None
+
+
+def test_a_trial_past_max_depth_is_enqueued_and_read_back_without_changing_the_space() -> None:
+    deep = Candidate("mtp", 4, 1)
+    assert SPACE.beyond_depths() == range(3, 5) and deep in SPACE.beyond() and deep not in SPACE.candidates()
+    assert SearchSpace(("none", "mtp"), (), 15, (1,)).beyond_depths() == range(16, 17)  # never past MAX_DEPTH
+    study = optuna.create_study()
+    study.enqueue_trial(SearchSpace.params(deep), user_attrs=SPACE.user_attrs(deep))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an out-of-range fixed parameter would warn
+        assert SPACE.suggest(study.ask()) == deep
+    assert SPACE.to_dict() == {"methods": ["none", "mtp", "ngram"], "drafts": [], "max_depth": 2, "batch_sizes": [1, 4]}

@@ -73,7 +73,7 @@ def test_parameters_are_conditional_on_the_method() -> None:
 def test_an_enqueued_candidate_is_read_back(wanted) -> None:
     space = SearchSpace.build(None, ("builtin",), 4, (1, 2), target_has_mtp=True)
     study = optuna.create_study()
-    study.enqueue_trial(SearchSpace.params(wanted), user_attrs=SearchSpace.user_attrs(wanted))
+    study.enqueue_trial(SearchSpace.params(wanted), user_attrs=space.user_attrs(wanted))
     trial = study.ask()
     assert space.suggest(trial) == wanted
     assert SearchSpace.candidate_of(trial.params) == wanted

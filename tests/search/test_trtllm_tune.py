@@ -17,7 +17,8 @@ from autotune.engines.trtllm.runner import TrtLlmRunner
 from autotune.errors import ConfigurationError
 from autotune.models import folder as folder_module
 from autotune.models.fit import MEMORY_MARGIN
-from autotune.search import TuneOptions, list_studies, tune
+from autotune.report import load_study, render_html
+from autotune.search import TuneOptions, list_studies, study_listing, tune
 from autotune.search.plan import plan_study
 from autotune.store import open_database, performance
 from autotune.workload import Request, Workload
@@ -137,6 +138,25 @@ def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, 
     assert confirmed and all(row.speedup is not None and row.repetitions >= 3 for row in confirmed)
     inits = [event for event in fake_trtllm() if event["event"] == "init"]
     assert inits and all(event["kwargs"]["max_batch_size"] == 2 for event in inits)
+    # One worker process for the whole study (it was 6: timings, one per screened configuration, one
+    # per confirmed batch size). Its builds: the step timings' (mtp@1 and draft@1 forced, the baseline
+    # last and kept), then one per configuration for both batch sizes of the screening (none reuses
+    # the timings' LLM). Confirmation still builds at every switch of its rounds (one LLM at a time on
+    # a GPU), and how many rounds it runs depends on how busy the machine is.
+    assert result.worker_starts == 1 and len({event["pid"] for event in inits}) == 1
+    kinds = [(event["kwargs"].get("speculative_config") or {}).get("class", "none") for event in inits]
+    assert kinds[:5] == ["MTPDecodingConfig", "DraftTargetDecodingConfig", "none", "MTPDecodingConfig",
+                         "DraftTargetDecodingConfig"]
+    screened_builds = [row.extra["model_loads"] for row in screened]
+    assert sum(screened_builds) == 2 and sorted(screened_builds) == [0, 0, 0, 0, 1, 1]
+    listing = study_listing(sqlite_url, "gpu")
+    assert sum(row["builds"] for row in listing.row_dicts()) == len(inits) - 3  # all but the timings'
+    assert any(line.startswith("Builds (engine builds or model loads): ") for line in result.summary_lines())
+    # The answer at --max-depth 1 says so, in the summary and in autotune trials.
+    assert "mtp@1 sits at --max-depth 1: deeper may be faster; rerun with --max-depth 3." in result.summary_lines()
+    assert any("sits at --max-depth 1" in line for line in listing.lines())
+    page = render_html(load_study(sqlite_url, "gpu"), {})  # the report's page, without its plots
+    assert "mtp@1 sits at --max-depth 1" in page and "Builds (engine builds or model loads): " in page
     assert list(result.search_space["excluded_drafts"]) == ["other-tokenizer"]
     assert studies_engine(sqlite_url) == ["trtllm"]
     assert any(line.startswith("Draft other-tokenizer left out by the preflight:") for line in result.summary_lines())

@@ -50,7 +50,8 @@ def runner_spec(
 
 
 class TrtLlmEngine(IsolatedEngine):
-    """Measures configurations with TensorRT-LLM's PyTorch backend, one worker process per configuration.
+    """Measures configurations with TensorRT-LLM's PyTorch backend, in a worker process that builds
+    one LLM at a time and lives across configurations.
 
     ``target``: a Hugging Face model folder. ``max_batch_size``: the largest batch size that will be
     measured (the LLM is built for it once; None: built for the first batch size, rebuilt when a

@@ -80,6 +80,12 @@ class TrtLlmRunner:
     """
 
     name = "trtllm"
+    # The worker keeps this process across configurations: a switch shuts the LLM down and builds the
+    # next one here (one LLM at a time: each claims a fraction of the GPU's free memory for its KV pool),
+    # and an LLM serves every batch size up to the one it was built for.
+    manages_engines = True
+    holds_one_configuration = True  # the protocol warms up only the one it measures first
+    timing_leaves_engines_reusable = True  # time_steps shuts every forced LLM down (see there)
 
     def __init__(
         self,
@@ -199,11 +205,12 @@ class TrtLlmRunner:
 
         One LLM per configuration, built once for the largest batch size with the forcing variable set
         (a build takes minutes, so rounds repeat the batch sizes within a configuration rather than
-        the whole set as the embedded engine does); it is closed afterwards, and no configuration is
-        left loaded."""
+        the whole set as the embedded engine does). The baseline is timed last and its LLM kept
+        loaded: nothing is forced for it, so it is the very LLM the first trials (the baselines)
+        would build; a forced LLM is never left loaded."""
         points = []
         prompts = [request.prompt for request in workload.requests]
-        for config in configs:
+        for config in sorted(configs, key=lambda c: c.method == "none"):  # stable: the baseline last
             self.close()  # every LLM of a timing run is built with the variable set
             with forced_acceptance(config.depth):
                 self.load(config)
@@ -215,8 +222,9 @@ class TrtLlmRunner:
                     rows, prefill_tokens = timing_rows(prompts, batch_size)
                     stats = self._loop.run_until_complete(self._timed(rows, timing_max_tokens(config.depth, steps)))
                     points.append(timing_point(stats, config, batch_size, round_index, prefill_tokens, kind in TWO_MODEL_KINDS))
-        self.close()
-        self.config = None
+        if self.config is not None and self.config.depth > 0:
+            self.close()
+            self.config = None
         return points
 
     async def _timed(self, prompts: list[str], max_tokens: int) -> list[Any]:

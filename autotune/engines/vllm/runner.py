@@ -15,8 +15,10 @@ times and its decode steps. Speculative-decoding counts come from the engine's p
 
 On a CPU every configuration loaded in this process keeps its engine (each is an engine-core
 process with its own KV cache, ``VLLM_CPU_KVCACHE_SPACE`` GiB), so the protocol's rounds alternate
-configurations without rebuilding them (a build takes ~15-25 s here). On a GPU two engines would
-each claim ``gpu_memory_utilization`` of the device, so the previous one is shut down first.
+configurations without rebuilding them (a build takes ~15-25 s here), up to ``KEPT_CPU_ENGINES``
+(the least recently used is shut down beyond that: the worker keeps this process for a whole
+study). On a GPU two engines would each claim ``gpu_memory_utilization`` of the device, so the
+previous one is shut down first.
 
 **Step-cost timing** (:meth:`VllmRunner.time_steps`): each configuration is built with synthetic
 acceptance of every draft (:mod:`autotune.engines.vllm.timing`), once for the largest timed batch
@@ -53,6 +55,10 @@ DEFAULT_CPU_KV_CACHE_GIB = "1"
 # vLLM's CPU backend refuses to start when the memory it wants is not free ("Available memory on node
 # 0 ... is less than desired CPU memory utilization"): out of memory too.
 VLLM_OUT_OF_MEMORY_MARKERS = (*OUT_OF_MEMORY_MARKERS, "less than desired")
+# Engines kept at once on a CPU (each an engine-core process holding its weights and KV cache): a
+# confirmation alternates at most 4 finalists and the baseline, and one more spares a rebuild when
+# screening goes on with the configuration before.
+KEPT_CPU_ENGINES = 6
 
 
 @dataclass
@@ -79,6 +85,10 @@ class VllmRunner:
     """
 
     name = "vllm"
+    # The worker keeps this process across configurations: the engines built here decide what a
+    # switch costs (module doc).
+    manages_engines = True
+    timing_leaves_engines_reusable = True  # time_steps shuts every forced engine down (see there)
 
     def __init__(
         self,
@@ -103,11 +113,19 @@ class VllmRunner:
         self._on_cpu: bool | None = None
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", DEFAULT_CPU_KV_CACHE_GIB)
 
+    @property
+    def holds_one_configuration(self) -> bool:
+        """True on a GPU (one engine at a time): the protocol then warms up only the configuration it
+        measures first. False until the first build has found the platform."""
+        return self._on_cpu is False
+
     def load(self, config: EngineConfig) -> None:
         """Check ``config`` against the model folders; build its engine now when its size is known."""
         self._kinds[config] = check_config(config, self.target, self._folders)
         self.config = config
-        if self.max_batch_size is not None and config not in self._engines:
+        if config in self._engines:
+            self._engines[config] = self._engines.pop(config)  # the most recently used last
+        elif self.max_batch_size is not None:
             self._build(config, self.max_batch_size)
 
     def measure(self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0) -> Measurement:
@@ -138,28 +156,31 @@ class VllmRunner:
 
         One engine per configuration, built once for the largest batch size with synthetic acceptance
         (rounds repeat the batch sizes within a configuration, as TensorRT-LLM's timing does, since a
-        build costs far more than a run) and shut down before the next, so no configuration is left
-        loaded. EngineError, naming the installed vLLM, when it has no synthetic acceptance, when a
+        build costs far more than a run) and shut down before the next, so no forced engine is left
+        loaded; the baseline, which nothing forces, is timed last and kept for the study's trials
+        (``timing_leaves_engines_reusable``: the worker keeps this process). EngineError, naming the installed vLLM, when it has no synthetic acceptance, when a
         timing build or run fails, or when its counters show a rejected draft."""
         version = _synthetic_version()
         self._shutdown_all()
         self.config = None
         prompts = [request.prompt for request in workload.requests]
         points = []
-        for config in configs:
+        for config in sorted(configs, key=lambda c: c.method == "none"):  # stable: the baseline last
             self._kinds[config] = check_config(config, self.target, self._folders)
             runs = []
+            baseline = config.method == "none"
             try:
-                loaded = self._build(config, max(batch_sizes), forced=True)
+                loaded = self._build(config, max(batch_sizes), forced=not baseline)
                 for round_index in range(rounds):
                     for batch_size in batch_sizes:
                         rows, prefill_tokens = timing_rows(prompts, batch_size)
                         timed = self._timed(loaded, rows, timing_max_tokens(config.depth, steps))
                         runs.append((timed, batch_size, round_index, prefill_tokens))
             except Exception as exc:
+                self._shutdown_all()
                 raise EngineError(f"vLLM {version} could not time {config.label()} with synthetic acceptance: "
                                   f"{first_line(exc)}") from exc
-            finally:
+            if not baseline:
                 self._shutdown_all()
             points.extend(timing_point(timed, config, batch_size, round_index, prefill_tokens, version)
                           for timed, batch_size, round_index, prefill_tokens in runs)
@@ -181,6 +202,8 @@ class VllmRunner:
         self._on_cpu = current_platform.is_cpu()
         if not self._on_cpu or max_batch_size != self._built_batch_size:
             self._shutdown_all()  # one engine at a time on a GPU; all engines share one batch limit
+        while len(self._engines) >= KEPT_CPU_ENGINES:
+            self._shutdown(self._engines.pop(next(iter(self._engines))))  # the least recently used
         enforce_eager = self._on_cpu if self.enforce_eager is None else self.enforce_eager
         arguments = engine_arguments(config, self.target, max_batch_size, self._kinds.get(config),
                                      max_ngram=self.max_ngram, enforce_eager=enforce_eager, dtype=self.dtype)
@@ -201,13 +224,16 @@ class VllmRunner:
 
     def _shutdown_all(self) -> None:
         for loaded in self._engines.values():
-            shutdown = getattr(loaded.engine, "shutdown", None) or getattr(loaded.engine.engine_core, "shutdown", None)
-            if shutdown is not None:
-                shutdown()
-        if self._engines:
-            self._engines.clear()
-            gc.collect()
+            self._shutdown(loaded)
+        self._engines.clear()
         self._built_batch_size = 0
+
+    @staticmethod
+    def _shutdown(loaded: _Loaded) -> None:
+        shutdown = getattr(loaded.engine, "shutdown", None) or getattr(loaded.engine.engine_core, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        gc.collect()
 
     # -- running ----------------------------------------------------------------------------------
 

@@ -66,14 +66,18 @@ def test_measures_in_a_worker_and_reuses_the_llm_across_batch_sizes(engine, fake
     assert runs[2].target_passes < runs[0].target_passes  # more sequences share each iteration
 
 
-def test_configuration_change_replaces_the_worker_and_counts_acceptance(engine, fake_trtllm, mtp_target_dir) -> None:
+def test_configuration_change_rebuilds_the_llm_in_the_same_worker_and_counts_acceptance(engine, fake_trtllm,
+                                                                                        mtp_target_dir) -> None:
     engine.load(EngineConfig("none"))
     baseline = engine.measure(WORKLOAD, 2)
     engine.load(EngineConfig("ngram", 3))
     ngram = engine.measure(WORKLOAD, 2)
     first, second = inits(fake_trtllm)
-    assert first["pid"] != second["pid"] and (engine.loads, engine.worker_starts) == (2, 2)
-    assert any(e["event"] == "shutdown" and e["pid"] == first["pid"] for e in fake_trtllm())  # torn down cleanly
+    # The runner manages its LLMs, so the worker keeps its process: the switch shuts the first LLM down
+    # there and builds the next (a fresh process per configuration paid TensorRT-LLM's start again).
+    assert first["pid"] == second["pid"] and (engine.loads, engine.worker_starts) == (2, 1)
+    shutdowns = [i for i, e in enumerate(fake_trtllm()) if e["event"] == "shutdown"]
+    assert shutdowns and shutdowns[0] < fake_trtllm().index(second)  # the first torn down before the second
     assert second["kwargs"]["speculative_config"] == {
         "class": "NGramDecodingConfig",
         "fields": {"max_draft_len": 3, "max_matching_ngram_size": 3, "is_keep_all": True, "is_use_oldest": False,
@@ -218,7 +222,14 @@ def test_a_daemonic_worker_could_not_host_the_stand_in(fake_trtllm, target_dir) 
 def test_step_cost_timing_through_the_worker_sets_the_forcing_variable_in_the_child(fake_trtllm, mtp_target_dir) -> None:
     worker = EngineWorker(runner_spec(mtp_target_dir, max_batch_size=2, stats_timeout_s=0.05), timeout_s=60)
     points = worker.time_steps([EngineConfig("none"), EngineConfig("mtp", 1)], WORKLOAD, [1, 2], steps=3, rounds=1)
-    assert [(p["method"], p["batch_size"]) for p in points] == [("none", 1), ("none", 2), ("mtp", 1), ("mtp", 2)]
-    assert [i["forced_accepted"] for i in inits(fake_trtllm)] == [0, 1]  # set before LLM(...), in the worker only
+    # The baseline is timed last and its LLM (nothing forced) kept: the next measurement of it builds nothing.
+    assert [(p["method"], p["batch_size"]) for p in points] == [("mtp", 1), ("mtp", 2), ("none", 1), ("none", 2)]
+    assert [i["forced_accepted"] for i in inits(fake_trtllm)] == [1, 0]  # set before LLM(...), in the worker only
     assert "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" not in os.environ
-    assert not worker.alive
+    try:
+        assert worker.measure(EngineConfig("none"), WORKLOAD, 2).output_tokens > 0
+        assert len(inits(fake_trtllm)) == 2 and (worker.starts, worker.loads) == (1, 2)
+        worker.measure(EngineConfig("mtp", 1), WORKLOAD, 2)  # the forced LLM was not kept: built again, unforced
+        assert [i["forced_accepted"] for i in inits(fake_trtllm)] == [1, 0, 0]
+    finally:
+        worker.stop()
