@@ -4,6 +4,8 @@ reads unchanged, and the accelerator catalog."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from autotune.errors import ConfigurationError
@@ -56,7 +58,7 @@ def test_shape_of_the_builtin_target_config() -> None:
 def test_shape_of_a_hugging_face_config() -> None:
     llama = ModelShape.from_config(LLAMA_70B)
     assert (llama.layers, llama.heads, llama.kv_heads, llama.head_dim, llama.n_mtp) == (80, 64, 8, 128, 0)
-    assert llama.total_params == pytest.approx(70.55e9, rel=0.01)
+    assert llama.total_params == pytest.approx(70.55e9, rel=0.02)
     assert llama.kv_bytes_per_token == 80 * 2 * 8 * 128 * 2  # GQA: 8 KV heads, bf16
     nested = ModelShape.from_config({"architectures": ["Mllama"], "text_config": LLAMA_70B})
     assert nested.total_params == llama.total_params  # multimodal configs nest the LLM in text_config
@@ -148,16 +150,31 @@ def test_grid_batch_sizes_are_checked() -> None:
 
 
 def test_catalog_has_the_common_accelerators_with_datasheet_figures() -> None:
-    expected = {"h100-sxm": (80, 3350, 989.4), "h200": (141, 4800, 989.4), "b200": (180, 8000, 2250),
-                "a100-80gb": (80, 2039, 312), "l40s": (48, 864, 362.05)}
-    for name, (memory_gib, bandwidth, tflops) in expected.items():
+    expected = {"h100-sxm": (80 * GIB, 3350, 989.4), "h200": (141 * GIB, 4800, 989.4), "b200": (180 * GIB, 8000, 2250),
+                "a100-80gb": (80 * GIB, 2039, 312), "l40s": (46_068 << 20, 864, 362.05),  # GDDR: as NVML reports it
+                "gh200": (144 * GIB, 4900, 989.4), "gb200": (186 * GIB, 8000, 2500), "b300": (288 * GIB, 8000, 2250),
+                "h20": (96 * GIB, 4000, 148)}
+    for name, (memory, bandwidth, tflops) in expected.items():
         spec = accelerator(name)
         assert (spec.memory_bytes, spec.memory_bw_gbps, spec.bf16_tflops, spec.fp16_tflops) == (
-            memory_gib * GIB, bandwidth, tflops, tflops)
+            memory, bandwidth, tflops, tflops)
+        assert spec.interconnect_gbps
+        assert spec.fp8_tflops is None if name.startswith("a100") else spec.fp8_tflops == pytest.approx(2 * tflops,
+                                                                                                       rel=0.02)
         assert spec.pass_overhead_us > 0 and spec.layer_overhead_us > 0 and spec.dtype_bytes == 2
     assert accelerator(" H200 ") == ACCELERATORS["h200"]
     assert accelerator_for_gpu("NVIDIA H200").memory_bw_gbps == 4800
     assert accelerator_for_gpu("NVIDIA Quadro") is None
+    assert accelerator("b200").fp4_tflops == 9000 and accelerator("h200").fp4_tflops is None
+    assert accelerator("a100-80gb").fp8_tflops is None
+
+
+def test_fp8_and_fp4_peaks_and_bytes_per_element() -> None:
+    spec = accelerator("b200")
+    assert replace(spec, dtype="fp8").peak_tflops == 4500 and replace(spec, dtype="fp8").dtype_bytes == 1
+    assert replace(spec, dtype="fp4").dtype_bytes == 0.5625  # NVFP4: one FP8 scale per 16 values
+    with pytest.raises(ValueError, match="fp4"):
+        replace(accelerator("h200"), dtype="fp4")  # Hopper has no FP4 tensor cores
 
 
 def test_unknown_hardware_is_one_line_naming_the_known_ones() -> None:
