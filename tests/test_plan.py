@@ -121,7 +121,7 @@ def test_batch_sizes_and_max_depth_are_honoured(url: str) -> None:
 def test_a_model_too_large_for_the_device_does_not_fit(url: str) -> None:
     plan = plan_deployment(url, hardware="l40s", model="Llama-3-70B")
     assert [(row.batch_size, row.fits) for row in plan.rows] == [(1, False)]  # 141 GB of weights, 48 GB of memory
-    assert any("does not fit" in note for note in plan.notes)
+    assert any("does not fit" in warning and "--tp 4" in warning for warning in plan.warnings)
     with pytest.raises(ConfigurationError, match="nothing fits"):
         plan.to_profile()
     assert not plan_deployment(url, hardware="h200", model="Llama-3-70B", batch_sizes=(1,)).rows[0].fits  # 131 GiB
@@ -165,7 +165,8 @@ def test_cli_prints_a_predicted_table(url: str) -> None:
     assert lines[0] == ("PREDICTED — roofline for NVIDIA H200 SXM 141GB, acceptance measured on builtin@v1; "
                         "not measured")
     assert "mtp@" in result.output and "speedup" in result.output and "fits" in result.output
-    assert "acceptance of mtp: measured, 2 measurement(s)" in result.output
+    assert "acceptance of mtp: measured on builtin@v1, 2 measurement(s)" in result.output
+    assert "calibration: bandwidth 0.80 of peak" in result.output
     assert "step costs: predicted by a roofline" in result.output
 
 
