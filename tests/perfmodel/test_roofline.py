@@ -4,7 +4,9 @@ reads unchanged, and the accelerator catalog."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -196,3 +198,43 @@ def test_an_untimed_cost_profile_has_no_spread_unless_given() -> None:
     points = [CostPoint("none", None, 0, 1, 0.0, 0.01, 0.001, 10)]
     assert CostProfile(points, "roofline").spread == 0.0
     assert CostProfile(points, "roofline", spread=0.25).spread == 0.25
+
+
+# -- tensor parallelism, MLA, MoE ---------------------------------------------------------------------
+
+# The whole published config (q_lora_rank, v_head_dim, shared experts), FP8 weights.
+DEEPSEEK_V3_FULL = json.loads((Path(__file__).parents[1] / "data" / "configs" / "deepseek-v3.json").read_text())
+
+
+def test_deepseek_v3_shape_mla_and_moe() -> None:
+    shape = ModelShape.from_config(DEEPSEEK_V3_FULL)
+    assert shape.total_params == pytest.approx(671e9 + 14e9, rel=0.01)  # main model + the MTP module
+    assert shape.kv_elements_per_layer == 576 and not shape.kv_split  # latent + RoPE key, replicated under TP
+    assert shape.attention_width == 576 + 512  # 2.8x the 2 * 192 of a per-head head_dim
+    spec = accelerator("h200")
+    one, two = (forward_pass(spec, shape, 1, 1, 4096, layers=1), forward_pass(spec, shape, 1, 1, 8192, layers=1))
+    attention_per_context = (two.flops - one.flops) / 4096
+    assert attention_per_context == pytest.approx(2 * 128 * (576 + 512))
+
+
+def test_moe_reads_the_distinct_experts_a_batch_touches() -> None:
+    shape = ModelShape.from_config(DEEPSEEK_V3_FULL)
+    spec = accelerator("h200")
+    bytes_at = {rows: forward_pass(spec, shape, rows, 1, 0).bytes for rows in (1, 8, 1024)}
+    expert_bytes = shape.layer_params * shape.expert_fraction * shape.layers * shape.bytes_per_param
+    dense_bytes = bytes_at[1] - expert_bytes * 8 / 256
+    for rows, value in bytes_at.items():  # E (1 - (1 - k/E)^T) of E experts
+        assert value == pytest.approx(dense_bytes + expert_bytes * (1 - (1 - 8 / 256) ** rows), rel=1e-6)
+    assert bytes_at[1024] > 5 * bytes_at[1]  # a large batch reads nearly every expert
+
+
+def test_tensor_parallelism_splits_weights_and_kv_and_adds_all_reduces() -> None:
+    shape = ModelShape.from_config(LLAMA_70B)
+    one, two = accelerator("h200"), replace(accelerator("h200"), tp=2)
+    single, split = forward_pass(one, shape, 8, 1, 2048), forward_pass(two, shape, 8, 1, 2048)
+    assert split.bytes == pytest.approx(single.bytes / 2) and split.flops == pytest.approx(single.flops / 2)
+    assert single.comm_s == 0 and split.comm_s > 0
+    assert shape.footprint("x", 2).weight_bytes == pytest.approx(shape.footprint("x").weight_bytes / 2, abs=1)
+    assert shape.kv_share(16) == 1 / 8  # 8 KV heads: beyond 8 GPUs they are replicated
+    with pytest.raises(ConfigurationError, match="interconnect"):
+        forward_pass(replace(accelerator("h200"), tp=2, interconnect_gbps=None), shape, 1, 1, 10)
