@@ -9,16 +9,26 @@ figures, a CPU one through its probe's measured bandwidth and FLOP/s). The perfo
 at each batch size. Every figure is a prediction and is labelled so; nothing is measured and
 nothing is written to the database.
 
+Two entry points: :func:`plan_deployment` for a target tuned on any machine (its stored acceptance),
+and :func:`plan_from_config` for a model known by its config.json only (acceptance given, or another
+target's stored profile as a proxy; :mod:`autotune.planning_inputs` reads the configs and checks
+the deployment). Both take a :class:`~autotune.planning_inputs.Deployment` (tensor parallelism,
+dtypes, engine, ``--isl/--osl``) and calibrate the roofline (:mod:`autotune.perfmodel.calibration`);
+the plan says which calibration it used and warns when the assumed step overhead is more than
+:data:`OVERHEAD_WARNING` of a decoding step, when acceptance is a proxy, and when the target does
+not fit (naming the smallest tensor parallelism that does).
+
 Per batch size the plan picks the configuration with the most predicted tokens/s, preferring the
 simpler one (none, n-gram, MTP, draft model; then the smaller depth) when it is within
 :data:`SIMPLER_WITHIN` of it — closer than the roofline can tell apart — and checks memory
 with the estimate and margin the preflight and the tuner use (:mod:`autotune.models.fit`): weights,
 the caches of ``batch x (longest prompt + max_tokens + 1 + depth)`` positions and the last prompt
-position's logits must fit in 90 % of the device's memory.
+position's logits must fit in 90 % of one GPU's memory (weights and KV split over ``--tp`` GPUs).
 
 The workload's requests are replayed in copies so that each batch size sees at least
 :data:`REQUESTS_PER_ROW` requests per row: a plan for batch 256 is about a server kept busy at 256
-rows, not about the 16 requests of the built-in workload.
+rows, not about the 16 requests of the built-in workload. With ``--isl/--osl`` every request has
+those lengths, so the KV cache a step reads is that of real sequences at any batch size.
 """
 
 from __future__ import annotations
