@@ -408,18 +408,11 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
                         + _smallest_tp(target, name, spec, row_tokens))
     if sizes is None:
         sizes = [b for b in DEFAULT_BATCH_SIZES if memory("none", None, 0, b) <= limit] or [1]
-    deepest = max(depth_of.values(), default=0)
     context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
-    cost = roofline_cost(spec, target, drafts, sizes, range(1, max(deepest, 1) + 1), context, max(prompts),
-                         methods={"none", *(method for method, _ in curves)})
     rows = []
-    for batch_size in sizes:
-        times = max(1, math.ceil(REQUESTS_PER_ROW * batch_size / len(prompts))) if copies else batch_size
-        performance = PerformanceModel(cost, curves, prompts * times, lengths * times)
-        candidates = [("none", None, 0)] + [(method, draft, depth) for (method, draft), top in depth_of.items()
-                                            for depth in range(1, top + 1)]
-        predicted = [(config, p) for config in candidates if (p := performance.predict(*config, batch_size)) is not None]
-        rows.append(_choose(batch_size, predicted, memory, limit))
+    for batch_size, predicted in predict_configurations(spec, target, drafts, curves, depth_of, prompts, lengths,
+                                                        sizes, copies=copies).items():
+        rows.append(_choose(batch_size, list(predicted.items()), memory, limit))
     step = {b: forward_pass(spec, target, b, 1, context) for b in sizes}
     share = {b: t.overhead_s / t.seconds for b, t in step.items()}
     worst = max(share, key=share.get)
@@ -430,6 +423,29 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
     if spec.tp == 1 and spec.device_type == "cuda":
         notes.append("one GPU per replica: pass --tp N for tensor parallelism")
     return _Predicted(rows, context, max(prompts), notes, warnings)
+
+
+def predict_configurations(
+    spec: AcceleratorSpec, target: ModelShape, drafts: dict[str, ModelShape],
+    curves: dict[tuple[str, str | None], AcceptanceCurve], depth_of: dict[tuple[str, str | None], int],
+    prompts: list[int], lengths: list[int], sizes: Sequence[int], *, copies: bool = False,
+) -> dict[int, dict[tuple[str, str | None, int], Prediction]]:
+    """Batch size -> every configuration's prediction (none, and each proposer at depths 1..its
+    ``depth_of``): the roofline's step costs replayed over the requests (``copies``: see
+    :func:`_predict`). What a plan chooses from, and what docs/plan-validation.md checks."""
+    deepest = max(depth_of.values(), default=0)
+    context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
+    cost = roofline_cost(spec, target, drafts, sizes, range(1, max(deepest, 1) + 1), context, max(prompts),
+                         methods={"none", *(method for method, _ in curves)})
+    candidates = [("none", None, 0)] + [(method, draft, depth) for (method, draft), top in depth_of.items()
+                                        for depth in range(1, top + 1)]
+    result = {}
+    for batch_size in sizes:
+        times = max(1, math.ceil(REQUESTS_PER_ROW * batch_size / len(prompts))) if copies else batch_size
+        performance = PerformanceModel(cost, curves, prompts * times, lengths * times)
+        result[batch_size] = {config: p for config in candidates
+                              if (p := performance.predict(*config, batch_size)) is not None}
+    return result
 
 
 def _smallest_tp(target: ModelShape, name: str, spec: AcceleratorSpec, row_tokens: int) -> str:

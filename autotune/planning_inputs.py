@@ -139,13 +139,14 @@ def read_config_model(path: str | Path, role: str) -> ConfigModel:
     if not any("ForCausalLM" in a or a.endswith("LMHeadModel") for a in architectures):
         raise ConfigurationError(f"{role} config {file} is not a causal language model (architectures: "
                                  f"{', '.join(architectures) or 'none'})")
-    required = REQUIRED_FIELDS if kind != EAGLE3 else REQUIRED_FIELDS[:3]
+    required = REQUIRED_FIELDS if kind != EAGLE3 else REQUIRED_FIELDS[:3]  # a head: one layer, maybe no vocab
     missing = [name for name in required if not config_param(config, name)]
     if missing:
         raise ConfigurationError(f"{role} config {file} lacks {', '.join(missing)}")
     try:
-        shape = ModelShape.from_config(config if "vocab_size" in config or kind != EAGLE3
-                                       else {**config, "vocab_size": config.get("draft_vocab_size")})
+        # An EAGLE-3 head's own output head covers its draft vocabulary only (draft_vocab_size).
+        head_vocab = config.get("draft_vocab_size") if kind == EAGLE3 else None
+        shape = ModelShape.from_config({**config, "vocab_size": head_vocab} if head_vocab else config)
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigurationError(f"{role} config {file}: {exc}") from None
     name = file.parent.name if file.name == "config.json" else file.stem
