@@ -225,7 +225,8 @@ class DeploymentPlan:
             speedup=chosen.predicted_speedup, per_batch_size=table,
             details={"predicted": True, "source": "roofline", "hardware": self.hardware.name,
                      "draft": chosen.draft, "tokens_per_s_low": chosen.predicted_tokens_per_s_low,
-                     "tokens_per_s_high": chosen.predicted_tokens_per_s_high, "basis": self.basis},
+                     "tokens_per_s_high": chosen.predicted_tokens_per_s_high, "basis": self.basis,
+                     "acceptance": self.acceptance_summary},
             draft_models=tuple(self.drafts.values()),
         )
 

@@ -373,3 +373,12 @@ def test_bad_config_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, 
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], result.stderr
     assert not database.exists()
+
+
+def test_export_of_a_config_plan_says_where_its_acceptance_came_from(tmp_path: Path) -> None:
+    out = tmp_path / "plan.yaml"
+    result = run("plan", "--config", LLAMA_8B, "--hardware", "h200", "--acceptance-length", "3.2", "--batch-sizes",
+                 "1,8", "--export", "trtllm", "-o", str(out), "--db", f"sqlite:///{tmp_path / 'autotune.db'}")
+    assert result.exit_code == 0, result.output
+    header = [line.removeprefix("# ") for line in out.read_text().splitlines() if line.startswith("# ")]
+    assert header[0].startswith("PREDICTED") and header[3].startswith("acceptance given (--acceptance-length 3.2")
