@@ -423,6 +423,8 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
                         f"{worst}: the plan rests on that assumption more than on the {spec.name}'s figures")
     if spec.tp == 1 and spec.device_type == "cuda":
         notes.append("one GPU per replica: pass --tp N for tensor parallelism")
+    elif spec.tp > 1:
+        notes.append(f"--export writes no tensor parallelism yet: set {spec.tp} GPUs in the exported serving config")
     return _Predicted(rows, context, max(prompts), notes, warnings)
 
 

@@ -292,6 +292,7 @@ def test_tp_2_halves_the_memory_per_gpu_and_speeds_up_less_than_2x() -> None:
         ratio = b.predicted_baseline_tokens_per_s / a.predicted_baseline_tokens_per_s
         assert 1.2 < ratio < 2.0  # weights split, but the overhead and the all-reduces are not
     assert two.to_dict()["basis"]["cost"]["tp"] == 2 and two.hardware.tp == 2
+    assert any("set 2 GPUs in the exported serving config" in note for note in two.notes)
 
 
 def test_fp8_halves_the_weight_reads_and_doubles_the_compute_roof() -> None:
