@@ -218,15 +218,37 @@ class PlanResult:
         return {**self.plan.to_dict(), "export": str(self.export) if self.export else None}
 
 
-def plan(db_url: str | None, *, hardware: str, model: str, workload: str | Path | None = None,
-         batch_sizes: Sequence[int] | None = None, max_depth: int | None = None, export_format: str | None = None,
-         output: str | Path | None = None, force: bool = False) -> PlanResult:
-    """Predict the best configuration per batch size of ``model`` on ``hardware`` (nothing is
-    measured or written to the database) and, with ``export_format``, write it as a serving config."""
-    from autotune.planning import plan_deployment, write_plan_export
+def plan(db_url: str | None, *, hardware: str, model: str | None = None, config: str | Path | None = None,
+         draft_config: str | Path | None = None, acceptance: str | None = None, acceptance_length: str | None = None,
+         acceptance_from: str | None = None, workload: str | Path | None = None,
+         batch_sizes: Sequence[int] | None = None, max_depth: int | None = None, tp: int = 1, dtype: str | None = None,
+         kv_dtype: str | None = None, engine: str = "trtllm", isl: int | None = None, osl: int | None = None,
+         export_format: str | None = None, output: str | Path | None = None, force: bool = False) -> PlanResult:
+    """Predict the best configuration per batch size on ``hardware`` (nothing is measured or written
+    to the database) of a tuned target (``model``: its stored acceptance) or of the model a
+    config.json describes (``config``, with the acceptance given: ``acceptance`` "a1,a2,...",
+    ``acceptance_length`` "L" or "L@depth", or ``acceptance_from`` a tuned target as a proxy) and,
+    with ``export_format``, write it as a serving config."""
+    from autotune.perfmodel.given_acceptance import parse_length, parse_rates
+    from autotune.planning import plan_deployment, plan_from_config, write_plan_export
+    from autotune.planning_inputs import Deployment
 
-    predicted = plan_deployment(db_url, hardware=hardware, model=model, workload=workload, batch_sizes=batch_sizes,
-                                max_depth=max_depth)
+    if (model is None) == (config is None):
+        raise ConfigurationError("plan either a tuned target (--model) or a config (--config), one of the two")
+    if model is not None and (draft_config or acceptance or acceptance_length or acceptance_from):
+        raise ConfigurationError("--draft-config and the --acceptance options go with --config; --model uses the "
+                                 "acceptance stored for the target")
+    deployment = Deployment(tp=tp, dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl)
+    if model is not None:
+        predicted = plan_deployment(db_url, hardware=hardware, model=model, workload=workload,
+                                    batch_sizes=batch_sizes, max_depth=max_depth, deployment=deployment)
+    else:
+        predicted = plan_from_config(
+            db_url, hardware=hardware, config=config, draft_config=draft_config,
+            acceptance=parse_rates(acceptance) if acceptance is not None else None,
+            acceptance_length=parse_length(acceptance_length) if acceptance_length is not None else None,
+            acceptance_from=acceptance_from, workload=workload, batch_sizes=batch_sizes, max_depth=max_depth,
+            deployment=deployment)
     path = write_plan_export(predicted, export_format, output, force) if export_format else None
     return PlanResult(predicted, path)
 

@@ -596,9 +596,27 @@ def _accelerator_names() -> str:
 @command(cli, "plan")
 @click.option("--hardware", required=True,
               help=f"A catalog accelerator ({_accelerator_names()}) or a stored hardware profile's name or fingerprint.")
-@click.option("--model", required=True, help="Stored target model, by name or fingerprint (tuned once on any machine).")
+@click.option("--model", default=None, help="Stored target model, by name or fingerprint (tuned once on any machine).")
+@click.option("--config", "config", type=click.Path(exists=True), default=None,
+              help="Instead of --model: the target's config.json (or its folder); no tuning needed.")
+@click.option("--draft-config", type=click.Path(exists=True), default=None,
+              help="With --config: a draft model's or EAGLE-3 head's config.json (or folder).")
+@click.option("--acceptance", default=None, help="With --config: acceptance rates by draft position, a1,a2,...")
+@click.option("--acceptance-length", default=None,
+              help="With --config: tokens per target pass L, or L@depth (default depth: max(3, ceil(L))).")
+@click.option("--acceptance-from", default=None,
+              help="With --config: a tuned target whose stored acceptance stands in (a proxy).")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None,
               help="JSONL workload whose stored acceptance to use (default: the built-in one).")
+@click.option("--isl", type=int, default=None, help="Prompt tokens per request (--config default 1024).")
+@click.option("--osl", type=int, default=None, help="Output tokens per request (--config default 1024).")
+@click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel GPUs per model replica.")
+@click.option("--dtype", type=click.Choice(["bf16", "fp8", "fp4"]), default=None,
+              help="Weights and GEMMs (default: the checkpoint's).")
+@click.option("--kv-dtype", type=click.Choice(["bf16", "fp8", "fp4"]), default=None,
+              help="KV cache (default: the checkpoint's).")
+@click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default="trtllm", show_default=True,
+              help="Serving engine whose step overhead to assume.")
 @click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two 1..256 that fit).")
 @click.option("--max-depth", type=int, default=None, help="Deepest speculation to consider (default: the deepest measured).")
 @click.option("--export", "export_format", type=click.Choice(["trtllm", "trtllm-bench", "vllm", "sglang", "json"]),
@@ -607,16 +625,23 @@ def _accelerator_names() -> str:
               help="Export file (default: under profiles/); needs --export.")
 @click.option("--force", is_flag=True, help="Overwrite an existing export file.")
 @json_option
-def plan_command(db_url, hardware, model, workload, batch_sizes, max_depth, export_format, output, force, as_json) -> None:
+def plan_command(db_url, hardware, model, config, draft_config, acceptance, acceptance_length, acceptance_from,
+                 workload, isl, osl, tp, dtype, kv_dtype, engine, batch_sizes, max_depth, export_format, output, force,
+                 as_json) -> None:
     """Predict the best speculative configuration per batch size on hardware you do not have.
 
     Acceptance comes from the profiles `autotune tune` stored for the target on the workload (it does
-    not depend on the hardware); step costs from a roofline of the device (bandwidth, FLOP/s, launch
-    overhead). Every figure is a prediction with a 95 % interval, never a measurement.
+    not depend on the hardware), or, for a model known by its config.json only, from --acceptance,
+    --acceptance-length or --acceptance-from; step costs from a roofline of the device (bandwidth,
+    FLOP/s at the dtype, interconnect, at the shares of the peaks serving engines reach, plus the
+    engine's step overhead). Every figure is a prediction with a 95 % interval, never a measurement.
 
     \b
     Examples:
       autotune plan --hardware h200 --model autotune-byte-target
+      autotune plan --hardware h200 --config Llama-3.1-8B/config.json --acceptance-length 3.2
+      autotune plan --hardware h200 --config Llama-3.1-8B --acceptance 0.8,0.6,0.45 --tp 2 --dtype fp8
+      autotune plan --hardware b200 --config DeepSeek-V3 --acceptance-length 1.8@1 --tp 8 --dtype fp4
       autotune plan --hardware b200 --model autotune-byte-target --batch-sizes 1,8,64 --json
       autotune plan --hardware h100-sxm --model autotune-byte-target --export trtllm -o h100.yaml
     """
@@ -624,8 +649,10 @@ def plan_command(db_url, hardware, model, workload, batch_sizes, max_depth, expo
 
     if output is not None and export_format is None:
         raise OneLineError("--output names the export file: pass --export FORMAT too")
-    result = api.plan(db_url, hardware=hardware, model=model, workload=workload,
-                      batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth, export_format=export_format,
+    result = api.plan(db_url, hardware=hardware, model=model, config=config, draft_config=draft_config,
+                      acceptance=acceptance, acceptance_length=acceptance_length, acceptance_from=acceptance_from,
+                      workload=workload, batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth, tp=tp,
+                      dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl, export_format=export_format,
                       output=output, force=force)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))

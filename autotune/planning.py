@@ -9,16 +9,26 @@ figures, a CPU one through its probe's measured bandwidth and FLOP/s). The perfo
 at each batch size. Every figure is a prediction and is labelled so; nothing is measured and
 nothing is written to the database.
 
+Two entry points: :func:`plan_deployment` for a target tuned on any machine (its stored acceptance),
+and :func:`plan_from_config` for a model known by its config.json only (acceptance given, or another
+target's stored profile as a proxy; :mod:`autotune.planning_inputs` reads the configs and checks
+the deployment). Both take a :class:`~autotune.planning_inputs.Deployment` (tensor parallelism,
+dtypes, engine, ``--isl/--osl``) and calibrate the roofline (:mod:`autotune.perfmodel.calibration`);
+the plan says which calibration it used and warns when the assumed step overhead is more than
+:data:`OVERHEAD_WARNING` of a decoding step, when acceptance is a proxy, and when the target does
+not fit (naming the smallest tensor parallelism that does).
+
 Per batch size the plan picks the configuration with the most predicted tokens/s, preferring the
 simpler one (none, n-gram, MTP, draft model; then the smaller depth) when it is within
 :data:`SIMPLER_WITHIN` of it — closer than the roofline can tell apart — and checks memory
 with the estimate and margin the preflight and the tuner use (:mod:`autotune.models.fit`): weights,
 the caches of ``batch x (longest prompt + max_tokens + 1 + depth)`` positions and the last prompt
-position's logits must fit in 90 % of the device's memory.
+position's logits must fit in 90 % of one GPU's memory (weights and KV split over ``--tp`` GPUs).
 
 The workload's requests are replayed in copies so that each batch size sees at least
 :data:`REQUESTS_PER_ROW` requests per row: a plan for batch 256 is about a server kept busy at 256
-rows, not about the 16 requests of the built-in workload.
+rows, not about the 16 requests of the built-in workload. With ``--isl/--osl`` every request has
+those lengths, so the KV cache a step reads is that of real sequences at any batch size.
 """
 
 from __future__ import annotations
@@ -32,12 +42,30 @@ from typing import Any
 
 from autotune.analysis.decision import SIMPLICITY
 from autotune.errors import ConfigurationError
-from autotune.hardware.catalog import AcceleratorSpec, accelerator_for_gpu, accelerator_names, find_accelerator
+from autotune.hardware.catalog import (
+    AcceleratorSpec,
+    accelerator_for_gpu,
+    accelerator_names,
+    catalog_nvml_name,
+    find_accelerator,
+)
 from autotune.models import fit
 from autotune.models.footprint import ModelFootprint
 from autotune.perfmodel.acceptance import AcceptanceCurve
-from autotune.perfmodel.model import PRIOR_SIGMA, PerformanceModel, Prediction
-from autotune.perfmodel.roofline import ROOFLINE_SPREAD, ModelShape, roofline_cost
+from autotune.perfmodel.calibration import FAST_SPREAD, SLOW_SPREAD
+from autotune.perfmodel.given_acceptance import given_curve, rates_from_length
+from autotune.perfmodel.model import PRIOR_SIGMA, Z95, PerformanceModel, Prediction
+from autotune.perfmodel.roofline import ROOFLINE_SPREAD, ModelShape, forward_pass, roofline_cost
+from autotune.planning_inputs import (
+    DEFAULT_ISL,
+    DEFAULT_OSL,
+    MAX_TP,
+    Deployment,
+    compute_dtype,
+    deployment_spec,
+    probe_of,
+    read_config_model,
+)
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
 from autotune.workload import Workload, load_workload
 
@@ -46,6 +74,8 @@ MAX_BATCH_SIZE = 4096
 MAX_DEPTH = 16
 SIMPLER_WITHIN = 0.02
 REQUESTS_PER_ROW = 8
+# Warn when the assumed per-step overhead is more than this share of a decoding step (issue 22).
+OVERHEAD_WARNING = 0.30
 # Without the tokenizer at hand: ~4 bytes per token for BPE vocabularies on English and code.
 BYTES_PER_TOKEN = 4
 # A CPU runs PyTorch eagerly: each op pays the probe's measured launch overhead. The embedded
@@ -98,11 +128,13 @@ class DeploymentPlan:
     rows: list[PlanRow]
     basis: dict[str, Any]
     notes: list[str]
+    warnings: list[str] = field(default_factory=list)
+    acceptance_summary: str = ""  # where the acceptance comes from, for the title
 
     @property
     def title(self) -> str:
-        return (f"{PREDICTED} — roofline for {self.hardware.name}, acceptance measured on {self.workload['label']}; "
-                "not measured")
+        where = f"{self.hardware.tp}x " if self.hardware.tp > 1 else ""
+        return f"{PREDICTED} — roofline for {where}{self.hardware.name}, {self.acceptance_summary}; not measured"
 
     @property
     def recommended(self) -> PlanRow | None:
@@ -114,13 +146,22 @@ class DeploymentPlan:
         """The basis in words: which stored acceptance profiles, which hardware figures."""
         lines = []
         for item in self.basis["acceptance"]:
-            lines.append(f"acceptance of {item['label']}: measured, {item['measurements']} measurement(s), "
-                         f"{item['sequence_steps']:,} sequence-steps, depths 1..{item['max_depth']} "
-                         f"(acceptance length {' / '.join(f'{o:.2f}' for o in item['acceptance_length'])})")
+            lengths = " / ".join(f"{o:.2f}" for o in item["acceptance_length"])
+            if item.get("origin") == "given":
+                lines.append(f"acceptance of {item['label']}: given, {item['given']} (rates by position "
+                             f"{', '.join(f'{r:.3f}' for r in item['rates'])}; acceptance length {lengths} at "
+                             f"depths 1..{item['max_depth']})")
+                continue
+            proxy = f"PROXY from {item['proxy_model']}, " if item.get("origin") == "proxy" else ""
+            lines.append(f"acceptance of {item['label']}: {proxy}measured on {item.get('workload', '?')}, "
+                         f"{item['measurements']} measurement(s), {item['sequence_steps']:,} sequence-steps, "
+                         f"depths 1..{item['max_depth']} (acceptance length {lengths})")
         cost = self.basis["cost"]
-        lines.append(f"step costs: predicted by a roofline ({cost['hardware']}: {cost['memory_bw_gbps']:,.0f} GB/s, "
-                     f"{cost['peak_tflops']:,.4g} TFLOP/s {cost['dtype']}, overhead {cost['pass_overhead_us']:.3g} us "
-                     f"per pass + {cost['layer_overhead_us']:.3g} us per layer; ±{cost['spread']:.0%} one sigma)")
+        tp = f", tp {cost['tp']} over {cost['interconnect_gbps']:,.0f} GB/s" if cost["tp"] > 1 else ""
+        lines.append(f"step costs: predicted by a roofline ({cost['hardware']}: peaks {cost['memory_bw_gbps']:,.0f} GB/s, "
+                     f"{cost['peak_tflops']:,.4g} TFLOP/s {cost['dtype']}{tp}; -{cost['spread_slow']:.0%} / "
+                     f"+{cost['spread_fast']:.0%} one sigma)")
+        lines.append(f"calibration: {self.basis['calibration']}")
         return lines
 
     def to_dict(self) -> dict[str, Any]:
@@ -139,6 +180,9 @@ class DeploymentPlan:
                 "predicted_tokens_per_s": recommended.predicted_tokens_per_s},
             "per_batch_size": [row.to_dict() for row in self.rows],
             "basis": self.basis,
+            "calibration": self.basis["calibration"],
+            "acceptance_origin": [item.get("origin", "measured") for item in self.basis["acceptance"]],
+            "warnings": list(self.warnings),
             "notes": list(self.notes),
         }
 
@@ -158,7 +202,7 @@ class DeploymentPlan:
         )
         hardware = HardwareInfo(
             fingerprint=str(self.hardware_origin.get("fingerprint") or f"catalog:{self.hardware_origin['key']}"),
-            name=self.hardware.name, device_type=self.hardware.device_type, device_count=1,
+            name=self.hardware.name, device_type=self.hardware.device_type, device_count=self.hardware.tp,
             memory_total_bytes=self.hardware.memory_bytes, spec=self.hardware.to_dict(),
         )
         table = []
@@ -181,7 +225,8 @@ class DeploymentPlan:
             speedup=chosen.predicted_speedup, per_batch_size=table,
             details={"predicted": True, "source": "roofline", "hardware": self.hardware.name,
                      "draft": chosen.draft, "tokens_per_s_low": chosen.predicted_tokens_per_s_low,
-                     "tokens_per_s_high": chosen.predicted_tokens_per_s_high, "basis": self.basis},
+                     "tokens_per_s_high": chosen.predicted_tokens_per_s_high, "basis": self.basis,
+                     "acceptance": self.acceptance_summary},
             draft_models=tuple(self.drafts.values()),
         )
 
@@ -200,6 +245,7 @@ class _Stored:
     curves: dict[tuple[str, str | None], AcceptanceCurve]
     acceptance: list[dict[str, Any]]
     lengths: list[int] | None
+    probe: tuple[float, str] | None  # a probe's bandwidth fraction of this GPU model, and which probe
 
 
 def plan_deployment(
@@ -210,74 +256,260 @@ def plan_deployment(
     workload: str | Path | Workload | None = None,
     batch_sizes: Sequence[int] | None = None,
     max_depth: int | None = None,
+    deployment: Deployment | None = None,
 ) -> DeploymentPlan:
     """Predict the best configuration per batch size of target ``model`` on ``hardware`` (a catalog
     name or a stored hardware profile's name or fingerprint), from the acceptance profiles stored
     for ``workload`` (default: the built-in one). See the module doc. Reads the database only."""
     sizes = _check_batch_sizes(batch_sizes)
-    if max_depth is not None and not 1 <= max_depth <= MAX_DEPTH:
-        raise ConfigurationError(f"--max-depth must be between 1 and {MAX_DEPTH}, got {max_depth}")
+    _check_max_depth(max_depth)
+    deployment = deployment or Deployment()
     work = load_workload(workload)
     stored = _read_database(db_url, hardware, model, work)
-    spec = stored.spec
-    target_shape = _shape(stored.target, spec)
-    draft_shapes = {label: _shape(info, spec) for label, info in stored.drafts.items()}
+    target_shape = deployment.shape(_shape(stored.target, stored.spec), "target")
+    draft_shapes = {label: deployment.shape(_shape(info, stored.spec), f"draft {label}")
+                    for label, info in stored.drafts.items()}
+    spec = deployment_spec(stored.spec, deployment, compute_dtype(target_shape, stored.spec, deployment.dtype)
+                           if stored.spec.device_type == "cuda" else stored.spec.dtype, stored.probe)
 
     byte_level = "d_model" in stored.target.config
-    prompts = [_prompt_tokens(request.prompt, byte_level) for request in work.requests]
-    lengths = stored.lengths or [request.max_tokens for request in work.requests]
-    row_tokens = max(prompts) + max(request.max_tokens for request in work.requests)
+    if deployment.isl or deployment.osl:
+        prompts, lengths = _uniform(work, deployment, byte_level, stored.lengths)
+    else:
+        prompts = [_prompt_tokens(request.prompt, byte_level) for request in work.requests]
+        lengths = stored.lengths or [request.max_tokens for request in work.requests]
     depth_of = {key: _covered_depth(curve, max_depth) for key, curve in stored.curves.items()}
-    deepest = max(depth_of.values(), default=0)
     notes: list[str] = []
+    if max_depth is not None and any(depth < curve.max_depth for depth, curve in
+                                     zip(depth_of.values(), stored.curves.values())):
+        notes.append(f"depths capped at --max-depth {max_depth}")
+    if not byte_level and not deployment.isl:
+        notes.append(f"prompt tokens estimated at {BYTES_PER_TOKEN} bytes per token (the tokenizer is not loaded)")
+    predicted = _predict(spec, stored.target.name, target_shape, draft_shapes, stored.curves, depth_of, prompts,
+                         lengths, sizes, copies=True)
+    basis = _basis(spec, stored.acceptance, predicted)
+    basis["workload"] = {"requests": len(prompts), "requests_per_row": REQUESTS_PER_ROW,
+                         "output_lengths": "--osl" if deployment.osl else
+                         "measured (a stored run's)" if stored.lengths else "the requests' max_tokens",
+                         "prompt_tokens": "--isl" if deployment.isl else "bytes + 1 (byte-level target)" if byte_level
+                         else f"about {BYTES_PER_TOKEN} bytes per token"}
+    workload_info = {"name": work.name, "label": work.label, "fingerprint": work.sha256, "requests": len(work.requests)}
+    return DeploymentPlan(spec, stored.origin, stored.target, stored.drafts, workload_info, predicted.rows, basis,
+                          notes + predicted.notes, predicted.warnings, f"acceptance measured on {work.label}")
 
-    target_footprint = target_shape.footprint(stored.target.name)
-    draft_footprints = {label: shape.footprint(label) for label, shape in draft_shapes.items()}
+
+def plan_from_config(
+    db_url: str | None,
+    *,
+    hardware: str,
+    config: str | Path,
+    draft_config: str | Path | None = None,
+    acceptance: Sequence[float] | None = None,
+    acceptance_length: tuple[float, int] | None = None,
+    acceptance_from: str | None = None,
+    workload: str | Path | None = None,
+    batch_sizes: Sequence[int] | None = None,
+    max_depth: int | None = None,
+    deployment: Deployment | None = None,
+) -> DeploymentPlan:
+    """Predict the best configuration per batch size of the model a config.json describes, with no
+    tuning beforehand: acceptance per position (``acceptance``), as a length at a depth
+    (``acceptance_length``, :mod:`autotune.perfmodel.given_acceptance`) or borrowed from the
+    profile stored for another target (``acceptance_from``, a proxy); the proposer is the draft
+    of ``draft_config``, else the config's MTP modules, else one that costs no forward pass
+    (n-gram). Requests of ``--isl`` prompt and ``--osl`` output tokens (default 1024 each) unless a
+    ``workload`` file is given. Reads the database only for ``acceptance_from`` and for a probe."""
+    sizes = _check_batch_sizes(batch_sizes)
+    _check_max_depth(max_depth)
+    deployment = deployment or Deployment()
+    given = [acceptance is not None, acceptance_length is not None, acceptance_from is not None]
+    if sum(given) != 1:
+        raise ConfigurationError("give the acceptance one way: --acceptance a1,a2,..., --acceptance-length L or "
+                                 "--acceptance-from MODEL (or plan a tuned target with --model)")
+    base = find_accelerator(hardware)
+    if base is None:
+        raise ConfigurationError(f"unknown hardware {hardware!r} for a plan from a config: use a catalog name "
+                                 f"({', '.join(accelerator_names())})")
+    target = read_config_model(config, "target")
+    draft = read_config_model(draft_config, "draft") if draft_config is not None else None
+    target_shape = deployment.shape(target.shape, "target")
+    draft_shapes = {draft.info.name: deployment.shape(draft.shape, "draft")} if draft else {}
+    method = "draft" if draft else "mtp" if target_shape.n_mtp else "ngram"
+    key = (method, draft.info.name if draft else None)
+    notes, warnings = [], []
+    if method == "ngram":
+        notes.append("no --draft-config and no MTP layers in the config: the acceptance is taken as a proposer that "
+                     "costs no forward pass (n-gram / prompt lookup)")
+    if acceptance_from is not None:
+        curve, item = _proxy_curve(db_url, acceptance_from, method, workload)
+        warnings.append(f"acceptance is a proxy: {item['label']} measured for {acceptance_from} on {item['workload']} "
+                        "(engine, dtype and proposer settings not recorded), not for this model")
+    else:
+        rates = list(acceptance) if acceptance is not None else rates_from_length(*acceptance_length)
+        curve = given_curve(method, rates)
+        how = (f"--acceptance {','.join(f'{r:g}' for r in rates)}" if acceptance is not None else
+               f"--acceptance-length {acceptance_length[0]:g} at depth {acceptance_length[1]}")
+        item = {"proposer": method, "label": _label(method, key[1], 0).removesuffix("@0"), "origin": "given",
+                "given": how, "rates": [round(r, 4) for r in rates], "max_depth": curve.max_depth,
+                "acceptance_length": [round(curve.omega(d), 4) for d in range(1, curve.max_depth + 1)]}
+    spec = deployment_spec(base, deployment, compute_dtype(target_shape, base, deployment.dtype),
+                           probe_of(db_url, hardware))
+    if workload is not None:
+        work = load_workload(workload)
+        prompts, lengths = _uniform(work, deployment, False, None)
+    else:
+        isl, osl = deployment.isl or DEFAULT_ISL, deployment.osl or DEFAULT_OSL
+        prompts, lengths = [isl], [osl]
+    predicted = _predict(spec, target.info.name, target_shape, draft_shapes, {key: curve},
+                         {key: _covered_depth(curve, max_depth)}, prompts, lengths, sizes, copies=workload is not None)
+    origin = {"key": hardware.strip().lower(), "origin": "catalog", "fingerprint": None}
+    basis = _basis(spec, [item], predicted)
+    basis["workload"] = {"requests": "one per row" if workload is None else len(prompts),
+                         "prompt_tokens": prompts[0] if workload is None else f"about {BYTES_PER_TOKEN} bytes per token",
+                         "output_tokens": lengths[0] if workload is None else "the requests' max_tokens"}
+    label = (f"isl {prompts[0]} / osl {lengths[0]}" if workload is None else load_workload(workload).label)
+    workload_info = {"name": label, "label": label, "fingerprint": "", "requests": len(prompts)}
+    summary = (f"acceptance {item['origin']} ({item.get('given') or 'from ' + acceptance_from}), {label}")
+    return DeploymentPlan(spec, origin, target.info, {draft.info.name: draft.info} if draft else {}, workload_info,
+                          predicted.rows, basis, notes + predicted.notes, warnings + predicted.warnings, summary)
+
+
+# -- the prediction shared by both --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Predicted:
+    rows: list[PlanRow]
+    context: float
+    prompt: int
+    notes: list[str]
+    warnings: list[str]
+
+
+def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[str, ModelShape],
+             curves: dict[tuple[str, str | None], AcceptanceCurve], depth_of: dict[tuple[str, str | None], int],
+             prompts: list[int], lengths: list[int], sizes: list[int] | None, *, copies: bool) -> _Predicted:
+    """The rows at ``sizes`` (default: the powers of two that fit), with the notes and warnings of
+    the deployment. ``copies``: replay the requests in copies (module doc); identical requests
+    (``--isl/--osl``) replay identically wave after wave, so one per row is the steady state."""
+    row_tokens = max(prompts) + max(lengths)
+    target_footprint = target.footprint(name, spec.tp)
+    draft_footprints = {label: shape.footprint(label, spec.tp) for label, shape in drafts.items()}
 
     def memory(method: str, draft: str | None, depth: int, rows: int) -> int:
         return _memory_bytes(target_footprint, draft_footprints.get(draft) if draft else None, method, depth, rows,
                              row_tokens)
 
+    notes: list[str] = []
+    warnings: list[str] = []
     limit = fit.usable_bytes(spec.memory_bytes)
+    if memory("none", None, 0, 1) > limit:
+        where = f"{spec.tp} GPUs" if spec.tp > 1 else "one GPU"
+        warnings.append(f"the target does not fit in 90 % of the {spec.name}'s memory on {where} even at batch size 1; "
+                        + _smallest_tp(target, name, spec, row_tokens))
     if sizes is None:
         sizes = [b for b in DEFAULT_BATCH_SIZES if memory("none", None, 0, b) <= limit] or [1]
-        if memory("none", None, 0, 1) > limit:
-            notes.append(f"the target does not fit in 90 % of the {spec.name}'s memory even at batch size 1 "
-                         "(one device, no tensor parallelism)")
     context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
-    cost = roofline_cost(spec, target_shape, draft_shapes, sizes, range(1, max(deepest, 1) + 1), context, max(prompts),
-                         methods={"none", *(method for method, _ in stored.curves)})
-
     rows = []
-    for batch_size in sizes:
-        copies = max(1, math.ceil(REQUESTS_PER_ROW * batch_size / len(prompts)))
-        performance = PerformanceModel(cost, stored.curves, prompts * copies, lengths * copies)
-        candidates = [("none", None, 0)] + [(method, draft, depth) for (method, draft), top in depth_of.items()
-                                            for depth in range(1, top + 1)]
-        predicted = [(config, p) for config in candidates if (p := performance.predict(*config, batch_size)) is not None]
-        rows.append(_choose(batch_size, predicted, memory, limit))
-    if max_depth is not None and any(depth < curve.max_depth for depth, curve in
-                                     zip(depth_of.values(), stored.curves.values())):
-        notes.append(f"depths capped at --max-depth {max_depth}")
-    notes.append("one device, one model replica: no tensor or pipeline parallelism is modelled")
-    if not byte_level:
-        notes.append(f"prompt tokens estimated at {BYTES_PER_TOKEN} bytes per token (the tokenizer is not loaded)")
+    for batch_size, predicted in predict_configurations(spec, target, drafts, curves, depth_of, prompts, lengths,
+                                                        sizes, copies=copies).items():
+        rows.append(_choose(batch_size, list(predicted.items()), memory, limit))
+    step = {b: forward_pass(spec, target, b, 1, context) for b in sizes}
+    share = {b: t.overhead_s / t.seconds for b, t in step.items()}
+    worst = max(share, key=share.get)
+    if share[worst] > OVERHEAD_WARNING:
+        warnings.append(f"the assumed step overhead ({spec.pass_overhead_us:.0f} us per step + "
+                        f"{spec.layer_overhead_us:.0f} us per layer) is {share[worst]:.0%} of a decoding step at batch "
+                        f"{worst}: the plan rests on that assumption more than on the {spec.name}'s figures")
+    if spec.tp == 1 and spec.device_type == "cuda":
+        notes.append("one GPU per replica: pass --tp N for tensor parallelism")
+    elif spec.tp > 1:
+        notes.append(f"--export writes no tensor parallelism yet: set {spec.tp} GPUs in the exported serving config")
+    return _Predicted(rows, context, max(prompts), notes, warnings)
 
-    basis = {
-        "acceptance": stored.acceptance,
+
+def predict_configurations(
+    spec: AcceleratorSpec, target: ModelShape, drafts: dict[str, ModelShape],
+    curves: dict[tuple[str, str | None], AcceptanceCurve], depth_of: dict[tuple[str, str | None], int],
+    prompts: list[int], lengths: list[int], sizes: Sequence[int], *, copies: bool = False,
+) -> dict[int, dict[tuple[str, str | None, int], Prediction]]:
+    """Batch size -> every configuration's prediction (none, and each proposer at depths 1..its
+    ``depth_of``): the roofline's step costs replayed over the requests (``copies``: see
+    :func:`_predict`). What a plan chooses from, and what docs/plan-validation.md checks."""
+    deepest = max(depth_of.values(), default=0)
+    context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
+    cost = roofline_cost(spec, target, drafts, sizes, range(1, max(deepest, 1) + 1), context, max(prompts),
+                         methods={"none", *(method for method, _ in curves)})
+    candidates = [("none", None, 0)] + [(method, draft, depth) for (method, draft), top in depth_of.items()
+                                        for depth in range(1, top + 1)]
+    result = {}
+    for batch_size in sizes:
+        times = max(1, math.ceil(REQUESTS_PER_ROW * batch_size / len(prompts))) if copies else batch_size
+        performance = PerformanceModel(cost, curves, prompts * times, lengths * times)
+        result[batch_size] = {config: p for config in candidates
+                              if (p := performance.predict(*config, batch_size)) is not None}
+    return result
+
+
+def _smallest_tp(target: ModelShape, name: str, spec: AcceleratorSpec, row_tokens: int) -> str:
+    """Words naming the smallest tensor-parallel degree (dividing the heads) at which batch 1 fits."""
+    limit = fit.usable_bytes(spec.memory_bytes)
+    for tp in range(spec.tp + 1, MAX_TP + 1):
+        if target.heads % tp == 0 and _memory_bytes(target.footprint(name, tp), None, "none", 0, 1, row_tokens) <= limit:
+            return f"the smallest tensor parallelism that fits is --tp {tp}"
+    return f"no tensor parallelism up to {MAX_TP} GPUs fits"
+
+
+def _basis(spec: AcceleratorSpec, acceptance: list[dict[str, Any]], predicted: _Predicted) -> dict[str, Any]:
+    return {
+        "acceptance": acceptance,
         "cost": {"source": "roofline", "hardware": spec.name, "memory_bw_gbps": spec.memory_bw_gbps,
-                 "peak_tflops": spec.peak_tflops, "dtype": spec.dtype, "pass_overhead_us": spec.pass_overhead_us,
-                 "layer_overhead_us": spec.layer_overhead_us, "spread": ROOFLINE_SPREAD, "figures": spec.source,
-                 "context_tokens": round(context, 1), "prompt_tokens": max(prompts)},
-        "workload": {"requests": len(prompts), "requests_per_row": REQUESTS_PER_ROW,
-                     "output_lengths": "measured (a stored run's)" if stored.lengths else "the requests' max_tokens",
-                     "prompt_tokens": "bytes + 1 (byte-level target)" if byte_level
-                     else f"about {BYTES_PER_TOKEN} bytes per token"},
+                 "peak_tflops": spec.peak_tflops, "dtype": spec.dtype, "tp": spec.tp,
+                 "interconnect_gbps": spec.interconnect_gbps, "pass_overhead_us": spec.pass_overhead_us,
+                 "layer_overhead_us": spec.layer_overhead_us, "bandwidth_fraction": spec.bandwidth_fraction,
+                 "gemm_fraction": spec.gemm_fraction, "spread": ROOFLINE_SPREAD,
+                 "spread_slow": SLOW_SPREAD, "spread_fast": FAST_SPREAD, "figures": spec.source,
+                 "context_tokens": round(predicted.context, 1), "prompt_tokens": predicted.prompt},
+        "calibration": spec.calibration,
         "model_sigma": PRIOR_SIGMA,
         "memory_headroom": fit.MEMORY_MARGIN,
     }
-    workload_info = {"name": work.name, "label": work.label, "fingerprint": work.sha256, "requests": len(work.requests)}
-    return DeploymentPlan(spec, stored.origin, stored.target, stored.drafts, workload_info, rows, basis, notes)
+
+
+def _uniform(work: Workload, deployment: Deployment, byte_level: bool,
+             measured: list[int] | None) -> tuple[list[int], list[int]]:
+    """The workload's prompts and output lengths, each replaced by ``--isl`` / ``--osl`` when given."""
+    prompts = [deployment.isl or _prompt_tokens(request.prompt, byte_level) for request in work.requests]
+    lengths = [deployment.osl or n for n in (measured or [request.max_tokens for request in work.requests])]
+    return prompts, lengths
+
+
+def _proxy_curve(db_url: str | None, model: str, method: str,
+                 workload: str | Path | None) -> tuple[AcceptanceCurve, dict[str, Any]]:
+    """The stored acceptance curve of target ``model`` for the proposer ``method`` (the only draft
+    model's, for draft), to stand in for an untuned model's."""
+    from autotune.store import open_database, performance, plan_queries
+
+    work = load_workload(workload)
+    with open_database(db_url) as database, database.session() as session:
+        stored = plan_queries.find_target(session, model, work.sha256)
+        records = [r for r in performance.acceptance_profiles(session, target_model_id=stored.id,
+                                                              workload_fingerprint=work.sha256)
+                   if r.proposer.split(":")[0] == method]
+        if len(records) != 1:
+            raise ConfigurationError(f"--acceptance-from {model}: {len(records)} stored {method} acceptance profile(s) "
+                                     f"on workload {work.label}; need exactly one")
+        record = records[0]
+        curve = AcceptanceCurve.from_positions(method, record.positions, record.sources)
+        top = _covered_depth(curve, None)
+        if top < 1:
+            raise ConfigurationError(f"--acceptance-from {model}: the stored {method} profile covers no depth")
+        curve = AcceptanceCurve(method, curve.positions[:top], curve.sources)
+        item = {"proposer": method, "label": method, "origin": "proxy", "proxy_model": stored.name,
+                "workload": record.workload_name, "workload_fingerprint": record.workload_fingerprint,
+                "max_depth": top, "sequence_steps": curve.steps, "measurements": len(curve.sources),
+                "acceptance_length": [round(curve.omega(d), 4) for d in range(1, top + 1)]}
+    return curve, item
 
 
 def _choose(batch_size: int, predicted: list[tuple[tuple[str, str | None, int], Prediction]], memory: Any,
@@ -301,16 +533,31 @@ def _choose(batch_size: int, predicted: list[tuple[tuple[str, str | None, int], 
                      "predicted_acceptance_length": p.omega, "fits": need <= limit}
                     for config, p, need in sorted(best_of.values(), key=lambda item: -item[1].tokens_per_s)]
     label = _label(method, draft, depth)
+    low, high = _interval(prediction)
     return PlanRow(
         batch_size=batch_size, label=label, method=method, draft=draft, depth=depth,
-        predicted_tokens_per_s=prediction.tokens_per_s, predicted_tokens_per_s_low=prediction.low,
-        predicted_tokens_per_s_high=prediction.high,
+        predicted_tokens_per_s=prediction.tokens_per_s, predicted_tokens_per_s_low=low,
+        predicted_tokens_per_s_high=high,
         predicted_speedup=prediction.tokens_per_s / baseline.tokens_per_s,
         predicted_baseline_tokens_per_s=baseline.tokens_per_s,
         predicted_tpot_ms_p50=prediction.latency_ms.get("tpot_ms_p50"), predicted_acceptance_length=prediction.omega,
         memory_bytes=int(need), memory_limit_bytes=limit, fits=need <= limit,
         leader=None if leader[0] == (method, draft, depth) else _label(*leader[0]), alternatives=alternatives,
     )
+
+
+def _interval(prediction: Prediction) -> tuple[float, float]:
+    """The 95 % interval of tokens/s with the roofline's spread wider on the slow side
+    (:mod:`autotune.perfmodel.calibration`) in place of the cost profile's symmetric one."""
+    rest = sum(sigma ** 2 for name, sigma in prediction.sigmas.items() if name != "cost")
+    value = prediction.tokens_per_s
+    return (value * math.exp(-Z95 * math.sqrt(rest + SLOW_SPREAD ** 2)),
+            value * math.exp(Z95 * math.sqrt(rest + FAST_SPREAD ** 2)))
+
+
+def _check_max_depth(max_depth: int | None) -> None:
+    if max_depth is not None and not 1 <= max_depth <= MAX_DEPTH:
+        raise ConfigurationError(f"--max-depth must be between 1 and {MAX_DEPTH}, got {max_depth}")
 
 
 def _label(method: str, draft: str | None, depth: int) -> str:
@@ -379,8 +626,9 @@ def _read_database(db_url: str | None, hardware: str, model: str, work: Workload
     with open_database(db_url) as database, database.session() as session:
         if catalog is not None:
             spec, origin = catalog, {"key": hardware.strip().lower(), "origin": "catalog", "fingerprint": None}
+            probe = plan_queries.probed_bandwidth_fraction(session, catalog_nvml_name(hardware) or "")
         else:
-            spec, origin = _stored_hardware(session, hardware)
+            spec, origin, probe = _stored_hardware(session, hardware)
         target = plan_queries.find_target(session, model, work.sha256)
         records = performance.acceptance_profiles(session, target_model_id=target.id, workload_fingerprint=work.sha256)
         if not records:
@@ -408,7 +656,7 @@ def _read_database(db_url: str | None, hardware: str, model: str, work: Workload
             curves[key] = curve
             sources += list(curve.sources)
             acceptance.append({
-                "proposer": record.proposer, "label": key[0] if key[1] is None else f"draft:{key[1]}",
+                "proposer": record.proposer, "origin": "measured", "label": key[0] if key[1] is None else f"draft:{key[1]}",
                 "workload": record.workload_name, "workload_fingerprint": record.workload_fingerprint,
                 "max_depth": curve.max_depth, "sequence_steps": curve.steps, "measurements": len(curve.sources),
                 "acceptance_length": [round(curve.omega(d), 4) for d in range(1, _covered_depth(curve, None) + 1)],
@@ -418,7 +666,7 @@ def _read_database(db_url: str | None, hardware: str, model: str, work: Workload
             raise ConfigurationError(_no_acceptance(session, target, work))
         lengths = plan_queries.measured_request_tokens(session, sources, len(work.requests))
         target_info = model_info(target)
-    return _Stored(spec, origin, target_info, drafts, curves, acceptance, lengths)
+    return _Stored(spec, origin, target_info, drafts, curves, acceptance, lengths, probe)
 
 
 def _no_acceptance(session: Any, target: Any, work: Workload) -> str:
@@ -430,8 +678,9 @@ def _no_acceptance(session: Any, target: Any, work: Workload) -> str:
             f"with that target and workload on any machine first (acceptance does not depend on the hardware)")
 
 
-def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str, Any]]:
-    """The roofline figures of a stored hardware profile (module doc)."""
+def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str, Any], tuple[float, str] | None]:
+    """The roofline figures of a stored hardware profile (module doc), and for a GPU its probe's
+    measured share of the peak bandwidth (None without one)."""
     from autotune.store import plan_queries
 
     found = plan_queries.hardware_with_probe(session, key)
@@ -443,21 +692,26 @@ def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str,
     metrics = {m.get("name"): m.get("measured") for m in (probe.metrics if probe else [])}
     origin = {"key": key, "origin": "stored hardware profile", "fingerprint": record.fingerprint,
               "stored_name": record.name, "probe_id": probe.id if probe else None}
+    peaks = {m.get("name"): m.get("peak") for m in (probe.metrics if probe else [])}
+    measured = (metrics["copy_bw_gbps"] / peaks["copy_bw_gbps"], f"probe {probe.id} of {record.name}") \
+        if metrics.get("copy_bw_gbps") and peaks.get("copy_bw_gbps") else None
     if record.device_type == "cuda":
         devices = (record.spec or {}).get("devices") or []
         device = devices[(record.spec or {}).get("benchmarked_device", 0)] if devices else {}
         spec = accelerator_for_gpu(str(device.get("name", "")), record.memory_total_bytes)
         if spec is not None:
             return AcceleratorSpec(**{**asdict(spec), "name": record.name,
-                                      "source": f"{spec.source}; memory of the stored profile {record.fingerprint}"}), origin
+                                      "source": f"{spec.source}; memory of the stored profile {record.fingerprint}"}), \
+                origin, measured
         bandwidth, tflops = metrics.get("copy_bw_gbps"), metrics.get("matmul_bf16_tflops")
         if not bandwidth or not tflops:
             raise ConfigurationError(f"hardware {record.name} ({record.fingerprint}) is a GPU the catalog does not know "
                                      "and its stored probe lacks measured bandwidth or bf16 FLOP/s; run `autotune probe` "
                                      "on it")
+        # The measured figures are the peaks here: a fraction of 1.0 keeps them.
         return AcceleratorSpec(record.name, record.memory_total_bytes, float(bandwidth), float(tflops), float(tflops),
                                source=f"probe {probe.id} of {record.fingerprint}: measured copy bandwidth and bf16 "
-                                      "matmul"), origin
+                                      "matmul"), origin, (1.0, f"probe {probe.id} of {record.name}")
     bandwidth, gflops, launch_us = (metrics.get(name) for name in ("memory_bw_gbps", "matmul_fp32_gflops",
                                                                     "launch_overhead_us"))
     if not bandwidth or not gflops:
@@ -470,7 +724,7 @@ def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str,
         device_type="cpu",
         source=f"probe {probe.id} of {record.fingerprint}: measured memory bandwidth, fp32 matmul and op launch "
                f"overhead ({CPU_OPS_PER_PASS} ops per pass, {CPU_OPS_PER_LAYER} per layer)",
-    ), origin
+    ), origin, None
 
 
 def write_plan_export(plan: DeploymentPlan, fmt: str, output: str | Path | None = None, force: bool = False) -> Path:

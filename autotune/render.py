@@ -501,7 +501,7 @@ def trial_progress(enabled: bool = True) -> Iterator[Callable]:
 def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
     """``autotune plan``: the title saying it is predicted, one row per batch size (best
     configuration, predicted tokens/s with its 95 % interval, speedup, TPOT, memory, fit), the
-    basis and the notes."""
+    basis (acceptance, step costs, calibration), the notes and the warnings."""
 
     def compact(value: float) -> str:  # 47639 -> "47.6k": keeps the interval column narrow
         for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
@@ -530,3 +530,5 @@ def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
             console.print(f"batch {row.batch_size}: {row.label} is within 2 % of the fastest, {row.leader}, and simpler")
     for line in plan.basis_lines() + plan.notes:
         console.print(line)
+    for warning in plan.warnings:
+        console.print(f"warning: {warning}", style="yellow")

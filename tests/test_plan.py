@@ -14,7 +14,9 @@ from click.testing import CliRunner, Result
 from autotune.cli import cli
 from autotune.errors import ConfigurationError
 from autotune.hardware.profile import Metric
-from autotune.planning import SIMPLER_WITHIN, parse_batch_sizes, plan_deployment
+from autotune.perfmodel.calibration import BANDWIDTH_FRACTION
+from autotune.planning import SIMPLER_WITHIN, parse_batch_sizes, plan_deployment, plan_from_config
+from autotune.planning_inputs import Deployment
 from autotune.store import open_database, performance, repository, results
 from autotune.workload import load_workload
 
@@ -121,7 +123,7 @@ def test_batch_sizes_and_max_depth_are_honoured(url: str) -> None:
 def test_a_model_too_large_for_the_device_does_not_fit(url: str) -> None:
     plan = plan_deployment(url, hardware="l40s", model="Llama-3-70B")
     assert [(row.batch_size, row.fits) for row in plan.rows] == [(1, False)]  # 141 GB of weights, 48 GB of memory
-    assert any("does not fit" in note for note in plan.notes)
+    assert any("does not fit" in warning and "--tp 4" in warning for warning in plan.warnings)
     with pytest.raises(ConfigurationError, match="nothing fits"):
         plan.to_profile()
     assert not plan_deployment(url, hardware="h200", model="Llama-3-70B", batch_sizes=(1,)).rows[0].fits  # 131 GiB
@@ -165,7 +167,8 @@ def test_cli_prints_a_predicted_table(url: str) -> None:
     assert lines[0] == ("PREDICTED — roofline for NVIDIA H200 SXM 141GB, acceptance measured on builtin@v1; "
                         "not measured")
     assert "mtp@" in result.output and "speedup" in result.output and "fits" in result.output
-    assert "acceptance of mtp: measured, 2 measurement(s)" in result.output
+    assert "acceptance of mtp: measured on builtin@v1, 2 measurement(s)" in result.output
+    assert "calibration: bandwidth 0.80 of peak" in result.output
     assert "step costs: predicted by a roofline" in result.output
 
 
@@ -237,3 +240,146 @@ def test_no_acceptance_for_the_workload_names_tune_and_the_stored_workloads(url:
     with pytest.raises(ConfigurationError) as error:
         plan_deployment(url, hardware="h200", model=TARGET, workload=other)
     assert "autotune tune" in str(error.value) and "builtin@v1" in str(error.value)
+
+
+# -- a plan from a config, no tuning beforehand ---------------------------------------------------------
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+LLAMA_8B = str(CONFIGS / "llama-3.1-8b.json")
+DEEPSEEK = str(CONFIGS / "deepseek-v3.json")
+
+
+def config_plan(**options):  # noqa: ANN003, ANN201 - the keyword arguments of plan_from_config
+    deployment = Deployment(**{k: options.pop(k) for k in ("tp", "dtype", "kv_dtype", "engine", "isl", "osl")
+                               if k in options})
+    options.setdefault("acceptance_length", (3.2, 4))
+    return plan_from_config("sqlite:///nowhere-at-all.db", hardware=options.pop("hardware", "h200"),
+                            config=options.pop("config", LLAMA_8B), deployment=deployment, **options)
+
+
+def test_cli_plans_llama_8b_from_its_config_without_a_database(tmp_path: Path) -> None:
+    database = tmp_path / "autotune.db"
+    result = run("plan", "--config", LLAMA_8B, "--hardware", "h200", "--acceptance-length", "3.2",
+                 "--db", f"sqlite:///{database}")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("PREDICTED — roofline for NVIDIA H200 SXM 141GB, acceptance given "
+                                    "(--acceptance-length 3.2 at depth 4), isl 1024 / osl 1024")
+    assert "ngram@" in result.output and "calibration: bandwidth 0.80 of peak" in result.output
+    assert not database.exists()  # nothing written
+
+
+def test_json_carries_calibration_acceptance_origin_and_warnings() -> None:
+    result = run("plan", "--config", LLAMA_8B, "--hardware", "h200", "--acceptance", "0.8,0.6,0.4",
+                 "--batch-sizes", "1,64", "--json", "--db", "sqlite:///nowhere-at-all.db")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert "GEMM 0.70 of peak" in data["calibration"] and data["acceptance_origin"] == ["given"]
+    assert isinstance(data["warnings"], list)
+    assert data["basis"]["acceptance"][0]["rates"] == [0.8, 0.6, 0.4]
+
+
+def test_at_batch_1_llama_8b_is_weight_reads_at_the_achieved_bandwidth() -> None:
+    row = config_plan(batch_sizes=(1,)).rows[0]
+    baseline_step = 1 / row.predicted_baseline_tokens_per_s
+    weights = (8.03e9 - 128256 * 4096) * 2 / (4800e9 * BANDWIDTH_FRACTION)  # the input embeddings are a lookup
+    assert weights < baseline_step < weights * 1.15  # + KV reads, the step overhead and prefill
+
+
+def test_tp_2_halves_the_memory_per_gpu_and_speeds_up_less_than_2x() -> None:
+    one, two = config_plan(batch_sizes=(1, 64)), config_plan(batch_sizes=(1, 64), tp=2)
+    for a, b in zip(one.rows, two.rows):
+        assert b.memory_bytes == pytest.approx(a.memory_bytes / 2, rel=0.01)
+        ratio = b.predicted_baseline_tokens_per_s / a.predicted_baseline_tokens_per_s
+        assert 1.2 < ratio < 2.0  # weights split, but the overhead and the all-reduces are not
+    assert two.to_dict()["basis"]["cost"]["tp"] == 2 and two.hardware.tp == 2
+    assert any("set 2 GPUs in the exported serving config" in note for note in two.notes)
+
+
+def test_fp8_halves_the_weight_reads_and_doubles_the_compute_roof() -> None:
+    bf16, fp8 = config_plan(batch_sizes=(1, 256)), config_plan(batch_sizes=(1, 256), dtype="fp8")
+    assert fp8.hardware.peak_tflops == pytest.approx(2 * bf16.hardware.peak_tflops, rel=1e-3)
+    small_gain = fp8.rows[0].predicted_baseline_tokens_per_s / bf16.rows[0].predicted_baseline_tokens_per_s
+    assert 1.5 < small_gain < 2.0  # memory-bound: half the bytes, the same overhead
+    assert fp8.rows[0].memory_bytes < 0.55 * bf16.rows[0].memory_bytes
+    kv8 = config_plan(batch_sizes=(256,), kv_dtype="fp8")
+    assert kv8.rows[0].memory_bytes < bf16.rows[1].memory_bytes  # the KV cache in one byte per element
+
+
+def test_kv_reads_stay_at_large_batches() -> None:
+    short, long = config_plan(batch_sizes=(256,), isl=128, osl=128), config_plan(batch_sizes=(256,), isl=8192, osl=1024)
+    assert long.rows[0].predicted_baseline_tokens_per_s < 0.5 * short.rows[0].predicted_baseline_tokens_per_s
+
+
+def test_deepseek_v3_mtp_from_its_config_and_the_smallest_tp_that_fits() -> None:
+    single = config_plan(config=DEEPSEEK, acceptance=[0.85, 0.7], acceptance_length=None, batch_sizes=(1,))
+    assert not single.rows[0].fits
+    assert any("does not fit" in w and "--tp 8" in w for w in single.warnings)
+    eight = config_plan(config=DEEPSEEK, hardware="b200", acceptance=[0.85, 0.7], acceptance_length=None, tp=8,
+                        dtype="fp4", batch_sizes=(1, 64))
+    assert all(row.fits and row.method == "mtp" for row in eight.rows)
+    assert eight.hardware.dtype == "fp4" and eight.to_dict()["model"]["num_mtp_modules"] == 1
+
+
+def test_overhead_warning_when_the_assumption_dominates(url: str) -> None:
+    tiny = plan_deployment(url, hardware="h200", model=TARGET, batch_sizes=(1,))  # 9M parameters: all overhead
+    assert any("step overhead" in warning and "batch 1" in warning for warning in tiny.warnings)
+    assert not any("step overhead" in warning for warning in config_plan(batch_sizes=(1,)).warnings)
+
+
+def test_acceptance_from_a_tuned_target_is_a_proxy(url: str) -> None:
+    plan = plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance_from=TARGET, batch_sizes=(1,))
+    assert plan.to_dict()["acceptance_origin"] == ["proxy"]
+    assert any(w.startswith("acceptance is a proxy") and TARGET in w for w in plan.warnings)
+    assert plan.rows[0].method in ("ngram", "none")
+
+
+def test_a_stored_probe_of_the_same_gpu_model_calibrates_the_bandwidth(url: str) -> None:
+    plan = plan_from_config(url, hardware="h100-sxm", config=LLAMA_8B, acceptance=[0.7], batch_sizes=(1,))
+    assert plan.hardware.bandwidth_fraction == pytest.approx(2900 / 3350)
+    assert "measured by probe" in plan.basis["calibration"] and H100_NAME in plan.basis["calibration"]
+    assert "0.80" in config_plan(batch_sizes=(1,)).basis["calibration"]  # no probe: the assumed share
+
+
+def test_a_draft_config_is_the_proposer(tmp_path: Path) -> None:
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "num_hidden_layers": 16,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256}))
+    plan = config_plan(draft_config=str(draft), acceptance=[0.7, 0.5], acceptance_length=None, batch_sizes=(1,))
+    assert {a["method"] for a in plan.rows[0].alternatives} == {"none", "draft"}
+
+
+@pytest.mark.parametrize(("config", "args", "fragment"), [
+    ({"architectures": ["BertForMaskedLM"], "hidden_size": 8}, (), "not a causal language model"),
+    ({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 10,
+      "intermediate_size": 64}, (), "lacks num_attention_heads"),
+    (None, ("--acceptance", "0.9,1.3"), "[0, 1]"),
+    (None, ("--acceptance", "0.5,0.7"), "rise with position"),
+    (None, ("--tp", "3"), "--tp 3 does not divide"),
+    (None, ("--acceptance-from", TARGET, "--acceptance", "0.5"), "one way"),
+    (None, ("--dtype", "fp4"), "no FP4 tensor cores"),
+])
+def test_bad_config_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, config: dict | None,
+                                                                args: tuple[str, ...], fragment: str) -> None:
+    path = LLAMA_8B
+    if config is not None:
+        path = str(tmp_path / "config.json")
+        Path(path).write_text(json.dumps(config))
+    database = tmp_path / "autotune.db"
+    acceptance = () if any(a.startswith("--acceptance") for a in args) else ("--acceptance-length", "3.2")
+    result = CliRunner().invoke(cli, ["plan", "--config", path, "--hardware", "h200", *acceptance, *args,
+                                      "--db", f"sqlite:///{database}"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], result.stderr
+    assert not database.exists()
+
+
+def test_export_of_a_config_plan_says_where_its_acceptance_came_from(tmp_path: Path) -> None:
+    out = tmp_path / "plan.yaml"
+    result = run("plan", "--config", LLAMA_8B, "--hardware", "h200", "--acceptance-length", "3.2", "--batch-sizes",
+                 "1,8", "--export", "trtllm", "-o", str(out), "--db", f"sqlite:///{tmp_path / 'autotune.db'}")
+    assert result.exit_code == 0, result.output
+    header = [line.removeprefix("# ") for line in out.read_text().splitlines() if line.startswith("# ")]
+    assert header[0].startswith("PREDICTED") and header[3].startswith("acceptance given (--acceptance-length 3.2")

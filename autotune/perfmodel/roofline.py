@@ -5,14 +5,27 @@ tokens per row (DESIGN.md section 3)::
 
     time  = max(bytes / bandwidth, flops / peak) + overhead
     bytes = weights read once + rows * context * KV bytes per token         (the KV cache read)
-    flops = 2 * params * rows * n + 4 * rows * n * context * heads * head_dim per layer  (attention)
+    flops = 2 * params * rows * n + 2 * rows * n * context * heads * (qk + v) per layer  (attention)
     KV bytes per token = layers * 2 * kv_heads * head_dim * dtype bytes    (MLA: latent + RoPE key)
+
+``qk + v`` is the width of one head's score and value products: ``2 * head_dim`` for ordinary
+attention; for MLA (DeepSeek-V2/V3) decoding with the absorbed weights both run against the cached
+latent, ``(kv_lora_rank + qk_rope_head_dim) + kv_lora_rank`` = 576 + 512 for DeepSeek-V3, 2.8x the
+``2 * 192`` a per-head ``head_dim`` would give.
+
+Tensor parallelism over ``tp`` GPUs (Megatron-style) splits the weights, the FLOPs and the KV heads
+(a KV head is not split: with fewer KV heads than GPUs they are replicated; MLA's latent is
+replicated on every GPU) and adds two all-reduces of the activations per layer (after attention,
+after the MLP), each a ring all-reduce: ``2 (tp - 1) / tp * rows * n * d_model * 2 bytes`` over
+one direction of the interconnect (half the datasheet's both-ways figure) plus ``ALLREDUCE_LATENCY_US``.
 
 Weights and KV cache are read once whatever ``n`` is, which is why verifying k tokens per row
 costs about one decoding step while the pass is memory-bound (small batches) and about k steps
 once it is compute-bound (large batches): the best depth shrinks as the batch grows (MagicDec).
-MoE layers read only the experts the batch's tokens route to (``1 - (1 - k/E)^T`` of them, for T
-tokens and top-k of E experts) and compute with the k routed ones.
+MoE layers read only the experts the batch's tokens route to and compute with the k routed ones.
+With T tokens each routed to k of E experts (uniform routing), an expert is missed by one token
+with probability 1 - k/E, by all T with (1 - k/E)^T, so the batch touches on average
+``E * (1 - (1 - k/E)^T)`` distinct experts and reads that share of the expert weights.
 
 Per configuration, at ``b`` rows (:func:`roofline_cost`):
 
@@ -24,9 +37,9 @@ Per configuration, at ``b`` rows (:func:`roofline_cost`):
 * ngram: the proposal is a host-side lookup (~0), then the target verifying depth + 1;
 * prefill: ``b`` prompts through the target (and the draft model, or the MTP modules used).
 
-``overhead`` is the device's assumed per-pass and per-layer launch cost
-(:mod:`autotune.hardware.catalog`). The figures are peaks: the kernels reach part of them, which
-is what :data:`ROOFLINE_SPREAD` stands for.
+``overhead`` is the engine's per-pass step overhead and the per-layer launch cost; bandwidth and
+FLOP/s are the peaks times the achieved fractions of the spec (:mod:`autotune.perfmodel.calibration`,
+1.0 for an uncalibrated spec).
 
 Pure Python: the planner (:mod:`autotune.planning`) builds the shapes from stored model configs.
 """
@@ -51,6 +64,11 @@ from autotune.perfmodel.cost import BASELINE, CostPoint, CostProfile
 # assumption; 25 % covers that range. It is an assumption, not a fit: no measurement backs it.
 ROOFLINE_SPREAD = 0.25
 MAX_GRID_BATCH = 1 << 16
+# Activations cross the interconnect in the compute dtype of activations (bf16) whatever the weights'.
+ACTIVATION_BYTES = 2
+# A small-message all-reduce's fixed cost on NVLink (NCCL or an engine's custom one-shot kernel):
+# an assumption of the order nccl-tests report for 8 KB-1 MB messages, not a measurement.
+ALLREDUCE_LATENCY_US = 8.0
 
 # Bytes per element of a config.json ``torch_dtype``; quantised checkpoints state their format
 # in ``quantization_config`` (fp8: one byte per weight).
@@ -86,6 +104,10 @@ class ModelShape:
     experts_per_token: int = 0
     expert_d_ff: int = 0
     moe_layers: int = 0
+    shared_experts: int = 0
+    attention_width: int | None = None  # qk + v of one head's products (None: 2 * head_dim; module doc)
+    attention_params: int | None = None  # one layer's attention weights (None: q/k/v/o of the heads)
+    kv_split: bool = True  # whether tensor parallelism splits the cache (False for MLA's latent)
 
     def __post_init__(self) -> None:
         for name in ("layers", "d_model", "heads", "kv_heads", "head_dim", "vocab"):
@@ -128,10 +150,15 @@ class ModelShape:
         d, layers, heads = int(get("hidden_size")), int(get("num_hidden_layers")), int(get("num_attention_heads"))
         kv_heads = int(get("num_key_value_heads") or heads)
         head_dim = int(get("head_dim") or d // heads)
-        kv_width = None
+        kv_width = attention_width = attention_params = None
         if get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3): one latent and one RoPE key per layer
-            kv_width = int(get("kv_lora_rank")) + int(get("qk_rope_head_dim") or 0)
-            head_dim = int(get("qk_nope_head_dim") or 0) + int(get("qk_rope_head_dim") or 0) or head_dim
+            rank, rope, nope = (int(get(name) or 0) for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"))
+            v_dim, q_rank = int(get("v_head_dim") or nope), int(get("q_lora_rank") or 0)
+            kv_width = rank + rope
+            head_dim = nope + rope or head_dim
+            attention_width = kv_width + rank  # scores against latent + RoPE key, values from the latent
+            query = d * q_rank + q_rank * heads * head_dim if q_rank else d * heads * head_dim
+            attention_params = query + d * kv_width + rank * heads * (nope + v_dim) + heads * v_dim * d
         experts = int(get("n_routed_experts") or get("num_local_experts") or get("num_experts") or 0)
         per_token = int(get("num_experts_per_tok") or 0) if experts else 0
         d_ff = int(get("intermediate_size") or 4 * d)
@@ -141,7 +168,9 @@ class ModelShape:
                    vocab=int(get("vocab_size")), n_mtp=mtp_layers(config) if n_mtp is None else n_mtp, params=params,
                    bytes_per_param=bytes_per_param or _config_bytes(config), kv_bytes=_config_dtype_bytes(config),
                    kv_width=kv_width, tied_embeddings=bool(get("tie_word_embeddings", False)), experts=experts,
-                   experts_per_token=per_token, expert_d_ff=expert_d_ff, moe_layers=max(moe_layers, 0))
+                   experts_per_token=per_token, expert_d_ff=expert_d_ff, moe_layers=max(moe_layers, 0),
+                   shared_experts=int(get("n_shared_experts") or 0) if experts else 0,
+                   attention_width=attention_width, attention_params=attention_params, kv_split=kv_width is None)
 
     def with_dtype(self, dtype_bytes: float) -> ModelShape:
         """The same model computed (weights and KV cache) in a dtype of ``dtype_bytes`` bytes."""
@@ -167,22 +196,28 @@ class ModelShape:
     def embedding_params(self) -> int:
         return self.vocab * self.d_model
 
-    def _estimated_layer_params(self) -> int:
-        attention = 2 * self.d_model * self.heads * self.head_dim + 2 * self.d_model * self.kv_heads * self.head_dim
-        if self.experts:
-            mlp = self.experts * 3 * self.d_model * self.expert_d_ff + self.d_model * self.experts
-        else:
-            mlp = 3 * self.d_model * self.d_ff  # gated MLP: gate, up, down
-        return attention + mlp
+    def _estimated_layer_params(self, moe: bool) -> int:
+        """One decoder layer: attention, and a gated MLP of 3 matrices (gate, up, down) — for a MoE
+        layer the routed and shared experts of ``expert_d_ff`` and the router."""
+        attention = self.attention_params or (2 * self.d_model * self.heads * self.head_dim
+                                              + 2 * self.d_model * self.kv_heads * self.head_dim)
+        if moe:
+            experts = (self.experts + self.shared_experts) * 3 * self.d_model * self.expert_d_ff
+            return attention + experts + self.d_model * self.experts
+        return attention + 3 * self.d_model * self.d_ff
 
     @property
     def total_params(self) -> int:
-        """Every weight: the stored count, else the shape's estimate."""
+        """Every weight: the stored count, else the shape's estimate (an MTP module is a MoE layer
+        when the model has any, plus its projection)."""
         if self.params:
             return int(self.params)
-        layer = self._estimated_layer_params()
+        moe_layers = self.moe_layers if self.experts else 0
+        body = (moe_layers * self._estimated_layer_params(True)
+                + (self.layers - moe_layers) * self._estimated_layer_params(False))
         head = 0 if self.tied_embeddings else self.embedding_params
-        return self.layers * layer + self.embedding_params + head + self.n_mtp * (layer + 2 * self.d_model ** 2)
+        module = self._estimated_layer_params(bool(self.experts)) + 2 * self.d_model ** 2
+        return body + self.embedding_params + head + self.n_mtp * module
 
     @property
     def layer_params(self) -> float:
@@ -209,14 +244,19 @@ class ModelShape:
         params = self.total_params - (0 if with_mtp else self.n_mtp * self.mtp_module_params)
         return params * self.bytes_per_param
 
-    def footprint(self, name: str) -> ModelFootprint:
-        """The shape's memory as the tuner and the preflight size a model (one estimate for all three,
-        :mod:`autotune.models.fit`): the whole checkpoint's weights, MTP modules included, and every
-        MTP module's cache; bytes rounded up to whole bytes."""
+    def kv_share(self, tp: int) -> float:
+        """The share of the KV cache one of ``tp`` GPUs holds and reads (module doc)."""
+        return 1.0 / min(tp, self.kv_heads) if self.kv_split else 1.0
+
+    def footprint(self, name: str, tp: int = 1) -> ModelFootprint:
+        """The shape's memory on one of ``tp`` GPUs as the tuner and the preflight size a model (one
+        estimate for all three, :mod:`autotune.models.fit`): the whole checkpoint's weights, MTP
+        modules included, and every MTP module's cache; bytes rounded up to whole bytes."""
+        kv = self.kv_share(tp)
         return ModelFootprint(
             path=name, dtype_bytes=math.ceil(self.kv_bytes), n_params=self.total_params,
-            weight_bytes=math.ceil(self.weight_bytes()), kv_bytes_per_token=math.ceil(self.kv_bytes_per_token),
-            mtp_bytes_per_token=math.ceil(self.n_mtp * self.mtp_kv_bytes_per_token), n_mtp=self.n_mtp,
+            weight_bytes=math.ceil(self.weight_bytes() / tp), kv_bytes_per_token=math.ceil(self.kv_bytes_per_token * kv),
+            mtp_bytes_per_token=math.ceil(self.n_mtp * self.mtp_kv_bytes_per_token * kv), n_mtp=self.n_mtp,
             vocab_size=self.vocab, max_seq_len=UNBOUNDED_CONTEXT, config={},
         )
 
@@ -236,10 +276,11 @@ class PassTime:
     memory_s: float
     compute_s: float
     overhead_s: float
+    comm_s: float = 0.0  # tensor parallelism's all-reduces (not overlapped with the layers' work)
 
     @property
     def seconds(self) -> float:
-        return max(self.memory_s, self.compute_s) + self.overhead_s
+        return max(self.memory_s, self.compute_s) + self.overhead_s + self.comm_s
 
     @property
     def bound(self) -> str:
@@ -261,21 +302,30 @@ def forward_pass(spec: AcceleratorSpec, shape: ModelShape, rows: int, tokens: fl
     dense = layer - expert
     if expert:
         share = shape.experts_per_token / shape.experts
-        touched = 1.0 - (1.0 - share) ** total_tokens  # experts some token of the batch routes to
+        touched = 1.0 - (1.0 - share) ** total_tokens  # distinct experts touched / E (module doc)
         read_layer, compute_layer = dense + expert * touched, dense + expert * share
     else:
         read_layer = compute_layer = layer
     head_params = shape.embedding_params if head else 0
     weights = n_layers * read_layer + head_params + extra_params
     matmul = n_layers * compute_layer + head_params + extra_params
-    kv_read = rows * context * n_layers * shape.kv_elements_per_layer * shape.kv_bytes
-    attention = 4 * total_tokens * context * n_layers * shape.heads * shape.head_dim
-    num_bytes = weights * shape.bytes_per_param + kv_read
-    flops = 2 * matmul * total_tokens + attention
+    tp = spec.tp
+    kv_read = rows * context * n_layers * shape.kv_elements_per_layer * shape.kv_bytes * shape.kv_share(tp)
+    width = shape.attention_width or 2 * shape.head_dim
+    attention = 2 * total_tokens * context * n_layers * shape.heads * width
+    num_bytes = weights * shape.bytes_per_param / tp + kv_read
+    flops = (2 * matmul * total_tokens + attention) / tp
     overhead_us = (spec.pass_overhead_us if pass_overhead else 0.0) + (n_layers + (1 if not pass_overhead else 0)) \
         * spec.layer_overhead_us
-    return PassTime(num_bytes, flops, num_bytes / (spec.memory_bw_gbps * 1e9), flops / (spec.peak_tflops * 1e12),
-                    overhead_us * 1e-6)
+    comm_s = 0.0
+    if tp > 1:
+        if not spec.interconnect_gbps:
+            raise ConfigurationError(f"{spec.name} has no interconnect bandwidth in the catalog: it cannot plan --tp {tp}")
+        message = total_tokens * shape.d_model * ACTIVATION_BYTES
+        one_way = spec.interconnect_gbps * 1e9 / 2
+        comm_s = 2 * n_layers * (2 * (tp - 1) / tp * message / one_way + ALLREDUCE_LATENCY_US * 1e-6)
+    return PassTime(num_bytes, flops, num_bytes / (spec.achieved_bw_gbps * 1e9), flops / (spec.achieved_tflops * 1e12),
+                    overhead_us * 1e-6, comm_s)
 
 
 def target_step_s(spec: AcceleratorSpec, target: ModelShape, rows: int, tokens: float, context: float) -> float:

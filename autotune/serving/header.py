@@ -40,7 +40,8 @@ def _predicted_header(profile: DeploymentProfile) -> list[str]:
         predicted_line(profile),
         f"autotune {__version__} plan: {profile.label()}{draft} at batch size {profile.batch_size}",
         f"target {profile.target.name} ({profile.target.fingerprint}) on {profile.hardware.name}",
-        f"acceptance measured on workload {profile.study.workload_name}; step costs from a roofline, never timed",
+        f"{profile.details.get('acceptance') or f'acceptance measured on workload {profile.study.workload_name}'}; "
+        "step costs from a roofline, never timed",
         "predicted: " + measured_text(profile),
     ]
 

@@ -83,3 +83,20 @@ def hardware_with_probe(session: Session, key: str) -> tuple[HardwareRecord, Pro
 def stored_hardware_names(session: Session) -> str:
     """Every stored hardware profile as "name (fingerprint), ..." for messages, or "none"."""
     return profile_queries.stored_names(repository.list_hardware(session))
+
+
+def probed_bandwidth_fraction(session: Session, nvml_name: str) -> tuple[float, str] | None:
+    """The copy bandwidth the newest probe of a stored GPU called ``nvml_name`` measured, as a share
+    of the peak it recorded, and which probe that was; None when no such probe is stored."""
+    for record in repository.list_hardware(session):  # newest first
+        spec = record.spec or {}
+        devices = spec.get("devices") or []
+        index = spec.get("benchmarked_device", 0)
+        if record.device_type != "cuda" or not devices or index >= len(devices) \
+                or str(devices[index].get("name", "")).strip() != nvml_name:
+            continue
+        probe = repository.latest_probe(session, record)
+        copy = next((m for m in (probe.metrics if probe else []) if m.get("name") == "copy_bw_gbps"), None)
+        if copy and copy.get("measured") and copy.get("peak"):
+            return float(copy["measured"]) / float(copy["peak"]), f"probe {probe.id} of {record.name} ({record.fingerprint})"
+    return None

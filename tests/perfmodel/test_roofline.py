@@ -4,6 +4,10 @@ reads unchanged, and the accelerator catalog."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
 from autotune.errors import ConfigurationError
@@ -56,7 +60,7 @@ def test_shape_of_the_builtin_target_config() -> None:
 def test_shape_of_a_hugging_face_config() -> None:
     llama = ModelShape.from_config(LLAMA_70B)
     assert (llama.layers, llama.heads, llama.kv_heads, llama.head_dim, llama.n_mtp) == (80, 64, 8, 128, 0)
-    assert llama.total_params == pytest.approx(70.55e9, rel=0.01)
+    assert llama.total_params == pytest.approx(70.55e9, rel=0.02)
     assert llama.kv_bytes_per_token == 80 * 2 * 8 * 128 * 2  # GQA: 8 KV heads, bf16
     nested = ModelShape.from_config({"architectures": ["Mllama"], "text_config": LLAMA_70B})
     assert nested.total_params == llama.total_params  # multimodal configs nest the LLM in text_config
@@ -148,16 +152,31 @@ def test_grid_batch_sizes_are_checked() -> None:
 
 
 def test_catalog_has_the_common_accelerators_with_datasheet_figures() -> None:
-    expected = {"h100-sxm": (80, 3350, 989.4), "h200": (141, 4800, 989.4), "b200": (180, 8000, 2250),
-                "a100-80gb": (80, 2039, 312), "l40s": (48, 864, 362.05)}
-    for name, (memory_gib, bandwidth, tflops) in expected.items():
+    expected = {"h100-sxm": (80 * GIB, 3350, 989.4), "h200": (141 * GIB, 4800, 989.4), "b200": (180 * GIB, 8000, 2250),
+                "a100-80gb": (80 * GIB, 2039, 312), "l40s": (46_068 << 20, 864, 362.05),  # GDDR: as NVML reports it
+                "gh200": (144 * GIB, 4900, 989.4), "gb200": (186 * GIB, 8000, 2500), "b300": (288 * GIB, 8000, 2250),
+                "h20": (96 * GIB, 4000, 148)}
+    for name, (memory, bandwidth, tflops) in expected.items():
         spec = accelerator(name)
         assert (spec.memory_bytes, spec.memory_bw_gbps, spec.bf16_tflops, spec.fp16_tflops) == (
-            memory_gib * GIB, bandwidth, tflops, tflops)
+            memory, bandwidth, tflops, tflops)
+        assert spec.interconnect_gbps
+        assert spec.fp8_tflops is None if name.startswith("a100") else spec.fp8_tflops == pytest.approx(2 * tflops,
+                                                                                                       rel=0.02)
         assert spec.pass_overhead_us > 0 and spec.layer_overhead_us > 0 and spec.dtype_bytes == 2
     assert accelerator(" H200 ") == ACCELERATORS["h200"]
     assert accelerator_for_gpu("NVIDIA H200").memory_bw_gbps == 4800
     assert accelerator_for_gpu("NVIDIA Quadro") is None
+    assert accelerator("b200").fp4_tflops == 9000 and accelerator("h200").fp4_tflops is None
+    assert accelerator("a100-80gb").fp8_tflops is None
+
+
+def test_fp8_and_fp4_peaks_and_bytes_per_element() -> None:
+    spec = accelerator("b200")
+    assert replace(spec, dtype="fp8").peak_tflops == 4500 and replace(spec, dtype="fp8").dtype_bytes == 1
+    assert replace(spec, dtype="fp4").dtype_bytes == 0.5625  # NVFP4: one FP8 scale per 16 values
+    with pytest.raises(ValueError, match="fp4"):
+        replace(accelerator("h200"), dtype="fp4")  # Hopper has no FP4 tensor cores
 
 
 def test_unknown_hardware_is_one_line_naming_the_known_ones() -> None:
@@ -179,3 +198,43 @@ def test_an_untimed_cost_profile_has_no_spread_unless_given() -> None:
     points = [CostPoint("none", None, 0, 1, 0.0, 0.01, 0.001, 10)]
     assert CostProfile(points, "roofline").spread == 0.0
     assert CostProfile(points, "roofline", spread=0.25).spread == 0.25
+
+
+# -- tensor parallelism, MLA, MoE ---------------------------------------------------------------------
+
+# The whole published config (q_lora_rank, v_head_dim, shared experts), FP8 weights.
+DEEPSEEK_V3_FULL = json.loads((Path(__file__).parents[1] / "data" / "configs" / "deepseek-v3.json").read_text())
+
+
+def test_deepseek_v3_shape_mla_and_moe() -> None:
+    shape = ModelShape.from_config(DEEPSEEK_V3_FULL)
+    assert shape.total_params == pytest.approx(671e9 + 14e9, rel=0.01)  # main model + the MTP module
+    assert shape.kv_elements_per_layer == 576 and not shape.kv_split  # latent + RoPE key, replicated under TP
+    assert shape.attention_width == 576 + 512  # 2.8x the 2 * 192 of a per-head head_dim
+    spec = accelerator("h200")
+    one, two = (forward_pass(spec, shape, 1, 1, 4096, layers=1), forward_pass(spec, shape, 1, 1, 8192, layers=1))
+    attention_per_context = (two.flops - one.flops) / 4096
+    assert attention_per_context == pytest.approx(2 * 128 * (576 + 512))
+
+
+def test_moe_reads_the_distinct_experts_a_batch_touches() -> None:
+    shape = ModelShape.from_config(DEEPSEEK_V3_FULL)
+    spec = accelerator("h200")
+    bytes_at = {rows: forward_pass(spec, shape, rows, 1, 0).bytes for rows in (1, 8, 1024)}
+    expert_bytes = shape.layer_params * shape.expert_fraction * shape.layers * shape.bytes_per_param
+    dense_bytes = bytes_at[1] - expert_bytes * 8 / 256
+    for rows, value in bytes_at.items():  # E (1 - (1 - k/E)^T) of E experts
+        assert value == pytest.approx(dense_bytes + expert_bytes * (1 - (1 - 8 / 256) ** rows), rel=1e-6)
+    assert bytes_at[1024] > 5 * bytes_at[1]  # a large batch reads nearly every expert
+
+
+def test_tensor_parallelism_splits_weights_and_kv_and_adds_all_reduces() -> None:
+    shape = ModelShape.from_config(LLAMA_70B)
+    one, two = accelerator("h200"), replace(accelerator("h200"), tp=2)
+    single, split = forward_pass(one, shape, 8, 1, 2048), forward_pass(two, shape, 8, 1, 2048)
+    assert split.bytes == pytest.approx(single.bytes / 2) and split.flops == pytest.approx(single.flops / 2)
+    assert single.comm_s == 0 and split.comm_s > 0
+    assert shape.footprint("x", 2).weight_bytes == pytest.approx(shape.footprint("x").weight_bytes / 2, abs=1)
+    assert shape.kv_share(16) == 1 / 8  # 8 KV heads: beyond 8 GPUs they are replicated
+    with pytest.raises(ConfigurationError, match="interconnect"):
+        forward_pass(replace(accelerator("h200"), tp=2, interconnect_gbps=None), shape, 1, 1, 10)

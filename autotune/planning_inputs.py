@@ -1,0 +1,156 @@
+"""What ``autotune plan`` reads before it predicts: model configs, deployment options, calibration.
+
+* A target (``--config``) or draft (``--draft-config``) config.json, or a folder holding one: a
+  causal LM (an ``architectures`` entry ending in ``ForCausalLM`` or ``LMHeadModel``; a draft may be
+  an EAGLE-3 head) with the sizes the roofline needs.
+* :class:`Deployment`: tensor parallelism, the weights' and the KV cache's dtype, the serving
+  engine and the sequence lengths, checked against the model and the device.
+* The device's spec for that deployment: the dtype's tensor-core peak, ``tp`` GPUs, and the
+  calibration of :mod:`autotune.perfmodel.calibration` (a stored probe's bandwidth when the database
+  has one of the same GPU model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from autotune.errors import ConfigurationError
+from autotune.hardware.catalog import DTYPE_BYTES, AcceleratorSpec, catalog_nvml_name
+from autotune.models.folder import config_param
+from autotune.models.kind import EAGLE3, draft_kind
+from autotune.perfmodel.calibration import DEFAULT_ENGINE, ENGINE_STEP_OVERHEAD_US, calibrate
+from autotune.perfmodel.roofline import ModelShape
+from autotune.profiles.data import ModelInfo
+
+DTYPES = ("bf16", "fp8", "fp4")
+MAX_TP = 64
+MAX_SEQUENCE = 1 << 20
+DEFAULT_ISL = 1024
+DEFAULT_OSL = 1024
+# The sizes a Hugging Face config must give (MoE configs give moe_intermediate_size besides).
+REQUIRED_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "intermediate_size")
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """How the model is served: ``tp`` GPUs per replica, the dtypes (None: the checkpoint's), the
+    engine whose step overhead applies, and the prompt and output lengths (None: the workload's)."""
+
+    tp: int = 1
+    dtype: str | None = None
+    kv_dtype: str | None = None
+    engine: str = DEFAULT_ENGINE
+    isl: int | None = None
+    osl: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.tp <= MAX_TP:
+            raise ConfigurationError(f"--tp must be between 1 and {MAX_TP}, got {self.tp}")
+        for flag, value in (("--dtype", self.dtype), ("--kv-dtype", self.kv_dtype)):
+            if value is not None and value not in DTYPES:
+                raise ConfigurationError(f"{flag} must be one of {', '.join(DTYPES)}, got {value!r}")
+        if self.engine not in ENGINE_STEP_OVERHEAD_US:
+            raise ConfigurationError(f"--engine must be one of {', '.join(ENGINE_STEP_OVERHEAD_US)}, got {self.engine!r}")
+        for flag, value in (("--isl", self.isl), ("--osl", self.osl)):
+            if value is not None and not 1 <= value <= MAX_SEQUENCE:
+                raise ConfigurationError(f"{flag} must be between 1 and {MAX_SEQUENCE}, got {value}")
+
+    def shape(self, shape: ModelShape, role: str) -> ModelShape:
+        """``shape`` in the deployment's dtypes; ``--tp`` must divide its attention heads."""
+        if shape.heads % self.tp:
+            raise ConfigurationError(f"--tp {self.tp} does not divide the {role}'s {shape.heads} attention heads")
+        return replace(shape, bytes_per_param=DTYPE_BYTES[self.dtype] if self.dtype else shape.bytes_per_param,
+                       kv_bytes=DTYPE_BYTES[self.kv_dtype] if self.kv_dtype else shape.kv_bytes)
+
+
+def compute_dtype(shape: ModelShape, spec: AcceleratorSpec, asked: str | None) -> str:
+    """The tensor-core dtype the GEMMs run in: the asked one, else the checkpoint's weights' (an
+    FP8 or FP4 checkpoint on a GPU with such tensor cores), else bf16 (weight-only quantisation
+    computes in 16 bits)."""
+    if asked is not None:
+        peak = {"bf16": spec.bf16_tflops, "fp8": spec.fp8_tflops, "fp4": spec.fp4_tflops}[asked]
+        if not peak:
+            raise ConfigurationError(f"the {spec.name} has no {asked.upper()} tensor cores: use --dtype "
+                                     f"{'fp8 or bf16' if spec.fp8_tflops else 'bf16'}")
+        return asked
+    if shape.bytes_per_param <= DTYPE_BYTES["fp4"] and spec.fp4_tflops:
+        return "fp4"
+    if shape.bytes_per_param <= DTYPE_BYTES["fp8"] and spec.fp8_tflops:
+        return "fp8"
+    return "bf16"
+
+
+def deployment_spec(spec: AcceleratorSpec, deployment: Deployment, dtype: str,
+                    probe: tuple[float, str] | None) -> AcceleratorSpec:
+    """The device as the deployment uses it (module doc). A CPU's figures are its probe's
+    measurements already: no calibration, no tensor parallelism."""
+    if spec.device_type != "cuda":
+        if deployment.tp != 1 or deployment.dtype:
+            raise ConfigurationError(f"{spec.name} is a CPU: --tp and --dtype plan GPUs only")
+        return replace(spec, calibration="the probe's measured bandwidth, FLOP/s and launch overhead")
+    fraction, label = probe if probe else (None, None)
+    return calibrate(replace(spec, dtype=dtype, tp=deployment.tp), deployment.engine, fraction, label)
+
+
+def probe_of(db_url: str | None, hardware: str) -> tuple[float, str] | None:
+    """A stored probe's bandwidth fraction of the GPU model the catalog calls ``hardware``, when a
+    database exists (a plan from a config must not create one)."""
+    from autotune.store import open_database, plan_queries
+    from autotune.store.database import resolve_database_url
+
+    nvml_name = catalog_nvml_name(hardware)
+    url = resolve_database_url(db_url)
+    if nvml_name is None or (url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file()):
+        return None
+    with open_database(url) as database, database.session() as session:
+        return plan_queries.probed_bandwidth_fraction(session, nvml_name)
+
+
+# -- configs -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigModel:
+    """A model known by its config.json only: its record for the plan and its shape."""
+
+    info: ModelInfo
+    shape: ModelShape
+    kind: str  # "target", or a draft's kind (models.kind)
+
+
+def read_config_model(path: str | Path, role: str) -> ConfigModel:
+    """The config at ``path`` (a config.json, or a folder with one) as a plan's ``role`` (module doc)."""
+    file = Path(path)
+    file = file / "config.json" if file.is_dir() else file
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"{role} config {file} cannot be read ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigurationError(f"{role} config {file} is not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ConfigurationError(f"{role} config {file} must hold a JSON object")
+    architectures = [str(a) for a in config.get("architectures") or config_param(config, "architectures") or []]
+    kind = "target" if role == "target" else draft_kind(config)
+    if not any("ForCausalLM" in a or a.endswith("LMHeadModel") for a in architectures):
+        raise ConfigurationError(f"{role} config {file} is not a causal language model (architectures: "
+                                 f"{', '.join(architectures) or 'none'})")
+    required = REQUIRED_FIELDS if kind != EAGLE3 else REQUIRED_FIELDS[:3]  # a head: one layer, maybe no vocab
+    missing = [name for name in required if not config_param(config, name)]
+    if missing:
+        raise ConfigurationError(f"{role} config {file} lacks {', '.join(missing)}")
+    try:
+        # An EAGLE-3 head's own output head covers its draft vocabulary only (draft_vocab_size).
+        head_vocab = config.get("draft_vocab_size") if kind == EAGLE3 else None
+        shape = ModelShape.from_config({**config, "vocab_size": head_vocab} if head_vocab else config)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{role} config {file}: {exc}") from None
+    name = file.parent.name if file.name == "config.json" else file.stem
+    info = ModelInfo(fingerprint=hashlib.sha256(file.read_bytes()).hexdigest(), name=name, role=role.split()[0],
+                     source=str(file), num_params=shape.total_params, num_mtp_modules=shape.n_mtp,
+                     vocab_size=shape.vocab, config=config)
+    return ConfigModel(info, shape, kind)
