@@ -69,7 +69,8 @@ from typing import Any
 
 from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.failures import OUT_OF_MEMORY_MARKERS
-from autotune.engines.protocol import ProtocolOptions, ProtocolResult, measure_repeatedly
+from autotune.engines.noise import BackgroundLoad
+from autotune.engines.protocol import Pass, ProtocolOptions, ProtocolResult, measure_pass, measure_repeatedly
 from autotune.errors import AutotuneError, EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload
 
@@ -140,6 +141,13 @@ class EngineWorker:
         self, config: EngineConfig, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
     ) -> Measurement:
         """Measure ``workload`` with ``config`` at ``batch_size``, reusing the child when it runs ``config``."""
+        return self.measure_pass(config, workload, batch_size, temperature, seed).measurement
+
+    def measure_pass(
+        self, config: EngineConfig, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
+    ) -> Pass:
+        """:meth:`measure`, with the machine's background load during the pass (read in the child,
+        whose session holds the engine's processes, so only other work counts as disturbance)."""
         if config != self._config or not self.alive:
             self.stop()
             self._start()
@@ -147,7 +155,7 @@ class EngineWorker:
             self._config = config
         reply = self._call("measure", workload_to_data(workload), batch_size, temperature, seed)
         self._loaded(reply)
-        return Measurement.from_dict(reply["measurement"])
+        return Pass(Measurement.from_dict(reply["measurement"]), BackgroundLoad.from_dict(reply["load"]))
 
     def measure_repeatedly(
         self, configs: list[EngineConfig], workload: Workload, batch_size: int, temperature: float | None = None,
@@ -373,8 +381,9 @@ def _handle(engine: Any, message: tuple) -> dict[str, Any]:
         return {"loads": engine.loads}
     if operation == "measure":
         data, batch_size, temperature, seed = args
-        measurement = engine.measure(workload_from_data(data), batch_size, temperature, seed)
-        return {"loads": engine.loads, "measurement": measurement.to_dict(include_outputs=True)}
+        one = measure_pass(engine, workload_from_data(data), batch_size, temperature, seed)
+        return {"loads": engine.loads, "measurement": one.measurement.to_dict(include_outputs=True),
+                "load": one.load.to_dict()}
     if operation == "protocol":
         configs, data, batch_size, temperature, seed, options = args
         result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs], workload_from_data(data), batch_size,
