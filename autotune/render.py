@@ -476,27 +476,6 @@ def print_profile(profile, wide: bool = False) -> None:  # noqa: ANN001 - autotu
                    optional=("n", "depth"), wide=wide)
 
 
-@contextmanager
-def trial_progress(enabled: bool = True) -> Iterator[Callable]:
-    """A progress bar on stderr for tuning: trials done of total, best so far, ETA."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(stderr=True, **PLAIN)
-    if not enabled or not console.is_terminal:
-        yield lambda _update: None
-        return
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console) as bar:
-        task = bar.add_task("tuning", total=None)
-
-        def update(event) -> None:  # noqa: ANN001 - autotune.search.TuneProgress
-            best = f" · best {event.best}" if getattr(event, "best", None) else ""
-            bar.update(task, completed=event.trials_done, total=event.trials_total,
-                       description=f"{event.current or 'tuning'}{best}")
-
-        yield update
-
-
 def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
     """``autotune plan``: the title saying it is predicted, one row per batch size (best
     configuration, predicted tokens/s with its 95 % interval, speedup, TPOT, memory, fit), the
