@@ -251,10 +251,13 @@ def measure_repeatedly(
     options: ProtocolOptions | None = None,
     baseline: bool = True,
     progress: Callable[[str], None] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> ProtocolResult:
     """Run the protocol (see the module doc) for ``configs`` at ``batch_size``; with ``baseline``
     the no-speculation configuration is measured in the same rounds and every speculative
-    configuration gets a paired speedup."""
+    configuration gets a paired speedup. ``progress`` gets a line per pass; a discarded round's line
+    goes to ``notice`` when given (a caller that shows no passes still says why a run takes longer),
+    else to ``progress``."""
     options = options or ProtocolOptions()
     options.validate()
     ordered = list(dict.fromkeys(([BASELINE] if baseline else []) + list(configs)))
@@ -285,7 +288,7 @@ def measure_repeatedly(
         else:
             discarded += 1
             faults.append(f"round {round_number + 1}: {fault}")
-            report(f"round {round_number + 1} at batch size {batch_size}: {fault}: re-measuring")
+            (notice or report)(f"round {round_number + 1} at batch size {batch_size}: {fault}: re-measuring")
         round_number += 1
         elapsed = time.monotonic() - started
         if kept >= options.min_repetitions:

@@ -62,6 +62,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -159,17 +160,18 @@ class EngineWorker:
 
     def measure_repeatedly(
         self, configs: list[EngineConfig], workload: Workload, batch_size: int, temperature: float | None = None,
-        seed: int = 0, options: ProtocolOptions | None = None,
+        seed: int = 0, options: ProtocolOptions | None = None, notice: Callable[[str], None] | None = None,
     ) -> ProtocolResult:
         """Run the measurement protocol (:func:`autotune.engines.protocol.measure_repeatedly`, the
         baseline included) for ``configs`` at ``batch_size`` in a fresh child: every configuration
-        is loaded there, so they alternate round by round in one process."""
+        is loaded there, so they alternate round by round in one process. ``notice`` gets each
+        discarded round's line while the protocol runs (a loaded machine makes it slow: say why)."""
         self.stop()
         self._start()
         options = options or ProtocolOptions()
         try:
             reply = self._call("protocol", [asdict(c) for c in configs], workload_to_data(workload), batch_size,
-                               temperature, seed, options.to_dict())
+                               temperature, seed, options.to_dict(), notice=notice)
             self._loaded(reply)
         finally:
             self.stop()  # the next call starts from a clean process too
@@ -243,25 +245,31 @@ class EngineWorker:
         self.loads += reply["loads"] - self._child_loads
         self._child_loads = reply["loads"]
 
-    def _call(self, *message: Any) -> dict[str, Any]:
+    def _call(self, *message: Any, notice: Callable[[str], None] | None = None) -> dict[str, Any]:
         try:
             self._conn.send(message)
         except (OSError, ValueError):
             return self._wait_reply()  # the child is gone: report how it ended
-        return self._wait_reply()
+        return self._wait_reply(notice)
 
-    def _wait_reply(self) -> dict[str, Any]:
+    def _wait_reply(self, notice: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """The child's answer; the ``notice`` lines it sends before it go to ``notice``."""
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
-        while not self._conn.poll(POLL_INTERVAL_S):
-            if not self._process.is_alive():
+        while True:
+            while not self._conn.poll(POLL_INTERVAL_S):
+                if not self._process.is_alive():
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    self._fail("timeout", f"no answer within {self.timeout_s:g} s; the worker was killed")
+            try:
+                status, payload = self._conn.recv()
+            except (EOFError, OSError):
+                self._process.join(STOP_GRACE_S)
+                self._fail(*self._death_cause())
+            if status != "notice":
                 break
-            if deadline is not None and time.monotonic() > deadline:
-                self._fail("timeout", f"no answer within {self.timeout_s:g} s; the worker was killed")
-        try:
-            status, payload = self._conn.recv()
-        except (EOFError, OSError):
-            self._process.join(STOP_GRACE_S)
-            self._fail(*self._death_cause())
+            if notice is not None:
+                notice(payload)
         if status == "ok":
             return payload
         self._fail(*payload)
@@ -329,7 +337,7 @@ def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str
         if message[0] == "close":
             break
         try:
-            conn.send(("ok", _handle(engine, message)))
+            conn.send(("ok", _handle(engine, message, lambda text: conn.send(("notice", text)))))
         except Exception as exc:  # noqa: BLE001 - reported to the parent as a typed failure
             conn.send(("failed", _classify(exc)))
     engine.close()
@@ -374,7 +382,8 @@ def _start_reaper() -> None:
 _reaper: subprocess.Popen | None = None  # the child's reaper (kept referenced: it outlives any call)
 
 
-def _handle(engine: Any, message: tuple) -> dict[str, Any]:
+def _handle(engine: Any, message: tuple, notice: Callable[[str], None]) -> dict[str, Any]:
+    """Answer one request; ``notice`` sends the parent a line while it runs."""
     operation, *args = message
     if operation == "load":
         engine.load(EngineConfig(**args[0]))
@@ -387,7 +396,7 @@ def _handle(engine: Any, message: tuple) -> dict[str, Any]:
     if operation == "protocol":
         configs, data, batch_size, temperature, seed, options = args
         result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs], workload_from_data(data), batch_size,
-                                    temperature, seed, ProtocolOptions(**options))
+                                    temperature, seed, ProtocolOptions(**options), notice=notice)
         return {"loads": engine.loads, "result": result.to_dict(include_outputs=True)}
     if operation == "timing":
         configs, data, batch_sizes, options = args

@@ -96,10 +96,12 @@ def confirm(
     progress: Callable[[str], None] = lambda _text: None,
     attempts: int = 1,
     deadline: Deadline | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> list[ConfirmedBatch]:
     """Measure every batch size's finalists with the protocol (racing on; a failed batch size up to
     ``attempts`` times), then re-measure once the batch sizes whose baseline fails the neighbour
-    check; nothing new starts after ``deadline`` (see the module doc)."""
+    check; nothing new starts after ``deadline`` (see the module doc). ``progress`` gets a line per
+    batch size, ``notice`` one per round the protocol discards, as it happens."""
     deadline = deadline or Deadline.start(None)
 
     def run(batch_size: int) -> ConfirmedBatch:
@@ -112,7 +114,8 @@ def confirm(
             try:
                 result = worker.measure_repeatedly([engine_config(c) for c in candidates], workload, batch_size,
                                                    seed=seed, options=replace(options, race=True,
-                                                                              budget_s=deadline.left_s()))
+                                                                              budget_s=deadline.left_s()),
+                                                   notice=notice)
                 return ConfirmedBatch(batch_size, candidates, result)
             except WorkerFailure as failure:
                 if deadline.passed():  # the protocol kept no round before the budget ran out

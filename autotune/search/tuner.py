@@ -377,7 +377,8 @@ class Tuner:
     def _measure_finalists(self, rows: list[results.TrialRow]) -> list[confirm.ConfirmedBatch]:
         chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo)
         batches = confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
-                                  self.options.protocol, self._say, 1 + self.options.retries, self.deadline)
+                                  self.options.protocol, self._say, 1 + self.options.retries, self.deadline,
+                                  lambda text: self._say(text, kind="note"))
         unconfirmed = [batch.batch_size for batch in batches if batch.out_of_time]
         if unconfirmed:
             self._note(_out_of_time_note(self.options.timeout_s, unconfirmed, len(unconfirmed) == len(batches)))

@@ -126,7 +126,7 @@ class FlakyWorker:
         self.kinds = kinds
         self.calls = 0
 
-    def measure_repeatedly(self, configs, workload, batch_size, seed, options):  # noqa: ANN001 - EngineWorker's
+    def measure_repeatedly(self, configs, workload, batch_size, seed, options, notice):  # noqa: ANN001 - EngineWorker's
         self.calls += 1
         if self.kinds:
             raise WorkerFailure(self.kinds.pop(0), "the worker died")
@@ -162,7 +162,7 @@ class ClockedWorker:
         self.clock, self.seconds, self.fail_after = clock, seconds, fail_after
         self.budgets: list[float | None] = []
 
-    def measure_repeatedly(self, configs, workload, batch_size, seed, options):  # noqa: ANN001 - EngineWorker's
+    def measure_repeatedly(self, configs, workload, batch_size, seed, options, notice):  # noqa: ANN001 - EngineWorker's
         self.budgets.append(options.budget_s)
         self.clock[0] += self.seconds
         if self.fail_after is not None and len(self.budgets) > self.fail_after:
