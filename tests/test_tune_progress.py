@@ -39,3 +39,14 @@ def test_one_line_per_phase_finished_trial_and_note() -> None:
 
 def test_clock_time() -> None:
     assert [clock_time(s) for s in (0, 59.6, 61, 3600, 3725)] == ["0:00", "1:00", "1:01", "1:00:00", "1:02:05"]
+
+
+def test_the_trials_table_says_which_screening_pass_stayed_disturbed() -> None:
+    from types import SimpleNamespace
+
+    from autotune.render import trial_notes
+
+    row = SimpleNamespace(reason=None, extra={"disturbed_reruns": 2, "disturbed": "other processes use 1.80 of 2 cores"})
+    assert trial_notes(row) == ("screened while the machine was busy (other processes use 1.80 of 2 cores; 3 passes): "
+                                "not used to guide the search")
+    assert trial_notes(SimpleNamespace(reason=None, extra={"disturbed_reruns": 1})) is None  # the re-run was quiet
