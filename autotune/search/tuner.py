@@ -145,11 +145,10 @@ class Tuner:
         self.trials_run = 0
         self.last: Candidate | None = None  # the configuration this worker measured last (the guide keeps it loaded)
         self.pick: guide.Pick | None = None
-        self.deadline = Deadline.start(options.timeout_s)
+        self.deadline = Deadline.start(options.timeout_s)  # the whole study: timings, screening, confirmation
         self.notes: list[str] = []  # what this run could not do (TuneResult.notes)
 
     def run(self) -> TuneResult:
-        self.deadline = Deadline.start(self.options.timeout_s)  # the whole study: timings, screening, confirmation
         self.study_id, self.study = open_study(self.database, self.storage, self.plan,
                                                self.plan.sampler.optuna_sampler(self.options.seed))
         self.draft_ids = self._draft_ids()
@@ -506,7 +505,8 @@ def _confirmed(rows: list[results.TrialRow], screened: int) -> bool:
 def _out_of_time_note(timeout_s: float | None, unconfirmed: list[int], nothing: bool) -> str:
     """The one line saying what the time budget cut from the confirmation."""
     sizes = ", ".join(map(str, unconfirmed))
-    left = ("nothing was confirmed: the figures are single screening passes" if nothing else
+    left = ("no batch size was confirmed (the answer rests on the screening passes, or on an earlier confirmation)"
+            if nothing else
             f"batch size(s) {sizes} not confirmed and left out of the answer")
     return (f"The time budget (--timeout {timeout_s:g} s) ran out during the confirmation: {left}; "
             "re-run with the same --study and a longer --timeout to confirm.")
