@@ -277,5 +277,6 @@ def test_tune_on_a_pipe_prints_a_plain_line_per_trial_and_quiet_silences_it(tmp_
     assert "Measured 1 screening trials" in result.stdout  # the summary stays on stdout
 
     (tmp_path / "quiet").mkdir()
-    quiet = tiny_tune(tmp_path / "quiet", sqlite_url, "--study", "quiet", "--quiet")  # a model of its own: a study of its own
+    # A model of its own, so a study of its own.
+    quiet = tiny_tune(tmp_path / "quiet", sqlite_url, "--study", "quiet", "--quiet")
     assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output
