@@ -356,7 +356,9 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
                    "there when the prediction says one could win).")
 @click.option("--seed", type=int, default=None, help="Seed for a reproducible search.")
 @click.option("--trials", "n_trials", type=int, default=None, help="Study-wide number of trials.")
-@click.option("--timeout", "timeout_s", type=float, default=None, help="Stop asking for trials after this many seconds.")
+@click.option("--timeout", "timeout_s", type=float, default=None,
+              help="Wall-clock budget of the whole study in seconds (step timings, screening and confirmation): nothing "
+                   "new starts after it, and what the confirmation measured by then is stored.")
 @click.option("--trial-timeout", "trial_timeout_s", type=float, default=None,
               help="Seconds per engine call (model load or one measurement) before the worker is killed [default: 600; 1800 for trtllm and vllm]")
 @click.option("--objective", type=click.Choice(["throughput", "pareto"]), default="throughput", show_default=True,
@@ -378,11 +380,13 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
               help="Confirmation: at most this many rounds per batch size.")
 @click.option("--confirm-seconds", type=float, default=DEFAULT_CONFIRM_SECONDS, show_default=True,
               help="Confirmation: no new round after this many seconds per batch size (3 rounds always run).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress on stderr (by default a bar on a terminal, one line per phase and trial elsewhere).")
 @engine_option
 @json_option
 def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_sizes, sampler, no_explore_beyond, seed,
                  n_trials, timeout_s, trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload,
-                 retry_failed, no_confirm, precision, max_repetitions, confirm_seconds, engine, as_json) -> None:
+                 retry_failed, no_confirm, precision, max_repetitions, confirm_seconds, quiet, engine, as_json) -> None:
     """Search method, depth and batch size with Optuna; confirm the finalists; store every trial and
     the recommended profile.
 
@@ -413,6 +417,7 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
     """
     from autotune.search.objective import Slo
     from autotune.search.options import TuneOptions
+    from autotune.tune_progress import tune_progress
 
     try:
         # `--batch-sizes ""` is a typo, not a request for the defaults: it must not start a study.
@@ -427,7 +432,7 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
         workload=workload, engine=engine, retry_failed=retry_failed, confirm=not no_confirm, precision=precision,
         max_repetitions=max_repetitions, confirm_seconds=confirm_seconds, explore_beyond=not no_explore_beyond,
     )
-    with render.trial_progress(enabled=not as_json) as progress:
+    with tune_progress(enabled=not (as_json or quiet)) as progress:
         result = api.tune(options, progress)
     emit(result, as_json, lambda r: render.print_lines(r.summary_lines()))
 

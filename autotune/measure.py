@@ -193,7 +193,7 @@ class _Run:
         in_worker = getattr(engine, "measure_repeatedly", None)  # engines that run in a worker process
         if in_worker is not None:
             result = in_worker([EngineConfig("none"), self.config], self.workload, self.batch_size, self.temperature,
-                               self.seed, self.protocol)
+                               self.seed, self.protocol, notice=self.progress)
         else:
             result = measure_repeatedly(engine, [self.config], self.workload, self.batch_size, self.temperature,
                                         self.seed, self.protocol, baseline=True, progress=self.progress)

@@ -329,10 +329,14 @@ def trial_speedup(row) -> str:  # noqa: ANN001 - a TrialFigures row (a TrialRow)
 
 
 def trial_notes(row) -> str | None:  # noqa: ANN001 - a TrialFigures row
-    """Why a row failed, and what the confirmation protocol said about it (raced out, noisy,
-    capped, implausible batch size)."""
+    """Why a row failed, a screening pass the machine's load disturbed however often it was
+    measured again, and what the confirmation protocol said about it (raced out, noisy, capped,
+    implausible batch size)."""
     extra = row.extra or {}
     notes = [row.reason] if row.reason else []
+    if extra.get("disturbed"):
+        notes.append(f"screened while the machine was busy ({extra['disturbed']}; "
+                     f"{1 + int(extra.get('disturbed_reruns', 0))} passes): not used to guide the search")
     if extra.get("dropped"):
         notes.append("raced out: slower than the leader at 95 %")
     if extra.get("noisy"):
@@ -475,27 +479,6 @@ def print_profile(profile, wide: bool = False) -> None:  # noqa: ANN001 - autotu
     if table:
         print_rows(table, list(table[0]), title="Per batch size: depth to serve (0: speculation off), 95 % intervals",
                    optional=("n", "depth"), wide=wide)
-
-
-@contextmanager
-def trial_progress(enabled: bool = True) -> Iterator[Callable]:
-    """A progress bar on stderr for tuning: trials done of total, best so far, ETA."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(stderr=True, **PLAIN)
-    if not enabled or not console.is_terminal:
-        yield lambda _update: None
-        return
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console) as bar:
-        task = bar.add_task("tuning", total=None)
-
-        def update(event) -> None:  # noqa: ANN001 - autotune.search.TuneProgress
-            best = f" · best {event.best}" if getattr(event, "best", None) else ""
-            bar.update(task, completed=event.trials_done, total=event.trials_total,
-                       description=f"{event.current or 'tuning'}{best}")
-
-        yield update
 
 
 def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan

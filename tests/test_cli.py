@@ -162,6 +162,8 @@ def test_probe_cuda_without_gpu_is_one_line() -> None:
         (("tune", "--max-depth", "0"), "depth"),
         (("tune", "--draft", "/no/such/draft.safetensors"), "draft"),
         (("tune", "--batch-sizes", "1,two"), "comma-separated"),
+        (("tune", "--timeout", "0"), "timeout must be a number of seconds > 0"),
+        (("tune", "--timeout", "-5"), "timeout must be a number of seconds > 0"),
         (("trials", "no-such-study"), "no-such-study"),
         (("profiles", "show", "999"), "999"),
         (("export", "999", "--format", "json"), "999"),
@@ -248,3 +250,34 @@ def test_every_flag_the_library_names_in_messages_exists() -> None:
     unknown = sorted({(flag, f.name) for f in files for flag in re.findall(r"--[a-z][a-z0-9-]+", f.read_text())
                       if flag not in options})
     assert not unknown, f"flags named in messages that no command has: {unknown}"
+
+
+def tiny_tune(folder, db_url: str, *extra: str) -> "click.testing.Result":
+    """`autotune tune` of one baseline trial of a tiny random model saved in ``folder``."""
+    from autotune.engines.embedded.builtin import save_model
+    from autotune.engines.embedded.model import CausalLM, ModelConfig
+    from autotune.engines.embedded.tokenizer import ByteTokenizer
+
+    target = folder / "target.safetensors"
+    save_model(CausalLM(ModelConfig(vocab_size=ByteTokenizer.vocab_size, d_model=32, n_layers=1, n_heads=2, d_ff=64,
+                                    max_seq_len=96)), target)
+    workload = folder / "workload.jsonl"
+    workload.write_text('{"prompt": "def f(x):", "max_tokens": 4}\n')
+    return run("tune", "--db", db_url, "--target", str(target), "--method", "none", "--batch-sizes", "1",
+               "--trials", "1", "--sampler", "grid", "--no-confirm", "--workload", str(workload), *extra)
+
+
+def test_tune_on_a_pipe_prints_a_plain_line_per_trial_and_quiet_silences_it(tmp_path, sqlite_url: str) -> None:
+    """CliRunner's stderr is not a terminal: the progress is plain lines there, not a bar."""
+    result = tiny_tune(tmp_path, sqlite_url, "--study", "tiny")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert any(line.startswith("[0:") and "] trial 1/1 none b1: complete, " in line and " tok/s" in line
+               for line in lines), result.stderr
+    assert all(line.startswith("[") for line in lines), result.stderr  # nothing but progress lines on stderr
+    assert "Measured 1 screening trials" in result.stdout  # the summary stays on stdout
+
+    (tmp_path / "quiet").mkdir()
+    # A model of its own, so a study of its own.
+    quiet = tiny_tune(tmp_path / "quiet", sqlite_url, "--study", "quiet", "--quiet")
+    assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output

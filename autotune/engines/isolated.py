@@ -58,14 +58,15 @@ class IsolatedEngine:
 
     def measure_repeatedly(
         self, configs: list[EngineConfig], workload: Workload, batch_size: int, temperature: float | None = None,
-        seed: int = 0, options: ProtocolOptions | None = None,
+        seed: int = 0, options: ProtocolOptions | None = None, notice: Callable[[str], None] | None = None,
     ) -> ProtocolResult:
         """The measurement protocol run inside one worker process (the baseline included), so the
-        rounds alternate configurations there instead of restarting a worker at every switch."""
+        rounds alternate configurations there instead of restarting a worker at every switch;
+        ``notice`` gets each discarded round's line as it happens."""
         for config in configs:
             self._check(config)
         validate_run_options(batch_size, temperature)
-        return self._worker.measure_repeatedly(list(configs), workload, batch_size, temperature, seed, options)
+        return self._worker.measure_repeatedly(list(configs), workload, batch_size, temperature, seed, options, notice)
 
     def close(self) -> None:
         """Stop the worker process (and with it the engine)."""

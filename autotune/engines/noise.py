@@ -59,8 +59,18 @@ class BackgroundLoad:
             return True
         return self.steal_fraction is not None and self.steal_fraction > DISTURBED_STEAL_FRACTION
 
+    def describe(self) -> str:
+        """What disturbed the pass, in a few words, e.g. "other processes use 1.80 of 2 cores"."""
+        if self.other_cpu_cores is not None and self.other_cpu_cores > 0:
+            return f"other processes use {self.other_cpu_cores:.2f} of {self.cpu_count} cores"
+        return f"CPU steal {self.steal_fraction or 0:.0%}"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BackgroundLoad:
+        return cls(**data)
 
 
 def snapshot() -> Snapshot:

@@ -22,7 +22,9 @@ Given an :class:`~autotune.engines.base.Engine` (embedded, TensorRT-LLM, or any 
    tokens/s interval (and speedup interval) has a relative half-width within ``precision``
    (AIPerf's multi-run confidence; vLLM's sweep defaults to 3 runs), or when ``max_repetitions``
    rounds or ``max_seconds`` (checked once ``min_repetitions`` are kept) are reached: the result
-   then says which cap it hit.
+   then says which cap it hit. ``budget_s`` (the tuner's study-wide ``--timeout``, what is left of
+   it) is a hard cap: no new round starts after it, however few were kept, discarded rounds
+   included (capped ``budget``; with no kept round at all, the run fails with EngineFault).
 5. **Racing** (optional, used by the tuner's confirmation phase): after ``min_repetitions``, a
    configuration whose paired ratio to the current leader is below 1 at 95 % is dropped; its
    figures so far are kept and marked ``dropped``.
@@ -57,20 +59,22 @@ ESTIMATED = (
     "tokens_per_s", "requests_per_s", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99",
     "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99", "acceptance_rate", "acceptance_length",
 )
-CAPS = ("repetitions", "time")
+CAPS = ("repetitions", "time", "budget")
 
 
 @dataclass(frozen=True)
 class ProtocolOptions:
     """How hard to measure: ``precision`` is the target relative half-width of the 95 % intervals
     (0.05 = ±5 %); at least ``min_repetitions`` and at most ``max_repetitions`` kept rounds, and no
-    new round after ``max_seconds``; ``race`` drops configurations clearly slower than the leader."""
+    new round after ``max_seconds``; ``race`` drops configurations clearly slower than the leader;
+    ``budget_s``: no new round after this many seconds, whatever was kept (None: no such cap)."""
 
     precision: float = DEFAULT_PRECISION
     min_repetitions: int = DEFAULT_MIN_REPETITIONS
     max_repetitions: int = DEFAULT_MAX_REPETITIONS
     max_seconds: float = DEFAULT_MAX_SECONDS
     race: bool = False
+    budget_s: float | None = None
 
     def validate(self) -> None:
         """ConfigurationError naming the first option out of range."""
@@ -86,10 +90,13 @@ class ProtocolOptions:
             )
         if not _number(self.max_seconds) or not math.isfinite(self.max_seconds) or self.max_seconds <= 0:
             raise ConfigurationError(f"max seconds must be a number > 0, got {self.max_seconds!r}")
+        if self.budget_s is not None and (not _number(self.budget_s) or self.budget_s < 0):
+            raise ConfigurationError(f"budget seconds must be a number >= 0, got {self.budget_s!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"precision": self.precision, "min_repetitions": self.min_repetitions,
-                "max_repetitions": self.max_repetitions, "max_seconds": self.max_seconds, "race": self.race}
+                "max_repetitions": self.max_repetitions, "max_seconds": self.max_seconds, "race": self.race,
+                "budget_s": self.budget_s}
 
 
 def _number(value: object) -> bool:
@@ -213,7 +220,9 @@ def compare_samples(a: RepeatedMeasurement, b: RepeatedMeasurement) -> Estimate:
 
 
 @dataclass
-class _Pass:
+class Pass:
+    """One timed pass over the workload and what else the machine did meanwhile."""
+
     measurement: Measurement
     load: noise.BackgroundLoad
 
@@ -223,7 +232,7 @@ class _Track:
     """The kept passes of one configuration while the protocol runs."""
 
     config: EngineConfig
-    passes: list[_Pass] = field(default_factory=list)
+    passes: list[Pass] = field(default_factory=list)
     rounds: list[int] = field(default_factory=list)
     dropped: bool = False
 
@@ -242,10 +251,13 @@ def measure_repeatedly(
     options: ProtocolOptions | None = None,
     baseline: bool = True,
     progress: Callable[[str], None] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> ProtocolResult:
     """Run the protocol (see the module doc) for ``configs`` at ``batch_size``; with ``baseline``
     the no-speculation configuration is measured in the same rounds and every speculative
-    configuration gets a paired speedup."""
+    configuration gets a paired speedup. ``progress`` gets a line per pass; a discarded round's line
+    goes to ``notice`` when given (a caller that shows no passes still says why a run takes longer),
+    else to ``progress``."""
     options = options or ProtocolOptions()
     options.validate()
     ordered = list(dict.fromkeys(([BASELINE] if baseline else []) + list(configs)))
@@ -276,6 +288,7 @@ def measure_repeatedly(
         else:
             discarded += 1
             faults.append(f"round {round_number + 1}: {fault}")
+            (notice or report)(f"round {round_number + 1} at batch size {batch_size}: {fault}: re-measuring")
         round_number += 1
         elapsed = time.monotonic() - started
         if kept >= options.min_repetitions:
@@ -288,6 +301,12 @@ def measure_repeatedly(
             break
         if elapsed >= options.max_seconds and kept >= options.min_repetitions:
             capped = "time"
+            break
+        if options.budget_s is not None and elapsed >= options.budget_s:
+            if not kept:
+                raise EngineFault(f"the time budget ran out before a round could be kept at batch size {batch_size}"
+                                  + (f" (last: {faults[-1]})" if faults else ""))
+            capped = "budget"
             break
         if discarded >= 2 * options.max_repetitions:  # implausible again and again: give up, say why
             raise EngineFault(f"no plausible round in {discarded} tries at batch size {batch_size}: {faults[-1]}")
@@ -315,21 +334,26 @@ def _warm_up(engine: Engine, configs: list[EngineConfig], workload: Workload, ba
 
 
 def _measure_pass(engine: Engine, config: EngineConfig, workload: Workload, batch_size: int,
-                  temperature: float | None, seed: int) -> _Pass:
+                  temperature: float | None, seed: int) -> Pass:
     engine.load(config)
+    return measure_pass(engine, workload, batch_size, temperature, seed)
+
+
+def measure_pass(engine: Engine, workload: Workload, batch_size: int, temperature: float | None = None,
+                 seed: int = 0) -> Pass:
+    """One pass of the loaded configuration with the background load around it (the screening
+    trials get the same disturbance check as the protocol's rounds)."""
     before = noise.snapshot()
     measurement = engine.measure(workload, batch_size, temperature, seed)
-    return _Pass(measurement, noise.between(before, noise.snapshot()))
+    return Pass(measurement, noise.between(before, noise.snapshot()))
 
 
-def _round_fault(passes: dict[EngineConfig, _Pass], baseline: bool, allow_disturbed: bool) -> str | None:
+def _round_fault(passes: dict[EngineConfig, Pass], baseline: bool, allow_disturbed: bool) -> str | None:
     """Why this round cannot be kept, or None."""
     if not allow_disturbed:
         for config, one in passes.items():
             if one.load.disturbed:
-                cores = one.load.other_cpu_cores
-                busy = f"other processes kept {cores:.2f} cores busy" if cores is not None else "CPU steal"
-                return f"{config.label()} pass disturbed ({busy})"
+                return f"{config.label()} pass disturbed ({one.load.describe()})"
     if baseline:
         base = passes[BASELINE].measurement.tokens_per_s
         for config, one in passes.items():

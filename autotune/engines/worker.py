@@ -76,6 +76,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -83,7 +84,8 @@ from typing import Any
 
 from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.failures import OUT_OF_MEMORY_MARKERS
-from autotune.engines.protocol import ProtocolOptions, ProtocolResult, measure_repeatedly
+from autotune.engines.noise import BackgroundLoad
+from autotune.engines.protocol import Pass, ProtocolOptions, ProtocolResult, measure_pass, measure_repeatedly
 from autotune.errors import AutotuneError, EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload
 
@@ -158,6 +160,13 @@ class EngineWorker:
     ) -> Measurement:
         """Measure ``workload`` with ``config`` at ``batch_size``, reusing the child when it runs ``config``
         or manages its engines (see the module doc)."""
+        return self.measure_pass(config, workload, batch_size, temperature, seed).measurement
+
+    def measure_pass(
+        self, config: EngineConfig, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
+    ) -> Pass:
+        """:meth:`measure`, with the machine's background load during the pass (read in the child,
+        whose session holds the engine's processes, so only other work counts as disturbance)."""
         if not self.alive or (config != self._config and not self.shares_child):
             self.stop()
             self._start()
@@ -166,19 +175,21 @@ class EngineWorker:
             self._config = config
         reply = self._call("measure", workload_to_data(workload), batch_size, temperature, seed)
         self._loaded(reply)
-        return Measurement.from_dict(reply["measurement"])
+        return Pass(Measurement.from_dict(reply["measurement"]), BackgroundLoad.from_dict(reply["load"]))
 
     def measure_repeatedly(
         self, configs: list[EngineConfig], workload: Workload, batch_size: int, temperature: float | None = None,
-        seed: int = 0, options: ProtocolOptions | None = None,
+        seed: int = 0, options: ProtocolOptions | None = None, notice: Callable[[str], None] | None = None,
     ) -> ProtocolResult:
         """Run the measurement protocol (:func:`autotune.engines.protocol.measure_repeatedly`, the
         baseline included) for ``configs`` at ``batch_size`` in one child, where they alternate
         round by round: the running child when its engine manages its engines (the engines it
-        built for earlier calls serve this one), else a fresh child stopped afterwards."""
+        built for earlier calls serve this one), else a fresh child stopped afterwards. ``notice``
+        gets each discarded round's line while the protocol runs (a loaded machine makes it slow:
+        say why)."""
         options = options or ProtocolOptions()
         reply = self._in_child("protocol", [asdict(c) for c in configs], workload_to_data(workload), batch_size,
-                               temperature, seed, options.to_dict())
+                               temperature, seed, options.to_dict(), notice=notice)
         return ProtocolResult.from_dict(reply["result"])
 
     def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int],
@@ -244,7 +255,7 @@ class EngineWorker:
         self._loaded(ready)
         self.shares_child = ready["manages_engines"]
 
-    def _in_child(self, *message: Any) -> dict[str, Any]:
+    def _in_child(self, *message: Any, notice: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Send ``message`` (a run that loads configurations of its own) to the child that should
         run it: the running one when it is shared, else a fresh one that is stopped afterwards. The
         child's loaded configuration is unknown afterwards, so the next measure loads its own."""
@@ -252,7 +263,7 @@ class EngineWorker:
             self.stop()
             self._start()
         try:
-            reply = self._call(*message)
+            reply = self._call(*message, notice=notice)
             self._loaded(reply)
         finally:
             self._config = None
@@ -264,25 +275,31 @@ class EngineWorker:
         self.loads += reply["loads"] - self._child_loads
         self._child_loads = reply["loads"]
 
-    def _call(self, *message: Any) -> dict[str, Any]:
+    def _call(self, *message: Any, notice: Callable[[str], None] | None = None) -> dict[str, Any]:
         try:
             self._conn.send(message)
         except (OSError, ValueError):
             return self._wait_reply()  # the child is gone: report how it ended
-        return self._wait_reply()
+        return self._wait_reply(notice)
 
-    def _wait_reply(self) -> dict[str, Any]:
+    def _wait_reply(self, notice: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """The child's answer; the ``notice`` lines it sends before it go to ``notice``."""
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
-        while not self._conn.poll(POLL_INTERVAL_S):
-            if not self._process.is_alive():
+        while True:
+            while not self._conn.poll(POLL_INTERVAL_S):
+                if not self._process.is_alive():
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    self._fail("timeout", f"no answer within {self.timeout_s:g} s; the worker was killed")
+            try:
+                status, payload = self._conn.recv()
+            except (EOFError, OSError):
+                self._process.join(STOP_GRACE_S)
+                self._fail(*self._death_cause())
+            if status != "notice":
                 break
-            if deadline is not None and time.monotonic() > deadline:
-                self._fail("timeout", f"no answer within {self.timeout_s:g} s; the worker was killed")
-        try:
-            status, payload = self._conn.recv()
-        except (EOFError, OSError):
-            self._process.join(STOP_GRACE_S)
-            self._fail(*self._death_cause())
+            if notice is not None:
+                notice(payload)
         if status == "ok":
             return payload
         self._fail(*payload)
@@ -350,7 +367,7 @@ def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str
         if message[0] == "close":
             break
         try:
-            conn.send(("ok", _handle(engine, message)))
+            conn.send(("ok", _handle(engine, message, lambda text: conn.send(("notice", text)))))
         except Exception as exc:  # noqa: BLE001 - reported to the parent as a typed failure
             conn.send(("failed", _classify(exc)))
     engine.close()
@@ -395,19 +412,21 @@ def _start_reaper() -> None:
 _reaper: subprocess.Popen | None = None  # the child's reaper (kept referenced: it outlives any call)
 
 
-def _handle(engine: Any, message: tuple) -> dict[str, Any]:
+def _handle(engine: Any, message: tuple, notice: Callable[[str], None]) -> dict[str, Any]:
+    """Answer one request; ``notice`` sends the parent a line while it runs."""
     operation, *args = message
     if operation == "load":
         engine.load(EngineConfig(**args[0]))
         return {"loads": engine.loads}
     if operation == "measure":
         data, batch_size, temperature, seed = args
-        measurement = engine.measure(workload_from_data(data), batch_size, temperature, seed)
-        return {"loads": engine.loads, "measurement": measurement.to_dict(include_outputs=True)}
+        one = measure_pass(engine, workload_from_data(data), batch_size, temperature, seed)
+        return {"loads": engine.loads, "measurement": one.measurement.to_dict(include_outputs=True),
+                "load": one.load.to_dict()}
     if operation == "protocol":
         configs, data, batch_size, temperature, seed, options = args
         result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs], workload_from_data(data), batch_size,
-                                    temperature, seed, ProtocolOptions(**options))
+                                    temperature, seed, ProtocolOptions(**options), notice=notice)
         return {"loads": engine.loads, "result": result.to_dict(include_outputs=True)}
     if operation == "timing":
         configs, data, batch_sizes, options = args

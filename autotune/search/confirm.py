@@ -22,6 +22,10 @@ study ends by confirming, at each batch size:
 * **Neighbour check**: a confirmed baseline implausibly slower than a smaller batch size's
   (:func:`~autotune.analysis.plausibility.implausible_baselines`) has its batch size confirmed
   again; if it fails again, that batch size's rows are marked and its speedups are not reported.
+* **Time budget**: the study's deadline (``--timeout``, :mod:`autotune.search.deadline`) bounds
+  the confirmation too: each batch size's protocol gets what is left of it as a hard cap (rounds it
+  discards included), and a batch size reached after the deadline is not measured but marked
+  ``out_of_time``; the tuner stores what was confirmed and says which batch sizes were not.
 
 Confirmed rows are stored with ``phase = "confirmation"`` and ``extra["confirmation"] = {"run",
 "screened"}``; the latest run decides (:mod:`autotune.analysis.decision`).
@@ -39,6 +43,7 @@ from autotune.engines.base import EngineConfig
 from autotune.engines.protocol import ProtocolOptions, ProtocolResult, RepeatedMeasurement
 from autotune.engines.worker import EngineWorker, WorkerFailure
 from autotune.search.budget import TRANSIENT_FAILURES
+from autotune.search.deadline import Deadline
 from autotune.search.space import Candidate
 from autotune.store.results import TrialRow
 
@@ -82,6 +87,7 @@ class ConfirmedBatch:
     failure: str | None = None
     implausible: str | None = None
     loads: int = 0  # engine builds / model loads its protocol runs cost, failed attempts included
+    out_of_time: bool = False  # not measured (or nothing kept): the study's time budget ran out
 
 
 def confirm(
@@ -93,22 +99,32 @@ def confirm(
     options: ProtocolOptions,
     progress: Callable[[str], None] = lambda _text: None,
     attempts: int = 1,
+    deadline: Deadline | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> list[ConfirmedBatch]:
     """Measure every batch size's finalists with the protocol (racing on; a failed batch size up to
-    ``attempts`` times), then re-measure once the batch sizes whose baseline fails the neighbour check."""
-    options = replace(options, race=True)
+    ``attempts`` times), then re-measure once the batch sizes whose baseline fails the neighbour
+    check; nothing new starts after ``deadline`` (see the module doc). ``progress`` gets a line per
+    batch size, ``notice`` one per round the protocol discards, as it happens."""
+    deadline = deadline or Deadline.start(None)
 
     def run(batch_size: int) -> ConfirmedBatch:
         candidates = finalists_by_batch[batch_size]
         loads_before = worker.loads
         for attempt in range(1, attempts + 1):
+            if deadline.passed():
+                return ConfirmedBatch(batch_size, candidates, None, out_of_time=True)
             again = f" (attempt {attempt} of {attempts})" if attempt > 1 else ""
             progress(f"confirming {len(candidates)} finalist(s) and the baseline at batch size {batch_size}{again}")
             try:
                 result = worker.measure_repeatedly([engine_config(c) for c in candidates], workload, batch_size,
-                                                   seed=seed, options=options)
+                                                   seed=seed, options=replace(options, race=True,
+                                                                              budget_s=deadline.left_s()),
+                                                   notice=notice)
                 return ConfirmedBatch(batch_size, candidates, result, loads=worker.loads - loads_before)
             except WorkerFailure as failure:
+                if deadline.passed():  # the protocol kept no round before the budget ran out
+                    return ConfirmedBatch(batch_size, candidates, None, failure.reason, out_of_time=True)
                 reason = failure.reason + (f" (failed {attempt} times)" if attempt > 1 else "")
                 if failure.kind not in TRANSIENT_FAILURES:
                     break  # it would fail the same way again
@@ -118,7 +134,8 @@ def confirm(
     for batch_size in _suspects(batches):
         earlier = batches[batch_size].loads
         again = run(batch_size)
-        batches[batch_size] = replace(again, loads=earlier + again.loads)
+        if not again.out_of_time:  # a second look cut short by the deadline leaves the first standing
+            batches[batch_size] = replace(again, loads=earlier + again.loads)
     suspects = implausible_baselines(_baseline_figures(batches))
     return [replace(b, implausible=suspects.get(b.batch_size)) for b in batches.values()]
 

@@ -48,7 +48,9 @@ class TuneOptions:
     hardware-aware default (see :mod:`autotune.search.memory`). ``n_trials``: the study-wide number
     of trials (baselines included; shared by every worker of a distributed study; None: the
     sampler's default, :data:`~autotune.search.samplers.DEFAULT_N_TRIALS` or every point for the
-    grid). ``timeout_s``: stop asking for new trials after this long. ``trial_timeout_s``: limit
+    grid). ``timeout_s``: the whole study's wall-clock budget, step timings, screening and
+    confirmation together (:mod:`autotune.search.deadline`): nothing new starts after it, and the
+    confirmation stores what it measured by then. ``trial_timeout_s``: limit
     for each engine call (model load, one measurement); the worker is killed past it (None: 600 s,
     1800 s for trtllm and vllm). ``hardware``: a probed profile, None to probe quickly now. ``workload``: JSONL path, None for the built-in
     workload. ``heartbeat_interval_s``: how often a running trial says it is alive; one silent for

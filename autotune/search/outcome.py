@@ -28,7 +28,10 @@ from autotune.store.results import TrialRow
 
 @dataclass(frozen=True)
 class TuneProgress:
-    """Sent to the progress callback when a trial starts (``finished`` None) and when it ends."""
+    """Sent to the progress callback. ``kind``: ``trial`` when a trial starts (``finished`` None) and
+    when it ends; ``phase`` when the study enters a step that is not a trial (step timings, a
+    confirmation batch size, the time budget running out); ``note`` for what happens within one
+    (a disturbed pass measured again)."""
 
     trials_done: int  # finished trials of the study (every worker's), this one included when finished
     trials_total: int
@@ -36,6 +39,9 @@ class TuneProgress:
     finished: str | None = None  # complete | failed | infeasible, once the trial ended
     reason: str | None = None
     best: str | None = None  # best configuration so far, e.g. "mtp@2 b8 (812.3 tokens/s, 1.41x)"
+    kind: str = "trial"
+    tokens_per_s: float | None = None  # a finished trial's measured figure
+    predicted_tokens_per_s: float | None = None  # what the model predicted for it before it ran
 
 
 @dataclass(frozen=True)
@@ -166,6 +172,7 @@ class TuneResult:
     ``status``: complete (the study's budget is spent and every trial finished), running (budget
     left, e.g. after ``timeout_s``, or other workers still busy). ``worker_starts`` and
     ``model_loads_this_run`` count this process only; ``analysis.model_loads`` the whole study.
+    ``notes``: what this run could not do, e.g. batch sizes left unconfirmed when the time budget ran out.
     """
 
     study_name: str
@@ -183,6 +190,7 @@ class TuneResult:
     elapsed_s: float
     rows: list[TrialRow] = field(default_factory=list)
     sampler: Sampler = SAMPLERS["model"]
+    notes: list[str] = field(default_factory=list)
 
     @property
     def profile(self) -> ProfileChoice | None:
@@ -194,10 +202,10 @@ class TuneResult:
 
     def summary_lines(self) -> list[str]:
         """The analysis' summary, the performance model's record, what the study cost in trials and
-        model loads, then the drafts the preflight left out and why."""
+        model loads, then the drafts the preflight left out and why, then this run's notes."""
         excluded = self.search_space.get("excluded_drafts") or {}
         return self.analysis.summary + self.model_lines() + [f"Draft {label} left out by the preflight: {reason}"
-                                                             for label, reason in excluded.items()]
+                                                             for label, reason in excluded.items()] + self.notes
 
     def model_lines(self) -> list[str]:
         error, count = prediction_error(self.rows)
@@ -235,6 +243,7 @@ class TuneResult:
             "model_loads_this_run": self.model_loads_this_run,
             "elapsed_s": self.elapsed_s,
             "sampler": self.sampler.name,
+            "notes": list(self.notes),
             "prediction_error": dict(zip(("median_abs", "trials"), prediction_error(self.rows))),
             "trials": [row.to_dict() for row in self.rows],
         }

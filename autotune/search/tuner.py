@@ -29,6 +29,14 @@ retry is a measured trial and counts against the budget; its row's ``extra`` hol
 for the first retry) and ``retry_of`` (the failed trial it measures again), and the progress shows
 both. N = 0 keeps every failure final.
 
+**Disturbed passes.** Each trial's pass gets the protocol's disturbance check and is measured
+again while other processes disturb it (:mod:`autotune.search.screening`); a row that stayed
+disturbed never guides the model-guided search.
+
+**Time budget** (``--timeout``): one deadline for the step timings, the screening and the
+confirmation (:mod:`autotune.search.deadline`); what the confirmation could not measure in time is
+said in one line of the summary (and of the progress).
+
 Our row is written before Optuna is told, so a kill -9 never loses a finished trial (at worst a
 trial whose row exists is retried under a new number). Ctrl-C kills the worker, fails the running
 trial with ``autotune_state = interrupted``, re-queues it for the next run, and re-raises
@@ -44,7 +52,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import optuna
@@ -55,8 +63,9 @@ from sqlalchemy import select
 from autotune.analysis import decision
 from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
-from autotune.search import budget, confirm, guide
+from autotune.search import budget, confirm, guide, screening
 from autotune.search.budget import ATTEMPT_ATTR, FAILURE_ATTR, RETRY_OF_ATTR, STATE_ATTR
+from autotune.search.deadline import Deadline
 from autotune.search.modeling import StudyModeling
 from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan, plan_study
@@ -84,6 +93,7 @@ class TrialOutcome:
     values: list[float] | None = None
     constraints: dict[str, float] | None = None
     failure_kind: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # stored in the row's extra (disturbed passes)
 
 
 def tune(options: TuneOptions, progress: Callable[[TuneProgress], None] | None = None) -> TuneResult:
@@ -135,6 +145,8 @@ class Tuner:
         self.trials_run = 0
         self.last: Candidate | None = None  # the configuration this worker measured last (the guide keeps it loaded)
         self.pick: guide.Pick | None = None
+        self.deadline = Deadline.start(options.timeout_s)  # the whole study: timings, screening, confirmation
+        self.notes: list[str] = []  # what this run could not do (TuneResult.notes)
 
     def run(self) -> TuneResult:
         """Time the step costs (once per key), screen, then confirm: one worker throughout, so the
@@ -143,8 +155,6 @@ class Tuner:
             return self._run()
 
     def _run(self) -> TuneResult:
-        started = time.monotonic()
-        deadline = None if self.options.timeout_s is None else started + self.options.timeout_s
         self.study_id, self.study = open_study(self.database, self.storage, self.plan,
                                                self.plan.sampler.optuna_sampler(self.options.seed))
         self.draft_ids = self._draft_ids()
@@ -158,7 +168,7 @@ class Tuner:
         trial: optuna.Trial | None = None
         spent = False  # the budget (or the planned points) ran out, rather than the time
         try:
-            while deadline is None or time.monotonic() < deadline:
+            while self.deadline.in_time():
                 trial, candidate = self._ask()
                 if trial is None:
                     spent = True
@@ -171,7 +181,7 @@ class Tuner:
         status = self._settle(spent)
         if self.options.confirm and budget.all_finished(self.study.get_trials(deepcopy=False)):
             status = self._confirm(spent) or status
-        return self._result(status, time.monotonic() - started)
+        return self._result(status, time.monotonic() - self.deadline.started)
 
     # -- one trial --------------------------------------------------------------------------------
 
@@ -204,7 +214,7 @@ class Tuner:
     def _guided(self, taken: list[dict[str, Any]]) -> Candidate | None:
         """The model-guided next point (:mod:`autotune.search.guide`); None ends the study."""
         with self.database.session() as session:
-            rows = results.study_rows(session, self.study_id)
+            rows = screening.undisturbed(results.study_rows(session, self.study_id))
         self.pick = guide.next_pick(self.plan.space, self.modeling.model(rows), rows, taken,
                                     lambda c: self.plan.infeasibility(c) is None, self.plan.objective.slo, self.last,
                                     explore_beyond=self.options.explore_beyond)
@@ -215,7 +225,7 @@ class Tuner:
         if self.pick is not None and self.pick.candidate == candidate and self.pick.prediction is not None:
             return self.pick.prediction.to_dict()
         with self.database.session() as session:
-            rows = results.study_rows(session, self.study_id)
+            rows = screening.undisturbed(results.study_rows(session, self.study_id))
         prediction = self.modeling.predict(candidate, rows)
         return None if prediction is None else prediction.to_dict()
 
@@ -228,7 +238,8 @@ class Tuner:
             prediction = self._prediction(candidate)
             loads_before = self.worker.loads
             outcome = self._outcome(candidate)
-            extra = {"model_loads": self.worker.loads - loads_before, "optuna_trial_id": trial._trial_id, **retry}
+            extra = {"model_loads": self.worker.loads - loads_before, "optuna_trial_id": trial._trial_id, **retry,
+                     **outcome.extra}
             if outcome.failure_kind is not None:
                 extra["failure"] = outcome.failure_kind
             with self.database.session() as session:
@@ -244,7 +255,9 @@ class Tuner:
         self.trials_run += 1
         self.last = candidate
         analysis = self._store_profile()
-        self._report(label, outcome.state, outcome.reason, analysis.best_label)
+        figure = (outcome.measurement or {}).get("tokens_per_s")
+        predicted = (prediction or {}).get("tokens_per_s", {}).get("value")
+        self._report(label, outcome.state, outcome.reason, analysis.best_label, figure, predicted)
 
     def _outcome(self, candidate: Candidate) -> TrialOutcome:
         reason = self.plan.infeasibility(candidate)
@@ -252,15 +265,20 @@ class Tuner:
             return TrialOutcome("infeasible", reason)
         config = candidate.engine_config(self.plan.draft_engine_args)
         try:
-            measurement = self.worker.measure(config, self.plan.workload, candidate.batch_size, seed=self.options.seed or 0)
+            screened = screening.screen(
+                lambda: self.worker.measure_pass(config, self.plan.workload, candidate.batch_size,
+                                                 seed=self.options.seed or 0),
+                lambda text: self._say(f"{candidate.label}: {text}", kind="note"), self.deadline.in_time,
+            )
         except WorkerFailure as failure:
             return TrialOutcome("failed", failure.reason, failure_kind=failure.kind)
-        objective = self.plan.objective
+        measurement, objective = screened.measurement, self.plan.objective
         try:
             values = objective.values(measurement)
         except ValueError as exc:
-            return TrialOutcome("failed", str(exc), failure_kind="objective")
-        return TrialOutcome("complete", None, measurement.to_dict(), values, objective.constraints(measurement))
+            return TrialOutcome("failed", str(exc), failure_kind="objective", extra=screened.extra())
+        return TrialOutcome("complete", None, measurement.to_dict(), values, objective.constraints(measurement),
+                            extra=screened.extra())
 
     def _finished_before(self, number: int, candidate: Candidate) -> optuna.trial.FrozenTrial | None:
         """The latest earlier trial of the same candidate that finished with a result of ours (after
@@ -363,13 +381,23 @@ class Tuner:
 
     def _measure_finalists(self, rows: list[results.TrialRow]) -> list[confirm.ConfirmedBatch]:
         chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo)
-        return confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
-                               self.options.protocol, self._say, 1 + self.options.retries)
+        batches = confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
+                                  self.options.protocol, self._say, 1 + self.options.retries, self.deadline,
+                                  lambda text: self._say(text, kind="note"))
+        unconfirmed = [batch.batch_size for batch in batches if batch.out_of_time]
+        if unconfirmed:
+            self._note(_out_of_time_note(self.options.timeout_s, unconfirmed, len(unconfirmed) == len(batches)))
+        return batches
 
-    def _say(self, text: str) -> None:
-        """Progress that is not a trial (timings, confirmation)."""
+    def _say(self, text: str, kind: str = "phase") -> None:
+        """Progress that is not a trial: a phase (timings, confirmation) or a note within one."""
         done = budget.finished_count(self.study.get_trials(deepcopy=False))
-        self.progress(TuneProgress(done, self.plan.n_trials, text, None, None, None))
+        self.progress(TuneProgress(done, self.plan.n_trials, text, kind=kind))
+
+    def _note(self, text: str) -> None:
+        """A line for the summary that the progress shows at once too."""
+        self.notes.append(text)
+        self._say(text)
 
     def _record_confirmation(self, session: Any, rows: list[results.TrialRow], screened: int,
                              batches: list[confirm.ConfirmedBatch]) -> None:
@@ -377,8 +405,13 @@ class Tuner:
         failed row for a batch size whose worker failed."""
         runs = [row.extra.get("confirmation") or {} for row in rows if row.phase == "confirmation"]
         run = {"run": max((r.get("run", 0) for r in runs), default=0) + 1, "screened": screened}
+        unconfirmed = [batch.batch_size for batch in batches if batch.out_of_time]
+        if unconfirmed:
+            run["unconfirmed"] = unconfirmed  # out of time: the run is partial and the next run confirms again
         number = max((row.trial_number for row in rows if row.phase == "confirmation"), default=-1) + 1
         for batch in batches:
+            if batch.out_of_time:
+                continue
             extra = {"confirmation": {**run, "batch_size": batch.batch_size}}
             loads = {"model_loads": batch.loads}  # on the batch size's first row: what its protocol built
             if batch.result is None:
@@ -452,7 +485,7 @@ class Tuner:
             objective=self.plan.objective.kind, slo=self.plan.objective.slo.to_dict(), n_trials=self.plan.n_trials,
             hardware=self.plan.hardware.name, search_space=self.plan.search_space_record(), analysis=analysis,
             trials_this_run=self.trials_run, worker_starts=self.worker.starts, model_loads_this_run=self.worker.loads,
-            elapsed_s=elapsed_s, rows=rows, sampler=self.plan.sampler,
+            elapsed_s=elapsed_s, rows=rows, sampler=self.plan.sampler, notes=list(self.notes),
         )
 
     def _draft_ids(self) -> dict[str, int]:
@@ -464,15 +497,28 @@ class Tuner:
             by_fingerprint = {fingerprint: record_id for fingerprint, record_id in session.execute(query)}
         return {label: by_fingerprint[fingerprint] for label, fingerprint in fingerprints.items()}
 
-    def _report(self, label: str, finished: str | None, reason: str | None = None, best: str | None = None) -> None:
+    def _report(self, label: str, finished: str | None, reason: str | None = None, best: str | None = None,
+                tokens_per_s: float | None = None, predicted: float | None = None) -> None:
         done = budget.finished_count(self.study.get_trials(deepcopy=False))
-        self.progress(TuneProgress(done, self.plan.n_trials, label, finished, reason, best))
+        self.progress(TuneProgress(done, self.plan.n_trials, label, finished, reason, best,
+                                   tokens_per_s=tokens_per_s, predicted_tokens_per_s=predicted))
 
 
 def _confirmed(rows: list[results.TrialRow], screened: int) -> bool:
-    """True when a confirmation run of these ``screened`` screening trials is stored."""
-    return any((row.extra.get("confirmation") or {}).get("screened") == screened
+    """True when a complete confirmation run of these ``screened`` screening trials is stored (one
+    the time budget cut short does not count: the next run confirms again)."""
+    return any((run := row.extra.get("confirmation") or {}).get("screened") == screened and not run.get("unconfirmed")
                for row in rows if row.phase == "confirmation")
+
+
+def _out_of_time_note(timeout_s: float | None, unconfirmed: list[int], nothing: bool) -> str:
+    """The one line saying what the time budget cut from the confirmation."""
+    sizes = ", ".join(map(str, unconfirmed))
+    left = ("no batch size was confirmed (the answer rests on the screening passes, or on an earlier confirmation)"
+            if nothing else
+            f"batch size(s) {sizes} not confirmed and left out of the answer")
+    return (f"The time budget (--timeout {timeout_s:g} s) ran out during the confirmation: {left}; "
+            "re-run with the same --study and a longer --timeout to confirm.")
 
 
 @contextmanager

@@ -296,7 +296,7 @@ def test_a_round_with_a_disturbed_pass_is_measured_again(machine):
     result = run(engine, min_repetitions=3, max_repetitions=10)
     assert result.rounds_discarded == 1 and result.rounds_kept == 3
     assert len(result.faults) == 1
-    assert result.faults[0].startswith("round 2: none pass disturbed") and "1.50 cores" in result.faults[0]
+    assert result.faults[0].startswith("round 2: none pass disturbed") and "1.50 of 2 cores" in result.faults[0]
     assert result.of(DRAFT).rounds == [0, 2, 3] and result.baseline.rounds == [0, 2, 3]
     assert not any(m.noisy for m in result.measurements)
     assert all(m.noise["disturbed_passes"] == 0 for m in result.measurements)
@@ -327,6 +327,33 @@ def test_after_too_many_disturbed_rounds_they_are_kept_and_marked_noisy(machine)
     assert all(m.noisy for m in result.measurements)
     assert result.of(DRAFT).noise["disturbed_passes"] == 3
     assert len(engine.timed_order()) == 2 * (4 + 3)
+
+
+def test_the_time_budget_caps_the_rounds_however_few_were_kept(machine):
+    """budget_s (what is left of a study's --timeout) is hard: 0 s left stops after the first round,
+    below min_repetitions, and the result says which cap it hit."""
+    progress: list[str] = []
+    result = measure_repeatedly(TableEngine(SPEEDS, sigma=0.001), [DRAFT], WORKLOAD, 1,
+                                options=ProtocolOptions(min_repetitions=3, budget_s=0.0), progress=progress.append)
+    assert (result.rounds_kept, result.capped) == (1, "budget")
+    assert result.of(DRAFT).repetitions == 1 and result.options.budget_s == 0.0
+
+
+def test_discarded_rounds_count_against_the_time_budget(machine):
+    """A machine busy all along: the disturbed round is discarded, its time counted, and with nothing
+    kept when the budget is spent the run fails naming the disturbance; the progress named it first."""
+    machine(lambda _k: BUSY)
+    progress: list[str] = []
+    with pytest.raises(EngineFault, match="time budget ran out before a round could be kept.*1.50 of 2 cores"):
+        measure_repeatedly(TableEngine(SPEEDS, sigma=0.001), [DRAFT], WORKLOAD, 1,
+                           options=ProtocolOptions(min_repetitions=3, budget_s=0.0), progress=progress.append)
+    assert progress[-1] == ("round 1 at batch size 1: none pass disturbed (other processes use 1.50 of 2 cores): "
+                            "re-measuring")
+
+
+def test_a_negative_budget_is_refused():
+    with pytest.raises(ConfigurationError, match="budget seconds"):
+        ProtocolOptions(budget_s=-1.0).validate()
 
 
 def test_implausible_rounds_are_never_kept(machine):

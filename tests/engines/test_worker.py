@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autotune.engines import noise
 from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.builtin import save_model
 from autotune.engines.embedded.engine import EmbeddedEngine
@@ -22,6 +23,7 @@ from autotune.engines.worker import EngineSpec, EngineWorker, WorkerFailure, wor
 from autotune.errors import EngineError
 from autotune.workload import Request, Workload
 
+BUSY = noise.BackgroundLoad(other_cpu_cores=1.8, steal_fraction=0.0, load_avg_1m=5.8, cpu_count=2)
 TARGET = ModelConfig(vocab_size=259, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_seq_len=64, n_mtp=0)
 WORKLOAD = Workload("tiny", [Request("def f(x):", 4), Request("import os", 3)])
 
@@ -53,6 +55,8 @@ class FaultyEngine(EmbeddedEngine):
             raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory")
         if workload.name == "bug":
             raise KeyError("missing")
+        if workload.name == "busy":  # from now on, this worker's passes see other processes using 1.8 of 2 cores
+            noise.between = lambda _before, _after: BUSY
         return super().measure(workload, batch_size, temperature, seed)
 
 
@@ -167,6 +171,22 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
+
+
+def test_a_pass_comes_back_with_its_background_load(worker) -> None:
+    assert worker.measure_pass(EngineConfig("none"), WORKLOAD, 1).load.cpu_count >= 1  # read in the worker
+    busy = worker.measure_pass(EngineConfig("none"), Workload("busy", WORKLOAD.requests), 1)
+    assert busy.load.disturbed and busy.load.describe() == "other processes use 1.80 of 2 cores"
+
+
+def test_discarded_rounds_are_said_while_the_protocol_runs(worker) -> None:
+    """The notice crosses from the worker before the answer: here the only one, as the time budget
+    (0 s left) ends the run after a first, disturbed round."""
+    said: list[str] = []
+    with pytest.raises(WorkerFailure, match="time budget ran out before a round could be kept"):
+        worker.measure_repeatedly([EngineConfig("ngram", 2)], Workload("busy", WORKLOAD.requests), 1,
+                                  options=ProtocolOptions(budget_s=0.0), notice=said.append)
+    assert said == ["round 1 at batch size 1: none pass disturbed (other processes use 1.80 of 2 cores): re-measuring"]
 
 
 def test_measurements_come_back_with_their_outputs(worker) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autotune.engines import noise
 from autotune.engines.embedded.engine import EmbeddedEngine
 
 PLAN_ENV = "FAULTY_ENGINE_PLAN"
@@ -70,7 +71,16 @@ def calls(log_dir: Path, label: str) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
+QUIET = noise.BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.0, cpu_count=2)
+
+
 class FaultyEngine(EmbeddedEngine):
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - EmbeddedEngine's
+        super().__init__(*args, **kwargs)
+        # In the worker only: a busy test machine must not re-measure disturbed passes, which would
+        # shift the k-th call of a label the fault plans count on (the noise has tests of its own).
+        noise.between = lambda _before, _after: QUIET
+
     def measure(self, workload, batch_size, temperature=None, seed=0):  # noqa: ANN001 - the Engine protocol
         plan = json.loads(Path(os.environ[PLAN_ENV]).read_text())
         log_dir = Path(plan["log_dir"])

@@ -127,7 +127,7 @@ class FlakyWorker:
         self.calls = 0
         self.loads = 0  # EngineWorker's build counter: each run builds one engine here
 
-    def measure_repeatedly(self, configs, workload, batch_size, seed, options):  # noqa: ANN001 - EngineWorker's
+    def measure_repeatedly(self, configs, workload, batch_size, seed, options, notice):  # noqa: ANN001 - EngineWorker's
         self.calls += 1
         self.loads += 1
         if self.kinds:
@@ -152,3 +152,57 @@ def test_a_failed_batch_size_is_confirmed_again_within_the_attempts(kinds, attem
     batch = confirm_b1(worker, attempts)
     assert (worker.calls, batch.failure, batch.result is None) == (calls, failure, failure is not None)
     assert batch.loads == calls  # the builds of every attempt count
+
+
+# -- the study's time budget -------------------------------------------------------------------------
+
+
+class ClockedWorker:
+    """Answers every protocol run, advancing the fake clock by ``seconds`` (a failure after the
+    ``fail_after`` th call); records the budget each run was given."""
+
+    def __init__(self, clock: list[float], seconds: float, fail_after: int | None = None) -> None:
+        self.clock, self.seconds, self.fail_after = clock, seconds, fail_after
+        self.budgets: list[float | None] = []
+        self.loads = 0  # EngineWorker's build counter (nothing is built here)
+
+    def measure_repeatedly(self, configs, workload, batch_size, seed, options, notice):  # noqa: ANN001 - EngineWorker's
+        self.budgets.append(options.budget_s)
+        self.clock[0] += self.seconds
+        if self.fail_after is not None and len(self.budgets) > self.fail_after:
+            raise WorkerFailure("engine_error", "the time budget ran out before a round could be kept at batch size 2")
+        return SimpleNamespace(baseline=None)
+
+
+@pytest.fixture
+def clock(monkeypatch) -> list[float]:
+    """The deadline's clock, moved by the test (no waiting, no wall-clock assertion)."""
+    from autotune.search import deadline
+
+    now = [100.0]
+    monkeypatch.setattr(deadline, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    return now
+
+
+def confirm_b1_b2_b4(worker, budget_s: float):  # noqa: ANN001 - a fake EngineWorker
+    from autotune.search.deadline import Deadline
+
+    finalist = {b: [Candidate("ngram", 1, b)] for b in (1, 2, 4)}
+    return confirm(worker, finalist, lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions(),
+                   attempts=2, deadline=Deadline.start(budget_s))
+
+
+def test_the_budget_left_caps_each_batch_size_and_none_starts_after_it(clock) -> None:
+    worker = ClockedWorker(clock, seconds=40.0)
+    batches = confirm_b1_b2_b4(worker, budget_s=60.0)
+    assert worker.budgets == [60.0, 20.0]  # batch size 4 came after the deadline: not started
+    assert [(b.batch_size, b.out_of_time, b.result is None) for b in batches] == [(1, False, False), (2, False, False),
+                                                                               (4, True, True)]
+
+
+def test_a_batch_size_that_kept_no_round_in_time_is_out_of_time_not_failed(clock) -> None:
+    worker = ClockedWorker(clock, seconds=40.0, fail_after=1)
+    batches = confirm_b1_b2_b4(worker, budget_s=60.0)
+    assert worker.budgets == [60.0, 20.0]  # no retry of batch size 2 after the deadline
+    assert [(b.batch_size, b.out_of_time) for b in batches] == [(1, False), (2, True), (4, True)]
+    assert "time budget ran out" in batches[1].failure

@@ -1,0 +1,87 @@
+"""Whole studies on a disturbed machine and against a time budget: the real embedded engine in a
+worker process, with the background load of a pass and the deadline's clock set by the test (so
+nothing depends on how busy the machine running the tests is)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from autotune.engines.noise import BackgroundLoad
+from autotune.engines.worker import EngineWorker
+from autotune.search import deadline, study_trials, tune
+
+QUIET = BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.1, cpu_count=2)
+BUSY = BackgroundLoad(other_cpu_cores=1.8, steal_fraction=0.0, load_avg_1m=5.8, cpu_count=2)
+
+pytestmark = pytest.mark.slow  # studies of a few trials in worker processes: ~10-30 s each
+
+
+@pytest.fixture
+def busy_at_batch_size(monkeypatch):
+    """``busy_at_batch_size(b)``: every screening pass at batch size b sees other processes using
+    1.8 of 2 cores, every other pass a quiet machine (the load is read in the worker; set here)."""
+    measure_pass = EngineWorker.measure_pass
+
+    def install(busy: int) -> None:
+        def fake(self, config, workload, batch_size, temperature=None, seed=0):  # noqa: ANN001 - EngineWorker's
+            one = measure_pass(self, config, workload, batch_size, temperature, seed)
+            return replace(one, load=BUSY if batch_size == busy else QUIET)
+
+        monkeypatch.setattr(EngineWorker, "measure_pass", fake)
+
+    return install
+
+
+def test_a_disturbed_pass_is_measured_again_and_a_still_disturbed_row_is_marked(options, busy_at_batch_size) -> None:
+    busy_at_batch_size(2)
+    updates = []
+    tune(replace(options, methods=("none",), sampler="grid", n_trials=None, confirm=False), progress=updates.append)
+
+    rows = {row.label: row for row in study_trials(options.db_url, "tiny")}
+    assert rows["none b2"].extra["disturbed_reruns"] == 2
+    assert rows["none b2"].extra["disturbed"] == "other processes use 1.80 of 2 cores"
+    assert "disturbed_reruns" not in rows["none b1"].extra and "disturbed" not in rows["none b1"].extra
+    notes = [u.current for u in updates if u.kind == "note"]
+    assert notes == ["none b2: other processes use 1.80 of 2 cores: re-measuring (1 of 2)",
+                     "none b2: other processes use 1.80 of 2 cores: re-measuring (2 of 2)"]
+
+
+@pytest.fixture
+def clock(monkeypatch) -> list[float]:
+    """The study deadline's clock, moved by the test."""
+    now = [0.0]
+    monkeypatch.setattr(deadline, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    return now
+
+
+def test_the_budget_covers_the_confirmation_which_stores_what_it_has_and_says_so(options, clock, monkeypatch) -> None:
+    """The --timeout budget runs out while batch size 1 is confirmed: batch size 2 is not started,
+    batch size 1's rows are stored, the summary and the progress say so in one line, and a re-run
+    (the budget renewed) confirms the study again."""
+    measure_repeatedly = EngineWorker.measure_repeatedly
+
+    def slow_first(self, *args, **kwargs):  # noqa: ANN001 - EngineWorker's
+        result = measure_repeatedly(self, *args, **kwargs)
+        clock[0] += 10_000.0 if clock[0] == 0.0 else 0.0  # only the first run takes the whole budget
+        return result
+
+    monkeypatch.setattr(EngineWorker, "measure_repeatedly", slow_first)
+    small = replace(options, methods=("none", "ngram"), max_depth=1, sampler="grid", n_trials=None, timeout_s=600.0)
+    updates = []
+    result = tune(small, progress=updates.append)
+
+    confirmed = [row for row in result.rows if row.phase == "confirmation"]
+    assert confirmed and {row.batch_size for row in confirmed} == {1}
+    assert confirmed[0].extra["confirmation"]["unconfirmed"] == [2]
+    note = ("The time budget (--timeout 600 s) ran out during the confirmation: batch size(s) 2 not confirmed and left "
+            "out of the answer; re-run with the same --study and a longer --timeout to confirm.")
+    assert result.notes == [note] and result.summary_lines()[-1] == note
+    assert [u.current for u in updates if u.kind == "phase"][-1] == note
+
+    again = tune(small)  # a fresh budget: nothing left to screen, the partial confirmation is done again
+    assert again.trials_this_run == 0 and again.notes == []
+    latest = [row for row in again.rows if row.phase == "confirmation" and row.extra["confirmation"]["run"] == 2]
+    assert {row.batch_size for row in latest} == {1, 2}
