@@ -26,7 +26,7 @@ from typing import Any
 from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
 from autotune.perfmodel.acceptance import AcceptanceCurve, proposer_key, row_counts
-from autotune.perfmodel.cost import CostPoint, CostProfile
+from autotune.perfmodel.cost import MIN_ROUNDS, CostPoint, CostProfile
 from autotune.perfmodel.model import ConfigKey, PerformanceModel, Prediction
 from autotune.search.plan import StudyPlan
 from autotune.search.space import BASELINE_METHOD, Candidate
@@ -34,8 +34,10 @@ from autotune.store import Database, performance
 from autotune.store.models import StudyRecord
 from autotune.store.results import TrialRow
 
-TIMING_STEPS = 6
-TIMING_ROUNDS = 2
+# Three rounds of four steps: the cost profile's median and slow-round cut need three rounds
+# (perfmodel/cost.py), and 3 x 4 steps cost what the former 2 x 6 did (docs/statistics.md).
+TIMING_STEPS = 4
+TIMING_ROUNDS = MIN_ROUNDS
 
 
 def timed_depths(max_depth: int) -> list[int]:
@@ -116,7 +118,8 @@ class StudyModeling:
                 session, hardware_id=self.hardware_id, engine=self.plan.engine, target_model_id=self.target_id, key=key,
                 source="timed", points=labelled, duration_s=time.monotonic() - started,
                 settings={"steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "depths": timed_depths(self.plan.space.max_depth),
-                          "batch_sizes": self.timing_batch_sizes(), "forced_acceptance": "all drafts"},
+                          "batch_sizes": self.timing_batch_sizes(), "forced_acceptance": "all drafts",
+                          "dropped_rounds": self.cost.dropped_rounds, "spread": self.cost.spread},
             )
 
     # -- acceptance -----------------------------------------------------------------------------------
