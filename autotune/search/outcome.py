@@ -142,6 +142,9 @@ class TuneResult:
     elapsed_s: float
     rows: list[TrialRow] = field(default_factory=list)
     sampler: Sampler = SAMPLERS["model"]
+    # How the search ended, when it ended on its own: what the model-guided search ruled out and at
+    # what confidence (:meth:`autotune.search.guide.RuledOut.sentence`).
+    search_note: str = ""
 
     @property
     def profile(self) -> ProfileChoice | None:
@@ -164,7 +167,7 @@ class TuneResult:
         lines = [f"Measured {counts.total} screening trials ({self.sampler.name} sampler) with "
                  f"{self.analysis.model_loads} model loads ({self.model_loads_this_run} by this run, step timings and "
                  "confirmation included)"
-                 + (self.sampler.completion_note if self.status == "complete" else "") + "."]
+                 + (self.search_note if self.status == "complete" else "") + "."]
         if error is not None:
             lines.append(f"Performance model: median |predicted / measured - 1| = {error:.1%} over {count} trials "
                          "predicted before they ran.")
@@ -194,6 +197,7 @@ class TuneResult:
             "model_loads_this_run": self.model_loads_this_run,
             "elapsed_s": self.elapsed_s,
             "sampler": self.sampler.name,
+            "search_note": self.search_note,
             "prediction_error": dict(zip(("median_abs", "trials"), prediction_error(self.rows))),
             "trials": [row.to_dict() for row in self.rows],
         }
