@@ -242,10 +242,9 @@ class RuledOut:
     def sentence(self) -> str:
         if self.count == 0:
             return "; the model-guided search measured every point it could not predict or rule out"
-        closest = f"{self.closest.label}, {self.probability:.0%}" if self.closest else ""
         return (f"; the model-guided search ruled out {self.count} unmeasured configuration(s) at z >= {GUIDE_Z:g} "
                 f"(each had under {1 - _phi(GUIDE_Z):.0%} chance of beating its batch size's best by "
-                f"{TIE_MARGIN:.0%}; the closest: {closest})")
+                f"{TIE_MARGIN:.0%}; the closest: {self.closest.label}, {self.probability:.0%})")
 
 
 def ruled_out(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[Any], feasible: Any, slo: Any,
