@@ -34,9 +34,10 @@ from autotune.store import Database, performance
 from autotune.store.models import StudyRecord
 from autotune.store.results import TrialRow
 
-# Three rounds of four steps: the cost profile's median and slow-round cut need three rounds
-# (perfmodel/cost.py), and 3 x 4 steps cost what the former 2 x 6 did (docs/statistics.md).
-TIMING_STEPS = 4
+# Three rounds of three steps: the cost profile's median and slow-round cut need three rounds
+# (perfmodel/cost.py); a round also pays a prefill worth ~3-9 steps, so 3 x (O + 3) costs about
+# what the former 2 x (O + 6) did (docs/statistics.md).
+TIMING_STEPS = 3
 TIMING_ROUNDS = MIN_ROUNDS
 
 

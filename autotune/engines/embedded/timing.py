@@ -14,8 +14,9 @@ included as it is in a real run), the prefill time, and the tokens drafted per r
 n-gram proposer drafts only where it finds a match). Rounds repeat the whole set, so a disturbance
 shows up as one slow round rather than in one point: at least three rounds
 (:data:`~autotune.perfmodel.cost.MIN_ROUNDS`), so the cost profile can drop a round slower than
-1.3x the point's fastest and take the median of the rest. Four steps a round keep the timing as
-long as the former two rounds of six (docs/statistics.md).
+1.3x the point's fastest and take the median of the rest. A round costs its steps plus a prefill
+and set-up worth ~3-9 steps (measured here), so three rounds of three steps cost about what two
+rounds of six did (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.decoding import Decoder, GenerationRequest, build_proposer, required_capacity
 from autotune.perfmodel.cost import MIN_ROUNDS
 
-DEFAULT_TIMING_STEPS = 4
+DEFAULT_TIMING_STEPS = 3
 DEFAULT_TIMING_ROUNDS = MIN_ROUNDS
 
 
