@@ -20,7 +20,8 @@ from collections import defaultdict
 
 from autotune.perfmodel.model import PRIOR_SIGMA, PRIOR_WEIGHT_SIGMA, ConfigKey, corrections, loo_errors
 
-ORDER = [("none", None)] * 4 + [("draft", "d"), ("mtp", None), ("ngram", None)] + [("draft", "d")] * 4 + [("mtp", None)] * 2 + [("ngram", None)]
+ORDER = ([("none", None)] * 4 + [("draft", "d"), ("mtp", None), ("ngram", None)]
+         + [("draft", "d")] * 4 + [("mtp", None)] * 2 + [("ngram", None)])
 OUTLIER = math.log(1.41)
 SCENARIOS = {
     "raw model unbiased": dict(noise=0.12),

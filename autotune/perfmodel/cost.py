@@ -214,7 +214,9 @@ class CostProfile:
         sizes = sorted({p.batch_size for p in self.points})
         verify: dict[int, dict[int, float]] = {b: {} for b in sizes}
         pairs: dict[tuple[str, str | None], dict[int, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
-        for (method, draft, depth, b), rounds in sorted(self.rounds.items(), key=lambda item: (*item[0][:1], item[0][1] or "", *item[0][2:])):
+        # Sorted by method, draft, depth: a width timed by several drafts takes the first draft's.
+        ordered = sorted(self.rounds.items(), key=lambda item: (item[0][0], item[0][1] or "", *item[0][2:]))
+        for (method, draft, depth, b), rounds in ordered:
             if method in (BASELINE, "draft"):
                 verify[b].setdefault(depth + 1, rounds.median("verify_s"))
             if method != BASELINE:
