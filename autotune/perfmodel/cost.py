@@ -24,6 +24,14 @@ the largest linearly extrapolated, below the smallest held flat.
 batch size and verified tokens, the proposer's per-token step time (the slope of propose over
 depth), and the fixed per-step part (its intercept).
 
+Rounds: every point is timed in several rounds (at least ``MIN_ROUNDS``). A round slower than
+``SLOW_ROUND`` x the point's fastest round was disturbed (another process took the cores; on our
+2-core machine one such round was 17x the other) and is dropped and counted (``dropped_rounds``);
+the point's value is the median of the kept rounds (a mean is pulled by the one slow round that
+survives the cut; the median of 3+ rounds is not), and the spread (the cost part of a prediction's
+uncertainty) is the relative standard deviation of the kept rounds, pooled over points by root
+mean square (a median over points would hide the noisy ones). Rules and reasons: docs/statistics.md.
+
 Prefill: a linear fit ``a + c * rows * longest prompt`` per proposer (draft models and MTP modules
 prefill the prompt too).
 """
@@ -39,6 +47,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 BASELINE = "none"
+MIN_ROUNDS = 3  # timing rounds per point: the median and the slow-round cut need three
+SLOW_ROUND = 1.3  # a round slower than this x the point's fastest is dropped (module doc)
 
 
 @dataclass(frozen=True)
@@ -87,19 +97,41 @@ def interpolate(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
     return max(y0 + (y1 - y0) * (x - x0) / (x1 - x0), 0.0)
 
 
-class _Grid:
-    """Mean values over rounds on a (depth, batch size) grid, interpolated in both."""
+@dataclass(frozen=True)
+class Rounds:
+    """One point's timing rounds after the slow-round cut (see the module doc)."""
 
-    def __init__(self, values: Mapping[tuple[int, int], list[float]]) -> None:
-        mean = {key: statistics.fmean(v) for key, v in values.items()}
-        self.depths = sorted({d for d, _ in mean})
-        # Per depth, the timed batch sizes and their means, sorted once: ``at`` runs every simulated step.
+    kept: tuple[CostPoint, ...]
+    dropped: int
+
+    @classmethod
+    def of(cls, rounds: Sequence[CostPoint]) -> Rounds:
+        fastest = min(p.step_s for p in rounds)
+        kept = tuple(p for p in rounds if p.step_s <= SLOW_ROUND * fastest)
+        return cls(kept, len(rounds) - len(kept))
+
+    def median(self, field: str) -> float:
+        return statistics.median(getattr(p, field) for p in self.kept)
+
+    @property
+    def spread(self) -> float | None:
+        """Relative standard deviation of the kept rounds' step time, None with fewer than two."""
+        steps = [p.step_s for p in self.kept]
+        if len(steps) < 2 or statistics.fmean(steps) <= 0:
+            return None
+        return statistics.stdev(steps) / statistics.fmean(steps)
+
+
+class _Grid:
+    """Values on a (depth, batch size) grid, interpolated in both."""
+
+    def __init__(self, values: Mapping[tuple[int, int], float]) -> None:
+        self.depths = sorted({d for d, _ in values})
+        # Per depth, the timed batch sizes and their values, sorted once: ``at`` runs every simulated step.
         self.rows = []
         for d in self.depths:
-            sizes = sorted(b for dd, b in mean if dd == d)
-            self.rows.append((sizes, [mean[(d, b)] for b in sizes]))
-        self.spreads = [statistics.stdev(v) / statistics.fmean(v) for v in values.values()
-                        if len(v) > 1 and statistics.fmean(v) > 0]
+            sizes = sorted(b for dd, b in values if dd == d)
+            self.rows.append((sizes, [values[(d, b)] for b in sizes]))
 
     def at(self, depth: float, batch_size: float) -> float:
         by_depth = [interpolate(sizes, means, batch_size) for sizes, means in self.rows]
@@ -117,20 +149,26 @@ class CostProfile:
         self._fixed_spread = spread
         if not any(p.method == BASELINE for p in self.points):
             raise ValueError("a cost profile needs the baseline's points (method none)")
-        step: dict[tuple[str, str | None], dict[tuple[int, int], list[float]]] = defaultdict(lambda: defaultdict(list))
-        propose: dict[tuple[str, str | None], dict[tuple[int, int], list[float]]] = defaultdict(lambda: defaultdict(list))
-        verify: dict[tuple[int, int], list[float]] = defaultdict(list)
+        by_point: dict[tuple[str, str | None, int, int], list[CostPoint]] = defaultdict(list)
         for p in self.points:
-            step[p.proposer][(p.depth, p.batch_size)].append(p.step_s)
-            propose[p.proposer][(p.depth, p.batch_size)].append(p.propose_s)
-            if p.method in (BASELINE, "draft"):
-                verify[(p.depth + 1, p.batch_size)].append(p.verify_s)
+            by_point[(*p.proposer, p.depth, p.batch_size)].append(p)
+        self.rounds = {key: Rounds.of(rounds) for key, rounds in by_point.items()}
+        step: dict[tuple[str, str | None], dict[tuple[int, int], float]] = defaultdict(dict)
+        propose: dict[tuple[str, str | None], dict[tuple[int, int], float]] = defaultdict(dict)
+        verify: dict[tuple[int, int], list[float]] = defaultdict(list)
+        for (method, draft, depth, batch_size), rounds in self.rounds.items():
+            step[(method, draft)][(depth, batch_size)] = rounds.median("step_s")
+            propose[(method, draft)][(depth, batch_size)] = rounds.median("propose_s")
+            if method in (BASELINE, "draft"):
+                verify[(depth + 1, batch_size)] += [p.verify_s for p in rounds.kept]  # every draft times it
         self._step = {key: _Grid(v) for key, v in step.items()}
         self._propose = {key: _Grid(v) for key, v in propose.items()}
         # Proposers whose proposing was timed apart (module doc: the n-gram split needs it).
         self._propose_timed = {p.proposer for p in self.points if p.propose_s > 0}
-        self._verify = _Grid(verify) if len({k for k, _ in verify}) > 1 else None
-        self._prefill = {key: _linear_fit([(p.prefill_tokens, p.prefill_s) for p in self.points if p.proposer == key])
+        self._verify = (_Grid({key: statistics.median(v) for key, v in verify.items()})
+                        if len({k for k, _ in verify}) > 1 else None)
+        kept = [p for rounds in self.rounds.values() for p in rounds.kept]
+        self._prefill = {key: _linear_fit([(p.prefill_tokens, p.prefill_s) for p in kept if p.proposer == key])
                          for key in self._step}
 
     def proposers(self) -> list[tuple[str, str | None]]:
@@ -157,37 +195,41 @@ class CostProfile:
 
     @property
     def spread(self) -> float:
-        """Relative standard deviation of a timed step between rounds (median over points; 0 for a
-        roofline unless given to the constructor): the cost part of a prediction's uncertainty."""
+        """Relative standard deviation of a timed step between kept rounds (root mean square over
+        points; 0 for a roofline unless given to the constructor): the cost part of a prediction's
+        uncertainty, and this machine's pass-to-pass noise (see :mod:`autotune.search.guide`)."""
         if self._fixed_spread is not None:
             return self._fixed_spread
-        spreads = [s for grid in self._step.values() for s in grid.spreads]
-        return statistics.median(spreads) if spreads else 0.0
+        spreads = [r.spread for r in self.rounds.values() if r.spread is not None]
+        return math.sqrt(statistics.fmean(s * s for s in spreads)) if spreads else 0.0
+
+    @property
+    def dropped_rounds(self) -> int:
+        """Timing rounds dropped as disturbed (slower than SLOW_ROUND x their point's fastest)."""
+        return sum(r.dropped for r in self.rounds.values())
 
     def summary(self) -> dict[str, Any]:
         """The factored view: target verify time by (batch size, tokens per row), and per proposer
         the per-token draft step (slope over depth) and fixed part (intercept), per batch size."""
         sizes = sorted({p.batch_size for p in self.points})
-        verify = {}
-        for b in sizes:
-            base = [p.verify_s for p in self.points if p.method == BASELINE and p.batch_size == b]
-            verify[b] = {1: statistics.fmean(base)} if base else {}
-            for p in self.points:
-                if p.method == "draft" and p.batch_size == b:
-                    verify[b].setdefault(p.depth + 1, statistics.fmean(
-                        [q.verify_s for q in self.points if q.proposer == p.proposer and q.depth == p.depth and q.batch_size == b]))
+        verify: dict[int, dict[int, float]] = {b: {} for b in sizes}
+        pairs: dict[tuple[str, str | None], dict[int, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+        # Sorted by method, draft, depth: a width timed by several drafts takes the first draft's.
+        ordered = sorted(self.rounds.items(), key=lambda item: (item[0][0], item[0][1] or "", *item[0][2:]))
+        for (method, draft, depth, b), rounds in ordered:
+            if method in (BASELINE, "draft"):
+                verify[b].setdefault(depth + 1, rounds.median("verify_s"))
+            if method != BASELINE:
+                pairs[(method, draft)][b].append((depth, rounds.median("propose_s")))
         proposers = {}
-        for key in self.proposers():
-            if key[0] == BASELINE:
-                continue
+        for key, per_size in pairs.items():
             per_batch = {}
-            for b in sizes:
-                pairs = [(p.depth, p.propose_s) for p in self.points if p.proposer == key and p.batch_size == b]
-                if pairs:
-                    intercept, slope = _linear_fit(pairs)
-                    per_batch[b] = {"per_token_s": slope, "fixed_s": intercept}
+            for b, points in sorted(per_size.items()):
+                intercept, slope = _linear_fit(points)
+                per_batch[b] = {"per_token_s": slope, "fixed_s": intercept}
             proposers[key[0] if key[1] is None else f"{key[0]}:{key[1]}"] = per_batch
-        return {"source": self.source, "verify_s": verify, "propose": proposers, "spread": self.spread}
+        return {"source": self.source, "verify_s": verify, "propose": proposers, "spread": self.spread,
+                "dropped_rounds": self.dropped_rounds}
 
     def to_points(self) -> list[dict[str, Any]]:
         return [p.to_dict() for p in self.points]

@@ -3,22 +3,30 @@
 For a configuration (method, draft, depth) at a batch size the model replays the workload
 (:func:`~autotune.perfmodel.simulate.simulate`) with Omega(depth) tokens per sequence-step from the
 proposer's acceptance curve and the step and prefill costs of the cost profile. That raw
-prediction is then corrected by what the study has measured so far, in two levels (each shrunk
-towards 1 by ``PRIOR_WEIGHT`` pseudo-measurements, so one measurement moves it only halfway):
+prediction is then corrected by what the study has measured so far, in two levels, each the
+shrunk mean of its log residuals r = log(measured / raw) (:func:`shrunk_mean`)::
 
-    c_all    = exp(mean of log(measured / raw) over every measured configuration)
-    c_group  = exp(mean of the residual log ratio of that method (and draft) after c_all)
+    c_all    = exp(shrunk mean of r over every measured configuration)
+    c_group  = exp(shrunk mean of r - log c_all over that method's (and draft's) configurations)
     tokens/s = raw x c_all x c_group
+
+A level applies only with at least ``MIN_RESIDUALS`` residuals (one residual cannot tell a shift
+from a noisy pass: a single +41 % screening outlier used to raise every later prediction by a
+third), and is shrunk toward 0 by its residuals' number and spread (empirical Bayes, see
+:func:`shrunk_mean`): a consistent shift is kept, a scattered one mostly dropped.
 
 Uncertainty (relative, in logs; the 95 % interval is value x exp(+-1.96 sigma))::
 
     sigma^2 = (se(Omega) / Omega)^2            acceptance: binomial counts by position
-            + spread^2                         cost: timing rounds' relative spread
-            + sigma_model^2                    the residuals after correction, with a prior of
-                                               PRIOR_SIGMA carrying PRIOR_WEIGHT_SIGMA measurements
+            + spread^2                         cost: timing rounds' relative spread (kept rounds)
+            + sigma_model^2                    leave-one-out errors, with a prior of PRIOR_SIGMA
+                                               carrying PRIOR_WEIGHT_SIGMA measurements
 
-``sigma_model`` includes one screening pass's noise, since residuals are measured against single
-passes: it is the error of "predict, then measure once".
+``sigma_model`` comes from leave-one-out errors: each measured point predicted by the corrections
+fitted on the *other* points. Residuals left after correcting with themselves are too small (the
+correction has absorbed part of them), so the uncertainty would be fitted on what it corrects.
+It includes one screening pass's noise, since the points are single passes: it is the error of
+"predict, then measure once". The rules and their reasons: docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from autotune.perfmodel.cost import BASELINE, CostProfile
 from autotune.perfmodel.simulate import SimulatedRun, simulate
 
 Z95 = 1.959964
-PRIOR_WEIGHT = 1.0
+MIN_RESIDUALS = 2  # a correction level needs at least this many residuals (module doc)
 PRIOR_SIGMA = 0.10  # before any residual: one screening pass varies ~10 % here (docs/benchmarks.md)
 PRIOR_WEIGHT_SIGMA = 3.0
 ConfigKey = tuple[str, "str | None"]  # (method, draft label or None)
@@ -157,19 +165,17 @@ class PerformanceModel:
     def calibrate(self, measured: Iterable[tuple[str, str | None, int, int, float]]) -> None:
         """Learn the corrections and sigma_model from measured (method, draft, depth, batch size,
         tokens/s) points (see the module doc); points the model cannot predict are skipped."""
-        logs: dict[ConfigKey, list[float]] = defaultdict(list)
+        logs: list[tuple[ConfigKey, float]] = []
         for method, draft, depth, batch_size, tokens_per_s in measured:
             if tokens_per_s and tokens_per_s > 0 and self.can_predict(method, draft, depth):
                 raw = self.raw(method, draft, depth, batch_size).run.tokens_per_s
-                logs[config_key(method, draft)].append(math.log(tokens_per_s / raw))
-        everything = [r for values in logs.values() for r in values]
-        if not everything:
+                logs.append((config_key(method, draft), math.log(tokens_per_s / raw)))
+        if not logs:
             return
-        shift = sum(everything) / (len(everything) + PRIOR_WEIGHT)
+        shift, groups = corrections(logs)
         self.correction_all = math.exp(shift)
-        self.corrections = {key: math.exp(sum(r - shift for r in values) / (len(values) + PRIOR_WEIGHT))
-                            for key, values in logs.items()}
-        self.residuals = [r - shift - math.log(self.corrections[key]) for key, values in logs.items() for r in values]
+        self.corrections = {key: math.exp(value) for key, value in groups.items()}
+        self.residuals = loo_errors(logs)
         self.sigma_model = math.sqrt((PRIOR_WEIGHT_SIGMA * PRIOR_SIGMA ** 2 + sum(e * e for e in self.residuals))
                                      / (PRIOR_WEIGHT_SIGMA + len(self.residuals)))
 
@@ -181,7 +187,7 @@ class PerformanceModel:
             "correction_all": self.correction_all,
             "corrections": {_name(key): value for key, value in self.corrections.items()},
             "sigma_model": self.sigma_model,
-            "median_abs_residual": statistics.median([abs(math.expm1(r)) for r in self.residuals]) if self.residuals else None,
+            "median_abs_loo_error": statistics.median([abs(math.expm1(r)) for r in self.residuals]) if self.residuals else None,
             "cost": self.cost.summary(),
         }
 
@@ -189,3 +195,46 @@ class PerformanceModel:
 def _name(key: ConfigKey) -> str:
     method, draft = key
     return method if draft is None else f"{method}:{draft}"
+
+
+def shrunk_mean(residuals: Sequence[float]) -> float:
+    """The mean of log residuals, shrunk toward 0 (no correction) by their number and spread; 0
+    with fewer than ``MIN_RESIDUALS``.
+
+    Empirical Bayes for one normal mean: the true shift mu ~ N(0, tau^2) a priori, the residuals
+    r_1..r_n ~ N(mu, s^2). The posterior mean is r_bar x tau^2 / (tau^2 + s^2 / n), i.e. the sum
+    of the residuals over n + k with a prior weight of k = s^2 / tau^2 pseudo-residuals at 0.
+    tau^2 is estimated from the same residuals, by moments (E[r_bar^2] = tau^2 + s^2 / n):
+
+        tau^2 = max(0, r_bar^2 - s^2 / n),  s^2 the sample variance (n - 1)
+        shrunk = r_bar x max(0, 1 - s^2 / (n r_bar^2))          (positive-part James-Stein)
+
+    A shift within its own standard error (|r_bar| <= s / sqrt(n)) is dropped; one many standard
+    errors away is kept almost whole.
+    """
+    n = len(residuals)
+    if n < MIN_RESIDUALS:
+        return 0.0
+    mean = statistics.fmean(residuals)
+    if mean == 0:
+        return 0.0
+    noise = statistics.variance(residuals) / n  # s^2 / n: the mean's sampling variance
+    return mean * max(0.0, 1.0 - noise / (mean * mean))
+
+
+def corrections(logs: Sequence[tuple[ConfigKey, float]]) -> tuple[float, dict[ConfigKey, float]]:
+    """(log c_all, {group: log c_group}) from (group, log residual) pairs (see the module doc)."""
+    shift = shrunk_mean([r for _, r in logs])
+    by_group: dict[ConfigKey, list[float]] = defaultdict(list)
+    for key, r in logs:
+        by_group[key].append(r - shift)
+    return shift, {key: shrunk_mean(values) for key, values in by_group.items()}
+
+
+def loo_errors(logs: list[tuple[ConfigKey, float]]) -> list[float]:
+    """Leave-one-out log errors: each point's residual minus the correction fitted without it."""
+    errors = []
+    for i, (key, r) in enumerate(logs):
+        shift, groups = corrections(logs[:i] + logs[i + 1:])
+        errors.append(r - shift - groups.get(key, 0.0))
+    return errors

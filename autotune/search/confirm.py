@@ -11,6 +11,13 @@ study ends by confirming, at each batch size:
   confirm the simple ones near the top to reach the answer a re-run reaches: picking the runners-up
   by screening tokens/s (noise) made two studies confirm different depths of a flat band and
   recommend different ones (docs/benchmarks.md, "Reproducibility").
+* **The best unmeasured point**: the screening stops when the model rules every other point out at
+  z = 1, which still leaves each a chance of up to 16 %; so the unmeasured configuration with the
+  highest prediction at a batch size joins its finalists (beyond ``MAX_FINALISTS``) when its
+  optimistic bound, prediction x exp(GUIDE_Z x sigma), still reaches the best screened tokens/s
+  there. The predictions come in as values (``predicted``, from
+  :func:`autotune.search.guide.unmeasured_predictions`, called by the tuner): this module never
+  builds a model.
 * **Protocol**: the finalists and the baseline, per batch size, in interleaved rounds with racing
   (:mod:`autotune.engines.protocol`): a finalist is dropped as soon as its paired interval to the
   leader falls below 1. The study's worker runs every batch size: an engine that manages its
@@ -33,7 +40,7 @@ Confirmed rows are stored with ``phase = "confirmation"`` and ``extra["confirmat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,8 +49,10 @@ from autotune.analysis.plausibility import implausible_baselines
 from autotune.engines.base import EngineConfig
 from autotune.engines.protocol import ProtocolOptions, ProtocolResult, RepeatedMeasurement
 from autotune.engines.worker import EngineWorker, WorkerFailure
+from autotune.perfmodel.model import Prediction
 from autotune.search.budget import TRANSIENT_FAILURES
 from autotune.search.deadline import Deadline
+from autotune.search.guide import GUIDE_Z
 from autotune.search.space import Candidate
 from autotune.store.results import TrialRow
 
@@ -52,8 +61,10 @@ SCREENING_NOISE = 0.25
 MAX_FINALISTS = 4
 
 
-def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any) -> dict[int, list[Candidate]]:
-    """The speculative configurations to confirm at each batch size (see the module doc)."""
+def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any,
+              predicted: Mapping[Candidate, Prediction] | None = None) -> dict[int, list[Candidate]]:
+    """The speculative configurations to confirm at each batch size (see the module doc);
+    ``predicted``: the model's predictions of unmeasured configurations."""
     screened = decision.screening_rows(rows)
     chosen: dict[int, list[Candidate]] = {}
     for batch_size in batch_sizes:
@@ -73,8 +84,19 @@ def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any) ->
             candidate = Candidate(row.method, row.depth, row.batch_size, row.draft)
             if candidate not in picked and len(picked) < MAX_FINALISTS:
                 picked.append(candidate)
-        chosen[batch_size] = picked
+        unmeasured = _best_unmeasured(predicted or {}, batch_size, incumbent, least, slo)
+        chosen[batch_size] = picked + ([unmeasured] if unmeasured is not None and unmeasured not in picked else [])
     return chosen
+
+
+def _best_unmeasured(predicted: Mapping[Candidate, Prediction], batch_size: int, leader: float, least: float,
+                     slo: Any) -> Candidate | None:
+    """The highest prediction at ``batch_size`` whose optimistic bound reaches ``leader`` and whose
+    predicted latencies miss the SLOs by no more than the screened pool does."""
+    reaching = [(prediction.tokens_per_s, candidate) for candidate, prediction in predicted.items()
+                if candidate.batch_size == batch_size and prediction.bound(GUIDE_Z)[1] >= leader
+                and slo.violation(prediction) <= least]
+    return max(reaching, key=lambda entry: entry[0])[1] if reaching else None
 
 
 @dataclass(frozen=True)

@@ -12,18 +12,33 @@ rows, every time a worker asks (under the study lock, so two workers never pick 
 2. **Predict** every point of the space, with the corrections learned from the measurements so
    far (:meth:`PerformanceModel.calibrate`).
 3. **Measure what could still be best.** At each batch size the incumbent is the best measured
-   tokens/s (under the SLOs, when there are any). An unmeasured feasible point is *open* when its
-   optimistic prediction, ``value x exp(GUIDE_Z x sigma)``, beats the incumbent by more than
-   ``TIE_MARGIN``; sigma holds the acceptance, cost and model uncertainty, and the model part is
-   learned from single screening passes, so it carries the incumbent's noise too. With SLOs, a
-   point is open only if its optimistic TPOT and TTFT meet them.
+   tokens/s (under the SLOs, when there are any), each measured pass first shrunk toward its own
+   prediction (:func:`shrunk_pass`: the best of several noisy single passes is biased up, the
+   winner's curse). An unmeasured feasible point is *open* when
+
+       log(prediction) + GUIDE_Z x sqrt(sigma_prediction^2 + sigma_incumbent^2)
+           > log(incumbent x (1 + TIE_MARGIN))
+
+   sigma_prediction holds the acceptance, cost and (leave-one-out) model uncertainty;
+   sigma_incumbent is what is left of one screening pass's noise after the shrinkage. The pass
+   noise is this machine's pass-to-pass spread as the cost profile measured it (its kept timing
+   rounds, :attr:`CostProfile.spread`): it is there before the first trial, on the same machine
+   and in the same session, whereas the study's repeated passes (confirmation) come only after
+   the pruning is over. At GUIDE_Z = 1 a closed point has at most a 16 % chance of beating its
+   incumbent by the tie margin. With SLOs, a point is open only if its optimistic TPOT and TTFT
+   meet them.
 4. **Order for loads.** The configuration measured last goes on at another batch size where it is
    the most promising open point (the worker keeps that engine loaded, so a configuration runs at
    its batch sizes before the next load); otherwise the open point with the largest optimistic gain
    over its incumbent. A configuration that is open at a batch size but not its most promising
    point waits: measuring the leader there first may close it.
 5. **Stop** when no point is open: the study ends, then the confirmation phase re-measures the
-   finalists with the full protocol.
+   finalists with the full protocol, the best unmeasured point per batch size among them when its
+   optimistic bound reaches the leader (:func:`unmeasured_predictions`,
+   :func:`autotune.search.confirm.finalists`). :func:`ruled_out` says what was closed and how
+   likely the closest closed point is to beat its incumbent after all (the tune summary).
+
+Rules and reasons: docs/statistics.md.
 
 **Beyond --max-depth** (unless ``--no-explore-beyond``): the points up to ``BEYOND_DEPTHS`` deeper
 (:meth:`SearchSpace.beyond`) are predicted with the acceptance curves continued past the deepest
@@ -45,9 +60,10 @@ from autotune.perfmodel.model import PerformanceModel, Prediction
 from autotune.search.beyond import extended_model
 from autotune.search.space import BASELINE_METHOD, BEYOND_DEPTHS, Candidate, SearchSpace
 
-# A point is open when P(it beats the incumbent by more than TIE_MARGIN) > 1 - Phi(GUIDE_Z) = 31 %.
-# sigma_model is learned from single screening passes, so it holds the incumbent's noise as well.
-GUIDE_Z = 0.5
+# A point is open when P(it beats the incumbent by more than TIE_MARGIN) > 1 - Phi(GUIDE_Z) = 16 %
+# (z = 0.5 left a 31 % chance per closed point of closing it wrongly, and closed points are never
+# looked at again).
+GUIDE_Z = 1.0
 # Gains below this are ties on our machines (a confirmation resolves ~5 % at best, docs/benchmarks.md):
 # measuring a point that can only tie the incumbent cannot change the recommendation's quality.
 TIE_MARGIN = 0.05
@@ -74,13 +90,105 @@ def calibration_runs(space: SearchSpace, model: PerformanceModel | None, feasibl
     return runs
 
 
-def incumbents(rows: Iterable[Any], slo: Any) -> dict[int, float]:
-    """Best measured tokens/s per batch size among complete screening rows that meet the SLOs."""
-    best: dict[int, float] = {}
+@dataclass(frozen=True)
+class Incumbent:
+    """The best measured point of a batch size, shrunk (see :func:`shrunk_pass`): tokens/s and
+    the log standard deviation left around it."""
+
+    tokens_per_s: float
+    sigma: float
+
+
+def shrunk_pass(measured: float, predicted: float | None, sigma_predicted: float | None,
+                sigma_pass: float) -> tuple[float, float]:
+    """One screening pass shrunk toward the prediction made for it: (tokens/s, log sigma).
+
+    Normal-normal in logs: the prediction is a prior N(log p, sp^2) for the true value, the pass
+    a measurement N(true, s^2) of it. The posterior is
+
+        log value = w log m + (1 - w) log p,   w = sp^2 / (sp^2 + s^2)
+        sigma^2   = sp^2 s^2 / (sp^2 + s^2)
+
+    so a pass far above its prediction is trusted as far as the pass noise allows. Without a
+    prediction (or without pass noise) the pass stands as measured.
+    """
+    if predicted is None or not sigma_predicted or predicted <= 0 or sigma_pass <= 0:
+        return measured, sigma_pass
+    prior, noise = sigma_predicted ** 2, sigma_pass ** 2
+    weight = prior / (prior + noise)
+    value = math.exp(weight * math.log(measured) + (1 - weight) * math.log(predicted))
+    return value, math.sqrt(prior * noise / (prior + noise))
+
+
+def incumbents(rows: Iterable[Any], slo: Any, model: PerformanceModel | None = None) -> dict[int, Incumbent]:
+    """Best shrunk tokens/s per batch size among complete screening rows that meet the SLOs. A row
+    is shrunk toward the prediction stored with it (made before it ran), else the model's."""
+    sigma_pass = pass_sigma(model)
+    best: dict[int, Incumbent] = {}
     for row in rows:
-        if row.state == "complete" and row.phase == "screening" and row.tokens_per_s and slo.is_met(row):
-            best[row.batch_size] = max(best.get(row.batch_size, 0.0), row.tokens_per_s)
+        if not (row.state == "complete" and row.phase == "screening" and row.tokens_per_s and slo.is_met(row)):
+            continue
+        predicted, sigma = _prediction_of(row, model)
+        value, left = shrunk_pass(row.tokens_per_s, predicted, sigma, sigma_pass)
+        if row.batch_size not in best or value > best[row.batch_size].tokens_per_s:
+            best[row.batch_size] = Incumbent(value, left)
     return best
+
+
+def pass_sigma(model: PerformanceModel | None) -> float:
+    """One screening pass's relative noise on this machine: the cost profile's kept timing rounds'
+    spread (module doc, step 3); 0 without a model."""
+    return model.cost.spread if model is not None else 0.0
+
+
+@dataclass(frozen=True)
+class Assessed:
+    """An unmeasured point against its batch size's incumbent: ``margin`` is how many combined
+    standard deviations its prediction lies above the bar, incumbent x (1 + TIE_MARGIN) (negative:
+    below); inf when it cannot be predicted or has no incumbent, -inf when its SLOs rule it out."""
+
+    candidate: Candidate
+    prediction: Prediction | None
+    margin: float
+    gain: float  # log(optimistic bound / bar) at z: the pick order among open points
+
+    def is_open(self, z: float) -> bool:
+        return self.margin > -z
+
+
+def assess(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[Any], untaken: Iterable[Candidate],
+           slo: Any, z: float = GUIDE_Z, wide: PerformanceModel | None = None) -> list[Assessed]:
+    """Every untaken speculative point scored against its incumbent (module doc, step 3). ``wide``:
+    the model continued past ``space.max_depth`` (:func:`autotune.search.beyond.extended_model`), which
+    predicts the points there; one it cannot predict is left out (ignorance opens points inside the
+    space only)."""
+    best = incumbents(rows, slo, model)
+    assessed = []
+    for candidate in untaken:
+        if candidate.method == BASELINE_METHOD:
+            continue
+        beyond = candidate.depth > space.max_depth
+        source = wide if beyond else model
+        prediction = (source.predict(candidate.method, candidate.draft, candidate.depth, candidate.batch_size)
+                      if source else None)
+        if beyond and prediction is None:
+            continue
+        assessed.append(_assess(candidate, prediction, best.get(candidate.batch_size), slo, z))
+    return assessed
+
+
+def _assess(candidate: Candidate, prediction: Prediction | None, incumbent: Incumbent | None, slo: Any,
+            z: float) -> Assessed:
+    if prediction is None:
+        return Assessed(candidate, None, math.inf, math.inf)
+    if slo.limits and any(_optimistic(prediction, name, z) > limit for name, limit in slo.limits.items()):
+        return Assessed(candidate, prediction, -math.inf, -math.inf)
+    if incumbent is None:
+        return Assessed(candidate, prediction, math.inf, math.log(prediction.bound(z)[1]))
+    sigma = math.hypot(prediction.sigma, incumbent.sigma)
+    distance = math.log(prediction.tokens_per_s / (incumbent.tokens_per_s * (1 + TIE_MARGIN)))
+    margin = distance / sigma if sigma > 0 else math.copysign(math.inf, distance)
+    return Assessed(candidate, prediction, margin, distance + z * sigma)
 
 
 def next_pick(
@@ -104,49 +212,91 @@ def next_pick(
             return Pick(run, f"acceptance curve of {run.config_label.rsplit('@', 1)[0]} at depth {run.depth}")
     wide = extended_model(model, space.max_depth + BEYOND_DEPTHS) if model is not None and explore_beyond else None
     past = [c for c in space.beyond() if SearchSpace.params(c) not in taken and feasible(c)] if wide else []
-    best = incumbents(rows, slo)
-    scored = []
-    for candidate in untaken + past:
-        if candidate.method == BASELINE_METHOD:
-            continue
-        beyond = candidate.depth > space.max_depth
-        source = wide if beyond else model
-        prediction = (source.predict(candidate.method, candidate.draft, candidate.depth, candidate.batch_size)
-                      if source else None)
-        if beyond and prediction is None:
-            continue  # ignorance opens points inside the space only
-        gain = _gain(prediction, best.get(candidate.batch_size), slo, z)
-        if gain is not None:
-            scored.append((gain, candidate, prediction))
+    scored = [entry for entry in assess(space, model, rows, untaken + past, slo, z, wide) if entry.is_open(z)]
     if not scored:
         return None
     # The loaded configuration goes on where it is its batch size's best open point (where it is
     # open but another point there is more promising, that one may close it: measure that first).
-    leaders = {}
+    leaders: dict[int, Assessed] = {}
     for entry in scored:
-        size = entry[1].batch_size
-        if size not in leaders or entry[0] > leaders[size][0]:
+        size = entry.candidate.batch_size
+        if size not in leaders or entry.gain > leaders[size].gain:
             leaders[size] = entry
-    same = [entry for entry in leaders.values() if last is not None and _same_config(entry[1], last)]
-    gain, candidate, prediction = max(same or scored, key=lambda entry: entry[0])
+    same = [entry for entry in leaders.values() if last is not None and _same_config(entry.candidate, last)]
+    pick = max(same or scored, key=lambda entry: entry.gain)
+    prediction = pick.prediction
+    best = incumbents(rows, slo, model).get(pick.candidate.batch_size)
     why = "not predictable yet" if prediction is None else (
         f"predicted {prediction.tokens_per_s:.0f} tok/s [{prediction.low:.0f}, {prediction.high:.0f}] could beat "
-        f"{best.get(candidate.batch_size, 0):.0f}"
-        + (f" (beyond --max-depth {space.max_depth})" if candidate.depth > space.max_depth else ""))
-    return Pick(candidate, why, prediction)
+        f"{best.tokens_per_s if best else 0:.0f}"
+        + (f" (beyond --max-depth {space.max_depth})" if pick.candidate.depth > space.max_depth else ""))
+    return Pick(pick.candidate, why, prediction)
 
 
-def _gain(prediction: Prediction | None, incumbent: float | None, slo: Any, z: float) -> float | None:
-    """How far the optimistic prediction beats the incumbent (log ratio), None when it cannot."""
-    if prediction is None:
-        return math.inf
-    if slo.limits and any(_optimistic(prediction, name, z) > limit for name, limit in slo.limits.items()):
-        return None
-    optimistic = prediction.bound(z)[1]
-    if incumbent is None:
-        return math.log(optimistic)
-    bar = incumbent * (1 + TIE_MARGIN)
-    return math.log(optimistic / bar) if optimistic > bar else None
+def unmeasured_predictions(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[Any],
+                           feasible: Any) -> dict[Candidate, Prediction]:
+    """The model's predictions of the feasible speculative points no screening trial tried (for
+    :func:`autotune.search.confirm.finalists`)."""
+    if model is None:
+        return {}
+    tried = _tried(rows)
+    predictions = {}
+    for c in space.candidates():
+        if c.method != BASELINE_METHOD and c not in tried and feasible(c):
+            prediction = model.predict(c.method, c.draft, c.depth, c.batch_size)
+            if prediction is not None:
+                predictions[c] = prediction
+    return predictions
+
+
+@dataclass(frozen=True)
+class RuledOut:
+    """What the guide closed when it stopped: how many points, and the closed point most likely to
+    beat its incumbent by the tie margin after all, with that probability, Phi(margin)."""
+
+    count: int
+    closest: Candidate | None
+    probability: float
+
+    def sentence(self) -> str:
+        if self.count == 0:
+            return "; the model-guided search measured every point it could not predict or rule out"
+        return (f"; the model-guided search ruled out {self.count} unmeasured configuration(s) at z >= {GUIDE_Z:g} "
+                f"(each had under {1 - _phi(GUIDE_Z):.0%} chance of beating its batch size's best by "
+                f"{TIE_MARGIN:.0%}; the closest: {self.closest.label}, {self.probability:.0%})")
+
+
+def ruled_out(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[Any], feasible: Any, slo: Any,
+              z: float = GUIDE_Z) -> RuledOut:
+    """The points the guide closed, given the study's rows (see :class:`RuledOut`)."""
+    tried = _tried(rows)
+    untaken = [c for c in space.candidates() if c not in tried and feasible(c)]
+    closed = [entry for entry in assess(space, model, rows, untaken, slo, z) if not entry.is_open(z)]
+    if not closed:
+        return RuledOut(0, None, 0.0)
+    closest = max(closed, key=lambda entry: entry.margin)
+    return RuledOut(len(closed), closest.candidate, _phi(closest.margin))  # P(true margin > 0)
+
+
+def _tried(rows: Sequence[Any]) -> set[Candidate]:
+    """The points a screening trial ran (complete, failed or infeasible alike)."""
+    return {Candidate(r.method, r.depth, r.batch_size, r.draft) for r in rows if r.phase == "screening"}
+
+
+def _phi(x: float) -> float:
+    """The standard normal CDF."""
+    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+
+def _prediction_of(row: Any, model: PerformanceModel | None) -> tuple[float | None, float | None]:
+    """(tokens/s, sigma) predicted for a measured row: the one stored with it, else the model's."""
+    stored = getattr(row, "prediction", None)
+    if isinstance(stored, dict) and isinstance(stored.get("tokens_per_s"), dict) and stored.get("sigma"):
+        return stored["tokens_per_s"].get("value"), stored["sigma"]
+    if model is None:
+        return None, None
+    prediction = model.predict(row.method, row.draft, row.depth, row.batch_size)
+    return (None, None) if prediction is None else (prediction.tokens_per_s, prediction.sigma)
 
 
 def _optimistic(prediction: Prediction, name: str, z: float) -> float:

@@ -28,7 +28,7 @@ from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
 from autotune.errors import EngineError
 from autotune.perfmodel.acceptance import AcceptanceCurve, proposer_key, row_counts
-from autotune.perfmodel.cost import CostPoint, CostProfile
+from autotune.perfmodel.cost import MIN_ROUNDS, CostPoint, CostProfile
 from autotune.perfmodel.model import ConfigKey, PerformanceModel, Prediction
 from autotune.search.plan import StudyPlan
 from autotune.search.space import BASELINE_METHOD, Candidate
@@ -36,8 +36,11 @@ from autotune.store import Database, performance
 from autotune.store.models import StudyRecord
 from autotune.store.results import TrialRow
 
-TIMING_STEPS = 6
-TIMING_ROUNDS = 2
+# Three rounds of three steps: the cost profile's median and slow-round cut need three rounds
+# (perfmodel/cost.py); a round also pays a prefill worth ~3-9 steps, so 3 x (O + 3) costs about
+# what the former 2 x (O + 6) did (docs/statistics.md).
+TIMING_STEPS = 3
+TIMING_ROUNDS = MIN_ROUNDS
 
 
 def timed_depths(max_depth: int) -> list[int]:
@@ -122,7 +125,8 @@ class StudyModeling:
                 session, hardware_id=self.hardware_id, engine=self.plan.engine, target_model_id=self.target_id, key=key,
                 source="timed", points=labelled, duration_s=time.monotonic() - started,
                 settings={"steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "depths": timed_depths(self.plan.space.max_depth),
-                          "batch_sizes": self.timing_batch_sizes(), "forced_acceptance": "all drafts"},
+                          "batch_sizes": self.timing_batch_sizes(), "forced_acceptance": "all drafts",
+                          "dropped_rounds": self.cost.dropped_rounds, "spread": self.cost.spread},
             )
 
     # -- acceptance -----------------------------------------------------------------------------------

@@ -191,6 +191,9 @@ class TuneResult:
     rows: list[TrialRow] = field(default_factory=list)
     sampler: Sampler = SAMPLERS["model"]
     notes: list[str] = field(default_factory=list)
+    # How the search ended, when it ended on its own: what the model-guided search ruled out and at
+    # what confidence (:meth:`autotune.search.guide.RuledOut.sentence`).
+    search_note: str = ""
 
     @property
     def profile(self) -> ProfileChoice | None:
@@ -211,7 +214,7 @@ class TuneResult:
         error, count = prediction_error(self.rows)
         counts = self.analysis.counts
         lines = [f"Measured {counts.total} screening trials ({self.sampler.name} sampler)"
-                 + (self.sampler.completion_note if self.status == "complete" else "") + ".",
+                 + (self.search_note if self.status == "complete" else "") + ".",
                  build_line(self.rows, self.model_loads_this_run)]
         if error is not None:
             lines.append(f"Performance model: median |predicted / measured - 1| = {error:.1%} over {count} trials "
@@ -244,6 +247,7 @@ class TuneResult:
             "elapsed_s": self.elapsed_s,
             "sampler": self.sampler.name,
             "notes": list(self.notes),
+            "search_note": self.search_note,
             "prediction_error": dict(zip(("median_abs", "trials"), prediction_error(self.rows))),
             "trials": [row.to_dict() for row in self.rows],
         }

@@ -37,8 +37,6 @@ class Sampler:
     guided: ClassVar[bool] = False
     # Every point is planned: the study runs them all once, then stops.
     exhaustive: ClassVar[bool] = False
-    # Said in the run's summary when the study ended on its own (nothing left to propose).
-    completion_note: ClassVar[str] = ""
 
     def optuna_sampler(self, seed: int | None) -> optuna.samplers.BaseSampler:
         """The Optuna sampler the study is opened with. Where every trial is enqueued it never
@@ -59,8 +57,6 @@ class ModelGuidedSampler(Sampler):
 
     name = "model"
     guided = True
-    completion_note = ("; the model-guided search stopped when nothing unmeasured could beat the best measured at its "
-                       "batch size")
 
 
 class TpeSampler(Sampler):

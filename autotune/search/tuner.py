@@ -215,10 +215,12 @@ class Tuner:
         """The model-guided next point (:mod:`autotune.search.guide`); None ends the study."""
         with self.database.session() as session:
             rows = screening.undisturbed(results.study_rows(session, self.study_id))
-        self.pick = guide.next_pick(self.plan.space, self.modeling.model(rows), rows, taken,
-                                    lambda c: self.plan.infeasibility(c) is None, self.plan.objective.slo, self.last,
-                                    explore_beyond=self.options.explore_beyond)
+        self.pick = guide.next_pick(self.plan.space, self.modeling.model(rows), rows, taken, self._feasible,
+                                    self.plan.objective.slo, self.last, explore_beyond=self.options.explore_beyond)
         return None if self.pick is None else self.pick.candidate
+
+    def _feasible(self, candidate: Candidate) -> bool:
+        return self.plan.infeasibility(candidate) is None
 
     def _prediction(self, candidate: Candidate) -> dict[str, Any] | None:
         """What the model predicts for ``candidate`` before it is measured (stored next to it)."""
@@ -380,7 +382,10 @@ class Tuner:
         return candidate.engine_config(self.plan.draft_engine_args)
 
     def _measure_finalists(self, rows: list[results.TrialRow]) -> list[confirm.ConfirmedBatch]:
-        chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo)
+        measured = screening.undisturbed(rows)  # what the model and its predictions rest on, as in _guided
+        predicted = guide.unmeasured_predictions(self.plan.space, self.modeling.model(measured), measured,
+                                                 self._feasible)
+        chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo, predicted)
         batches = confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
                                   self.options.protocol, self._say, 1 + self.options.retries, self.deadline,
                                   lambda text: self._say(text, kind="note"))
@@ -480,12 +485,16 @@ class Tuner:
 
     def _result(self, status: str, elapsed_s: float) -> TuneResult:
         analysis, rows = self._analysis()
+        note = ""
+        if self.plan.sampler.guided and status == "complete":
+            note = guide.ruled_out(self.plan.space, self.modeling.model(rows), rows, self._feasible,
+                                   self.plan.objective.slo).sentence()
         return TuneResult(
             study_name=self.plan.name, database=self.database.display_url, status=status,
             objective=self.plan.objective.kind, slo=self.plan.objective.slo.to_dict(), n_trials=self.plan.n_trials,
             hardware=self.plan.hardware.name, search_space=self.plan.search_space_record(), analysis=analysis,
             trials_this_run=self.trials_run, worker_starts=self.worker.starts, model_loads_this_run=self.worker.loads,
-            elapsed_s=elapsed_s, rows=rows, sampler=self.plan.sampler, notes=list(self.notes),
+            elapsed_s=elapsed_s, rows=rows, sampler=self.plan.sampler, notes=list(self.notes), search_note=note,
         )
 
     def _draft_ids(self) -> dict[str, int]:

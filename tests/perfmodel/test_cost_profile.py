@@ -61,9 +61,38 @@ def test_prefill_is_a_linear_fit_in_padded_tokens() -> None:
     assert cost.prefill_s("none", None, 80) == pytest.approx(0.002 + 0.0001 * 80)
 
 
-def test_spread_is_the_median_relative_spread_between_rounds() -> None:
+def test_spread_is_the_relative_spread_between_kept_rounds() -> None:
     points = [point("none", 0, 1, 0.0, 0.010, 0), point("none", 0, 1, 0.0, 0.012, 1)]
     assert CostProfile(points).spread == pytest.approx(0.001414 / 0.011, rel=1e-3)
+
+
+def test_a_point_is_the_median_of_its_rounds_not_the_mean() -> None:
+    points = [point("none", 0, 1, 0.0, verify, i) for i, verify in enumerate((0.010, 0.011, 0.0125))]
+    cost = CostProfile(points)
+    assert cost.step_s("none", None, 0, 1) == pytest.approx(0.011)
+    assert cost.dropped_rounds == 0
+
+
+def test_rounds_slower_than_1_3x_the_fastest_are_dropped_counted_and_left_out_of_the_spread() -> None:
+    # The mtp b8 point: one round 17x the other. The disturbed round must neither move the
+    # value nor the spread; it is counted.
+    rounds = (0.0120, 0.2049, 0.0126)
+    points = [point("none", 0, 1, 0.0, verify, i) for i, verify in enumerate(rounds)]
+    cost = CostProfile(points)
+    assert cost.step_s("none", None, 0, 1) == pytest.approx(0.0123)
+    assert cost.dropped_rounds == 1
+    assert cost.summary()["dropped_rounds"] == 1
+    assert cost.spread == pytest.approx(0.0006 / 2 ** 0.5 / 0.0123, rel=1e-3)
+    # 1.3x the fastest is still kept.
+    kept = CostProfile([point("none", 0, 1, 0.0, verify, i) for i, verify in enumerate((0.010, 0.013, 0.011))])
+    assert kept.dropped_rounds == 0
+
+
+def test_the_profile_spread_pools_points_by_root_mean_square() -> None:
+    quiet = [point("none", 0, 1, 0.0, verify, i) for i, verify in enumerate((0.010, 0.010))]
+    noisy = [point("none", 0, 4, 0.0, verify, i) for i, verify in enumerate((0.010, 0.012))]
+    noisy_spread = 0.001414 / 0.011
+    assert CostProfile(quiet + noisy).spread == pytest.approx((noisy_spread ** 2 / 2) ** 0.5, rel=1e-3)
 
 
 def test_a_profile_needs_the_baseline() -> None:

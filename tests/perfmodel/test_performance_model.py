@@ -9,7 +9,7 @@ import pytest
 
 from autotune.perfmodel.acceptance import AcceptanceCurve, PositionCounts
 from autotune.perfmodel.cost import CostPoint, CostProfile
-from autotune.perfmodel.model import PRIOR_SIGMA, PerformanceModel
+from autotune.perfmodel.model import PRIOR_SIGMA, PerformanceModel, corrections, loo_errors, shrunk_mean
 
 
 def cost() -> CostProfile:
@@ -52,14 +52,48 @@ def test_missing_curves_or_depths_are_not_predicted() -> None:
     assert not model.can_predict("draft", "builtin", 1)
 
 
-def test_measurements_correct_the_model_shrunk_towards_one() -> None:
+def test_no_correction_from_zero_or_one_residual() -> None:
+    assert shrunk_mean([]) == 0.0
+    # One +41 % pass (the issue's trial 0) cannot tell a shift from noise.
+    assert shrunk_mean([math.log(1.41)]) == 0.0
     model = PerformanceModel(cost(), curves(), [8], [14])
     raw = model.predict("none", None, 0, 1).tokens_per_s
-    model.calibrate([("none", None, 0, 1, raw * 1.2), ("none", None, 0, 4, None)])
-    # One measurement 20 % above, each level shrunk by one pseudo-measurement at 1 (in logs): the
-    # study-wide level takes half of it, the method's level half of the rest.
-    assert model.correction_all == pytest.approx(1.2 ** 0.5)
-    assert model.predict("none", None, 0, 1).tokens_per_s == pytest.approx(raw * 1.2 ** 0.75, rel=1e-6)
+    model.calibrate([("none", None, 0, 1, raw * 1.41), ("none", None, 0, 4, None)])
+    assert model.correction_all == 1.0 and model.corrections == {("none", None): 1.0}
+    assert model.predict("none", None, 0, 1).tokens_per_s == pytest.approx(raw)
+
+
+def test_two_or_more_residuals_are_shrunk_by_their_number_and_spread() -> None:
+    # shrunk = mean x max(0, 1 - s^2 / (n mean^2)).
+    residuals = [0.30, 0.10]
+    mean, variance = 0.20, 0.02
+    assert shrunk_mean(residuals) == pytest.approx(mean * (1 - variance / (2 * mean ** 2)))
+    # A shift within its standard error is dropped; a consistent one is kept almost whole.
+    assert shrunk_mean([0.34, 0.0]) == 0.0
+    assert shrunk_mean([0.20, 0.21, 0.19, 0.20]) == pytest.approx(0.20, rel=0.01)
+    # More residuals of the same spread shrink less.
+    assert shrunk_mean([0.3, 0.1] * 4) > shrunk_mean([0.3, 0.1])
+
+
+def test_the_method_level_corrects_what_is_left_after_the_study_wide_level() -> None:
+    logs = [(("none", None), 0.10), (("none", None), 0.12), (("mtp", None), 0.40), (("mtp", None), 0.42)]
+    shift, groups = corrections(logs)
+    assert shift == pytest.approx(shrunk_mean([r for _, r in logs]))
+    assert groups[("mtp", None)] == pytest.approx(shrunk_mean([0.40 - shift, 0.42 - shift]))
+    assert groups[("none", None)] < 0 < groups[("mtp", None)]
+
+
+def test_model_uncertainty_comes_from_leave_one_out_errors() -> None:
+    logs = [(("none", None), r) for r in (0.10, 0.20, 0.30)]
+    # Point 0 left out: the others' shrunk mean is 0.25 x (1 - 0.005 / (2 x 0.0625)) = 0.24.
+    assert loo_errors(logs)[0] == pytest.approx(0.10 - 0.24)
+    model = PerformanceModel(cost(), curves(), [8], [14])
+    raw = model.predict("none", None, 0, 1).tokens_per_s
+    model.calibrate([("none", None, 0, 1, raw * math.exp(r)) for _, r in logs])
+    # In-sample residuals after the correction would be smaller than these.
+    in_sample = [r - math.log(model.correction_all * model.corrections[("none", None)]) for _, r in logs]
+    assert sum(e * e for e in model.residuals) > sum(e * e for e in in_sample)
+    assert model.residuals == pytest.approx(loo_errors(logs))
 
 
 def test_residuals_widen_the_interval() -> None:

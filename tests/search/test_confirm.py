@@ -3,6 +3,7 @@ and its retries of a batch size whose worker failed."""
 
 from __future__ import annotations
 
+import math
 import random
 from types import SimpleNamespace
 
@@ -11,7 +12,9 @@ import pytest
 from autotune.engines.base import EngineConfig
 from autotune.engines.protocol import ProtocolOptions
 from autotune.engines.worker import WorkerFailure
+from autotune.perfmodel.model import Prediction
 from autotune.search.confirm import MAX_FINALISTS, SCREENING_NOISE, confirm, finalists
+from autotune.search.guide import GUIDE_Z
 from autotune.search.objective import Slo
 from autotune.search.space import Candidate
 from autotune.store.results import TrialRow
@@ -206,3 +209,30 @@ def test_a_batch_size_that_kept_no_round_in_time_is_out_of_time_not_failed(clock
     assert worker.budgets == [60.0, 20.0]  # no retry of batch size 2 after the deadline
     assert [(b.batch_size, b.out_of_time) for b in batches] == [(1, False), (2, True), (4, True)]
     assert "time budget ran out" in batches[1].failure
+
+
+def predicted(value: float, sigma: float, tpot: float | None = None) -> Prediction:
+    latency = {"tpot_ms_p90": tpot} if tpot is not None else {}
+    return Prediction(value, value, value, sigma, {}, 1.0, 1.0, "timed", latency)
+
+
+def test_the_best_unmeasured_configuration_whose_optimistic_bound_reaches_the_leader_joins():
+    rows = numbered([row("none", 0, 4, 900.0), row("mtp", 2, 4, 1200.0)])
+    reach = 1200.0 / math.exp(GUIDE_Z * 0.1)  # its bound at z = GUIDE_Z is exactly the leader
+    guesses = {
+        Candidate("mtp", 3, 4): predicted(reach * 1.01, 0.1),   # the best prediction that reaches: joins
+        Candidate("mtp", 1, 4): predicted(reach * 1.001, 0.1),  # reaches too, but predicted lower
+        Candidate("ngram", 2, 4): predicted(1000.0, 0.05),      # 1000 x e^0.05 < 1200: cannot reach
+        Candidate("mtp", 3, 8): predicted(5000.0, 0.1),         # another batch size, nothing screened there
+    }
+    chosen = finalists(rows, [4, 8], Slo(), guesses)
+    assert labels(chosen[4]) == ["mtp@2", "mtp@3"] and 8 not in chosen
+    assert labels(finalists(rows, [4], Slo(), {Candidate("ngram", 2, 4): guesses[Candidate("ngram", 2, 4)]})[4]) == ["mtp@2"]
+    assert labels(finalists(rows, [4], Slo())[4]) == ["mtp@2"]  # no model: screened finalists only
+
+
+def test_an_unmeasured_configuration_predicted_to_miss_the_slo_does_not_join():
+    rows = numbered([row("none", 0, 4, 900.0, tpot=5.0), row("mtp", 2, 4, 1200.0, tpot=5.0)])
+    guesses = {Candidate("mtp", 3, 4): predicted(1300.0, 0.1, tpot=12.0)}
+    assert labels(finalists(rows, [4], Slo(tpot_ms=10.0), guesses)[4]) == ["mtp@2"]
+    assert labels(finalists(rows, [4], Slo(tpot_ms=20.0), guesses)[4]) == ["mtp@2", "mtp@3"]

@@ -3,6 +3,7 @@ study it drives, end to end (real Optuna study, real engine, tiny random models)
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import replace
 from types import SimpleNamespace
@@ -77,8 +78,10 @@ def test_the_pick_is_the_largest_optimistic_gain_and_clear_losers_are_never_meas
         opened.append(pick.candidate)
         done.append(SearchSpace.params(pick.candidate))
         pick = guide.next_pick(SPACE, m, rows, done, anything, Slo())
-    # n-gram barely accepts and MTP at batch 4 pays a slow verify: neither can beat the baseline.
-    assert opened == [Candidate("mtp", 2, 1), Candidate("mtp", 1, 1)]
+    # MTP at batch 4 pays a slow verify: it cannot beat the baseline. n-gram@2 is predicted 4 % below
+    # it with a 10 % sigma: at z = 1 that is a 18 % chance of beating it by the tie margin, so it
+    # stays open; n-gram@1 (10 % below, margin -1.5 sigma) is closed.
+    assert opened == [Candidate("mtp", 2, 1), Candidate("mtp", 1, 1), Candidate("ngram", 2, 1), Candidate("ngram", 2, 4)]
 
 
 def test_a_measured_incumbent_closes_the_points_that_cannot_beat_it_by_the_tie_margin() -> None:
@@ -87,6 +90,67 @@ def test_a_measured_incumbent_closes_the_points_that_cannot_beat_it_by_the_tie_m
     rows = [row(Candidate("mtp", 2, 1), best * 1.3)]  # measured well above every prediction at b1
     pick = guide.next_pick(SPACE, m, rows, taken(Candidate("mtp", 2, 1)), lambda c: c.batch_size == 1, Slo())
     assert pick is None
+
+
+def test_a_pass_is_shrunk_toward_its_prediction_by_precision_weights() -> None:
+    # log value = w log m + (1 - w) log p, w = sp^2 / (sp^2 + s^2); sigma^2 = sp^2 s^2 / (sp^2 + s^2).
+    value, sigma = guide.shrunk_pass(1300.0, 1000.0, 0.1, 0.1)
+    assert value == pytest.approx((1300.0 * 1000.0) ** 0.5) and sigma == pytest.approx(0.1 / 2 ** 0.5)
+    value, _ = guide.shrunk_pass(1300.0, 1000.0, 0.3, 0.1)
+    assert value == pytest.approx(math.exp(0.9 * math.log(1300) + 0.1 * math.log(1000)))
+    assert guide.shrunk_pass(1300.0, None, None, 0.1) == (1300.0, 0.1)  # nothing to shrink toward
+
+
+def test_the_incumbent_is_the_best_shrunk_pass_toward_its_stored_prediction() -> None:
+    lucky = SimpleNamespace(**vars(row(Candidate("mtp", 2, 1), 1300.0)),
+                            prediction={"tokens_per_s": {"value": 1000.0}, "sigma": 0.1})
+    steady = SimpleNamespace(**vars(row(Candidate("mtp", 1, 1), 1200.0)),
+                             prediction={"tokens_per_s": {"value": 1200.0}, "sigma": 0.1})
+    m = model()
+    with_noise = PerformanceModel(CostProfile(cost().points, spread=0.1), m.curves, m.prompts, m.lengths)
+    best = guide.incumbents([lucky, steady], Slo(), with_noise)[1]
+    # The lucky pass (30 % above its prediction) shrinks to 1140, below the steady one's 1200.
+    assert best.tokens_per_s == pytest.approx(1200.0) and best.sigma == pytest.approx(0.1 / 2 ** 0.5)
+
+
+def test_pruning_compares_with_the_combined_sigma_at_z_1() -> None:
+    prediction = model().predict("mtp", None, 2, 1)
+    value, sigma = prediction.tokens_per_s, prediction.sigma
+    candidate = Candidate("mtp", 2, 1)
+    # Just over one combined sigma below the bar: closed; just under: open.
+    for sigma_incumbent in (0.0, 0.2):
+        combined = math.hypot(sigma, sigma_incumbent)
+        bar = value * math.exp(combined * 0.99)
+        incumbent = guide.Incumbent(bar / (1 + guide.TIE_MARGIN), sigma_incumbent)
+        assessed = guide._assess(candidate, prediction, incumbent, Slo(), guide.GUIDE_Z)
+        assert assessed.is_open(1.0) and assessed.margin == pytest.approx(-0.99)
+        incumbent = guide.Incumbent(value * math.exp(combined * 1.01) / (1 + guide.TIE_MARGIN), sigma_incumbent)
+        assert not guide._assess(candidate, prediction, incumbent, Slo(), guide.GUIDE_Z).is_open(1.0)
+
+
+def test_the_summary_says_what_was_ruled_out_and_how_likely_the_closest_could_win() -> None:
+    m = model()
+    rows = [row(Candidate("none", 0, b), m.predict("none", None, 0, b).tokens_per_s) for b in (1, 4)]
+    rows += [row(Candidate("mtp", d, 1), m.predict("mtp", None, d, 1).tokens_per_s) for d in (1, 2)]
+    rows += [row(Candidate("ngram", 2, b), m.predict("ngram", None, 2, b).tokens_per_s) for b in (1, 4)]
+    out = guide.ruled_out(SPACE, m, rows, anything, Slo())
+    # Left: mtp@1, mtp@2 and ngram@1 at batch 4, ngram@1 at batch 1; ngram@1 (-1.5 sigma) is the closest.
+    assert out.count == 4 and out.closest.method == "ngram" and out.closest.depth == 1
+    margin = guide.assess(SPACE, m, rows, [out.closest], Slo())[0].margin
+    assert margin == pytest.approx(-1.51, abs=0.01) and out.probability == pytest.approx(guide._phi(margin))
+    assert 0.0 < out.probability < 0.16
+    sentence = out.sentence()
+    assert "ruled out 4 unmeasured configuration(s) at z >= 1" in sentence and "16%" in sentence
+    assert guide.ruled_out(SPACE, m, rows, lambda c: False, Slo()).sentence().startswith(
+        "; the model-guided search measured every point")
+
+
+def test_unmeasured_predictions_leave_out_tried_and_infeasible_points() -> None:
+    m = model()
+    rows = [row(Candidate("mtp", 2, 1), 100.0), row(Candidate("mtp", 1, 1), 0.0, state="failed")]
+    predicted = guide.unmeasured_predictions(SPACE, m, rows, lambda c: c.batch_size == 1)
+    assert set(predicted) == {Candidate("ngram", 1, 1), Candidate("ngram", 2, 1)}
+    assert guide.unmeasured_predictions(SPACE, None, rows, anything) == {}
 
 
 def test_the_configuration_measured_last_goes_on_where_it_leads_its_batch_size() -> None:

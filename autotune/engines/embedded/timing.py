@@ -12,7 +12,11 @@ admitted in one prefill, then ``steps`` steps with every row active, EOS ignored
 step the proposing and verifying wall time (the decoder's own phase timers, so host bookkeeping is
 included as it is in a real run), the prefill time, and the tokens drafted per row per step (the
 n-gram proposer drafts only where it finds a match). Rounds repeat the whole set, so a disturbance
-shows up as spread between rounds rather than in one point.
+shows up as one slow round rather than in one point: at least three rounds
+(:data:`~autotune.perfmodel.cost.MIN_ROUNDS`), so the cost profile can drop a round slower than
+1.3x the point's fastest and take the median of the rest. A round costs its steps plus a prefill
+and set-up worth ~3-9 steps (measured here), so three rounds of three steps cost about what two
+rounds of six did (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from dataclasses import asdict, dataclass
 
 from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.decoding import Decoder, GenerationRequest, build_proposer, required_capacity
+from autotune.perfmodel.cost import MIN_ROUNDS
 
-DEFAULT_TIMING_STEPS = 6
-DEFAULT_TIMING_ROUNDS = 2
+DEFAULT_TIMING_STEPS = 3
+DEFAULT_TIMING_ROUNDS = MIN_ROUNDS
 
 
 @dataclass(frozen=True)
