@@ -97,7 +97,8 @@ def test_the_warm_up_is_not_a_measured_pass(quiet_machine):
     engine = FakeEngine({"mtp": [[1, 2], [3], [4]], "none": [[1, 2], [3], [4]]})
     measure_configuration("mtp", 2, batch_size=2, workload=workload, engine=engine, protocol=QUICK)
     warm_up = [call for call in engine.calls if call[2] != workload]
-    assert [config for config, _, _ in warm_up] == [BASELINE, EngineConfig("mtp", 2)]
+    # In reverse order: the first round starts with the configuration warmed (so loaded) last.
+    assert [config for config, _, _ in warm_up] == [EngineConfig("mtp", 2), BASELINE]
     assert all(w.requests == workload.requests[:2] for _, _, w in warm_up)
     assert engine.calls[:2] == warm_up and len(engine.calls) == 2 + 2 * 3
 
