@@ -23,12 +23,13 @@ lives depends on its engine:
 
 * an engine that *manages its engines* (``manages_engines = True``: the vLLM and TensorRT-LLM
   runners) keeps the child across configurations, protocol runs and timing runs: it decides itself
-  which engines it keeps (vLLM on a CPU keeps every configuration's, one at a time on a GPU) and
+  which engines it keeps (vLLM on a CPU up to ``KEPT_CPU_ENGINES``, one at a time on a GPU) and
   rebuilds only what it must, so one build per (method, draft, depth) serves every batch size of a
   study, in screening and in confirmation alike. An engine build costs minutes on a GPU; a fresh
   process per configuration or per batch size paid it again each time. After a timing run the
   child is kept only when the engine says its timing leaves nothing forced loaded
-  (``timing_leaves_engines_reusable``: TensorRT-LLM keeps only the baseline, which nothing forces),
+  (``timing_leaves_engines_reusable``: the TensorRT-LLM and vLLM runners shut every forced engine
+  down and keep only the baseline, which nothing forces),
   since later measurements reuse what it leaves; otherwise it is stopped;
 * any other engine (the embedded one) gets a fresh child whenever the configuration changes, and a
   fresh child for each protocol and timing run, stopped afterwards: its CPU memory figure is the

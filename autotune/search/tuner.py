@@ -487,7 +487,8 @@ class Tuner:
         analysis, rows = self._analysis()
         note = ""
         if self.plan.sampler.guided and status == "complete":
-            note = guide.ruled_out(self.plan.space, self.modeling.model(rows), rows, self._feasible,
+            measured = screening.undisturbed(rows)  # the rows the guide decided on (_guided)
+            note = guide.ruled_out(self.plan.space, self.modeling.model(measured), measured, self._feasible,
                                    self.plan.objective.slo).sentence()
         return TuneResult(
             study_name=self.plan.name, database=self.database.display_url, status=status,
