@@ -96,7 +96,7 @@ def off_notes(profile: DeploymentProfile, plan: ServingPlan, rule: OffRule) -> l
     measured batch sizes, the advice to serve none and route low-load traffic to a speculative pool."""
     if not plan.off_states:
         return []
-    lines = [f"Where none won, a {rule.title} speculative server does not run none: {rule.source}. It runs:"]
+    lines = [f"Where none won, what this {rule.title} speculative server runs instead ({rule.source}):"]
     lines += [f"  batch size {b}: {state.text()}" for b, state in sorted(plan.off_states.items())]
     return lines + _advice(profile, plan)
 
