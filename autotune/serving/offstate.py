@@ -54,7 +54,7 @@ class OffState:
         gain = self.vs_none
         return {"engine": self.engine, "batch_size": self.batch_size, "depth": self.depth, "measured": self.measured,
                 "configuration": self.label, "vs_none": gain.to_dict() if gain is not None else None,
-                "unmeasured_because": self.why}
+                "unmeasured_because": self.why, "summary": self.text()}
 
 
 def deployed_plan(profile: DeploymentProfile, rule: OffRule) -> ServingPlan:

@@ -180,6 +180,7 @@ def test_the_report_per_engine() -> None:
     assert set(report) == {"trtllm", "vllm"}
     assert report["trtllm"] == [{"engine": "trtllm", "batch_size": 8, "depth": 1, "measured": True,
                                  "configuration": "mtp@1", "unmeasured_because": None,
-                                 "vs_none": {"value": 0.9, "low": 0.85, "high": 0.95, "n": 5, "confidence": 0.95}}]
+                                 "vs_none": {"value": 0.9, "low": 0.85, "high": 0.95, "n": 5, "confidence": 0.95},
+                                 "summary": "draft length 1: mtp@1 0.90x [0.85, 0.95] vs none (n=5)"}]
     assert report["vllm"][0]["measured"] is False
     assert off_state_report(factory.profile_data("mtp", 3, 1, {1: ("mtp", 3), 4: ("mtp", 3)})) == {}  # never lost
