@@ -153,7 +153,17 @@ def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRu
         notes.append(f"max_concurrency: speculation off above batch size {spec['max_concurrency']} (it did not beat none there).")
     if speculative_kind(profile) == EAGLE3 and rules.version == "1.0":
         notes.append("EAGLE-3 draft: TensorRT-LLM 1.0 has no Eagle3 decoding type; Eagle with eagle3_one_model runs it.")
-    return notes + schedule_notes(profile) + off_notes(profile, plan, TRTLLM_OFF_RULE) + builtin_notes(profile)
+    return notes + schedule_notes(profile) + _off_notes(profile, plan, rules) + builtin_notes(profile)
+
+
+def _off_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRules) -> list[str]:
+    """What runs where none won: the off state per batch size, except on a version without
+    draft_len_schedule, where a kind that cannot be switched off runs the profile's own depth there."""
+    floored = sorted(b for b, state in plan.off_states.items() if state.depth > 0)
+    if rules.schedule is None and floored:
+        return [f"Where none won ({', '.join(map(str, floored))}), TensorRT-LLM {rules.version} serves draft length "
+                f"{profile.depth} too, unmeasured against none there: {TRTLLM_OFF_RULE.source}."]
+    return off_notes(profile, plan, TRTLLM_OFF_RULE)
 
 
 def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: str = DEFAULT_TRTLLM_VERSION) -> str:

@@ -236,6 +236,9 @@ def test_version_1_0_has_one_draft_length_and_switches_only_two_model_kinds_off(
     text = serving.export_profile(PROFILES["mtp-scheduled"], "trtllm", "1.0")
     spec = yaml.safe_load(text)["speculative_config"]
     assert spec == {"decoding_type": "MTP", "max_draft_len": 4, "num_nextn_predict_layers": 4}  # no max_concurrency
+    assert any(line.startswith("# Where none won (8, 16), TensorRT-LLM 1.0 serves draft length 4 too, unmeasured "
+                               "against none there: one-model MTP / EAGLE-3 never run") for line in text.splitlines())
+    assert "draft length 1" not in text
     assert trtllm(PROFILES["draft"], "1.0")["speculative_config"]["max_concurrency"] == 2
     assert "# TensorRT-LLM 1.0 has no draft_len_schedule: draft length 4 (the profile's own)" in text
     assert "# Written for TensorRT-LLM 1.0 (autotune export --trtllm-version: 1.0, 1.2 or main); keys and values" in text
