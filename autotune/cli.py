@@ -513,19 +513,23 @@ def profiles_list_command(db_url, hardware, model, method, study, as_json, wide)
 @wide_option
 def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
     """Show one deployment profile: tokens/s and speedup with their 95 % intervals and n, whether
-    the confirmation phase measured it, the configurations tied with it, and the depth to serve at
-    each batch size (0: speculation off).
+    the confirmation phase measured it, the configurations tied with it, the depth to serve at
+    each batch size (0: speculation off), and where none won, what a TensorRT-LLM or vLLM
+    speculative server runs there instead, with its cost against none or "unmeasured".
 
     \b
     Example:
       autotune profiles show 1
     """
+    from autotune.serving.offstate import off_state_report
+
     profile = api.show_profile(db_url, profile_id)
+    off_state = off_state_report(profile)
     if as_json:
-        click.echo(json.dumps({**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with},
-                              indent=2, default=str))
+        click.echo(json.dumps({**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with,
+                               "off_state": off_state}, indent=2, default=str))
     else:
-        render.print_profile(profile, wide)
+        render.print_profile(profile, wide, off_state)
 
 
 @command(profiles_group, "best")

@@ -445,11 +445,16 @@ def batch_size_row(row: dict) -> dict:
     }
 
 
-def print_profile(profile, wide: bool = False) -> None:  # noqa: ANN001 - autotune.profiles.data.DeploymentProfile
+OFF_STATE_COLUMNS = ["engine", "batch", "served instead, vs none"]
+
+
+def print_profile(profile, wide: bool = False,  # noqa: ANN001 - autotune.profiles.data.DeploymentProfile
+                  off_state: dict[str, list[dict]] | None = None) -> None:
     """``autotune profiles show``: the recommendation with its 95 % intervals and n, whether the
     confirmation phase measured it, what it is tied with, and the per-batch-size table (on a narrow
     terminal without depth and n, which the configuration and the intervals already say; ``wide``:
-    every column)."""
+    every column). ``off_state``: :func:`autotune.serving.offstate.off_state_report`, a table of what
+    each engine's server runs where none won."""
     tokens, tpot, speedup = (profile.estimate(name) for name in ("tokens_per_s", "tpot_ms_p50", "speedup"))
     chosen = profile.chosen_trial
     facts = {
@@ -479,6 +484,11 @@ def print_profile(profile, wide: bool = False) -> None:  # noqa: ANN001 - autotu
     if table:
         print_rows(table, list(table[0]), title="Per batch size: depth to serve (0: speculation off), 95 % intervals",
                    optional=("n", "depth"), wide=wide)
+    off = [dict(zip(OFF_STATE_COLUMNS, (engine, state["batch_size"], state["summary"])))
+           for engine, states in (off_state or {}).items() for state in states]
+    if off:
+        print_rows(off, OFF_STATE_COLUMNS, title="Where none won: what a speculative server runs there (not none)",
+                   wide=wide)
 
 
 def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan

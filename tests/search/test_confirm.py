@@ -236,3 +236,34 @@ def test_an_unmeasured_configuration_predicted_to_miss_the_slo_does_not_join():
     guesses = {Candidate("mtp", 3, 4): predicted(1300.0, 0.1, tpot=12.0)}
     assert labels(finalists(rows, [4], Slo(tpot_ms=10.0), guesses)[4]) == ["mtp@2"]
     assert labels(finalists(rows, [4], Slo(tpot_ms=20.0), guesses)[4]) == ["mtp@2", "mtp@3"]
+
+
+def test_where_none_leads_depth_1_of_every_configuration_that_cannot_be_switched_off_joins():
+    """TensorRT-LLM serves one-model MTP / EAGLE-3 at draft length 1 where none wins (PR #16888), so
+    the confirmation measures that floor against none; two-model kinds may be switched off."""
+    rows = numbered([
+        row("none", 0, 2, 500.0), row("mtp", 3, 2, 900.0), row("draft", 2, 2, 700.0),
+        row("none", 0, 8, 1000.0), row("mtp", 2, 8, 700.0), row("draft", 2, 8, 650.0),  # none leads at 8
+        row("ngram", 2, 8, 990.0),
+    ])
+    one_model = {"mtp"}
+    chosen = finalists(rows, [2, 8], Slo(), floor=lambda c: 1 if c.method in one_model else 0)
+    assert labels(chosen[2]) == ["mtp@3"]  # speculation leads: nothing added
+    assert labels(chosen[8]) == ["ngram@2", "mtp@1"]  # ngram@2 is near the leader; mtp@1 is mtp's floor
+    assert chosen[8][1] == Candidate("mtp", 1, 8, None)
+    assert labels(finalists(rows, [8], Slo())[8]) == ["ngram@2"]  # no floor given (the embedded engine): as before
+    already = numbered([*rows, row("mtp", 1, 8, 985.0)])  # mtp@1 is a finalist on its own: listed once
+    assert labels(finalists(already, [8], Slo(), floor=lambda c: 1 if c.method in one_model else 0)[8]) == \
+        ["ngram@2", "mtp@1"]
+
+
+def test_the_study_plan_asks_its_engines_rule_for_the_floor():
+    from autotune.search.plan import StudyPlan
+
+    eagle = SimpleNamespace(folder=SimpleNamespace(config={"architectures": ["LlamaForCausalLMEagle3"]}))
+    whole = SimpleNamespace(folder=SimpleNamespace(config={"architectures": ["LlamaForCausalLM"]}))
+    drafts = {"head": eagle, "small": whole}
+    floors = {engine: [StudyPlan.off_floor(SimpleNamespace(engine=engine, drafts=drafts), Candidate(m, 1, 8, d))
+                       for m, d in (("mtp", None), ("draft", "head"), ("draft", "small"), ("ngram", None))]
+              for engine in ("trtllm", "vllm", "embedded")}
+    assert floors == {"trtllm": [1, 1, 0, 0], "vllm": [0, 0, 0, 0], "embedded": [0, 0, 0, 0]}

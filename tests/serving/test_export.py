@@ -18,7 +18,9 @@ import profile_factory as factory
 from autotune import serving
 from autotune.errors import ConfigurationError
 from autotune.profiles import OutputExistsError, ProfileNotFoundError, show_profile
+from autotune.engines.vllm.mapping import VLLM_OFF_RULE
 from autotune.profiles.analysis import serving_plan
+from autotune.serving.offstate import deployed_plan
 from autotune.serving.vllm import vllm_batch_schedule
 
 # Field names per class, read in NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py (1.0 release, 1.2
@@ -99,8 +101,9 @@ def test_trtllm_yaml_uses_only_documented_fields_and_passes_their_rules(method: 
 
 def test_trtllm_mtp_writes_both_depth_names_and_the_schedule() -> None:
     spec = trtllm(PROFILES["mtp"])["speculative_config"]
+    # Where none won (8, 16), one-model MTP runs at its floor, draft length 1 (TensorRT-LLM PR #16888).
     assert spec == {"decoding_type": "MTP", "max_draft_len": 4, "num_nextn_predict_layers": 4,
-                    "draft_len_schedule": {1: 4, 2: 4, 4: 2, 8: 0},
+                    "draft_len_schedule": {1: 4, 2: 4, 4: 2, 8: 1, 16: 1},
                     "allow_advanced_sampling": True}  # 1.2 (the default) samples one-model MTP only with it
 
 
@@ -168,8 +171,11 @@ def test_header_of_a_stored_confirmed_profile(stored) -> None:  # noqa: ANN001
     assert measured.endswith("95 % intervals")
     assert f"deployment profile {profile_id}, confirmation row {profile.chosen_trial}: mtp@2 at batch size 4" in header[0]
     assert "within noise of mtp@3 at batch size 4: mtp@2 is the simplest of them to operate" in header
-    schedule = [line for line in header if line.startswith("  batch size ")]
+    schedule = [line for line in header if line.startswith("  batch size ") and ": depth " in line]
     assert len(schedule) == len(factory.BATCH_SIZES)
+    # Studied on the embedded engine: what TensorRT-LLM runs where none won is floored and unmeasured.
+    assert ("  batch size 16: draft length 1: unmeasured (the profile was measured on the embedded engine, "
+            "not TensorRT-LLM)") in header
     assert schedule[-1].startswith("  batch size 16: depth 0 (none, no speculation measured faster")
     row = next(r for r in profile.per_batch_size if r["batch_size"] == 4)
     assert (f"  batch size 4: depth 2 (mtp@2, {row['speedup']:.2f}x [{row['speedup_low']:.2f}, "
@@ -253,7 +259,7 @@ def test_vllm_script(method: str, tmp_path: Path) -> None:
     assert args[-4:] == ["--host", "127.0.0.1", "--port", "8123"]  # the script's arguments go on to vllm serve
     args = args[:-4]
     assert flags(args) <= VLLM_FLAGS
-    plan = serving_plan(profile)
+    plan = deployed_plan(profile, VLLM_OFF_RULE)
     assert args[args.index("--max-num-seqs") + 1] == str(plan.max_batch_size)
     if method == "none":
         assert "--speculative-config" not in args
@@ -278,13 +284,14 @@ def test_vllm_script(method: str, tmp_path: Path) -> None:
 
 def test_vllm_schedules_the_draft_length_per_batch_size() -> None:
     """The measured draft length per batch size (mtp: {1: 4, 2: 4, 4: 2, 8: 0, 16: 0}) as vLLM's
-    inclusive ranges, each depth held up to the next measured batch size; 0 switches speculation off."""
+    inclusive ranges, each depth held up to the next measured batch size; where none won and K = 0
+    was not measured, depth 1 (K = 0 still runs the drafter: tests/serving/test_offstate.py)."""
     def schedule(name: str):  # noqa: ANN202
         spec = json.loads(command_words(serving.export_profile(PROFILES[name], "vllm"), "vllm")[-2])
         return spec.get("num_speculative_tokens_per_batch_size")
 
-    assert schedule("mtp") == [[1, 3, 4], [4, 7, 2], [8, 16, 0]]
-    assert schedule("draft") == [[1, 7, 2], [8, 8, 0]]  # speculation off from batch size 8
+    assert schedule("mtp") == [[1, 3, 4], [4, 7, 2], [8, 16, 1]]
+    assert schedule("draft") == [[1, 7, 2], [8, 8, 1]]  # none won from batch size 8: floored, K = 0 unmeasured
     assert schedule("ngram") is None  # depth 3 at every measured batch size
     one = factory.profile_data("mtp", 3, 1, {4: ("mtp", 3), 8: ("mtp", 1)})
     assert vllm_batch_schedule(serving_plan(one)) == [[1, 7, 3], [8, 8, 1]]  # batch size 1 added by the plan
@@ -331,7 +338,7 @@ print(json.dumps(out))
     assert result.returncode == 0, result.stderr[-3000:]
     parsed = json.loads(result.stdout.strip().splitlines()[-1])
     for method, profile in PROFILES.items():
-        plan = serving_plan(profile)
+        plan = deployed_plan(profile, VLLM_OFF_RULE)
         assert parsed[method]["model"] == "/models/tiny-target"
         assert parsed[method]["max_num_seqs"] == plan.max_batch_size and parsed[method]["unknown"] == []
         lookup = parsed[method]["lookup"]

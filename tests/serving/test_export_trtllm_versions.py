@@ -32,7 +32,9 @@ from autotune import serving
 from autotune.cli import cli
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
 from autotune.errors import ConfigurationError
+from autotune.engines.trtllm.mapping import TRTLLM_OFF_RULE
 from autotune.profiles.analysis import serving_plan
+from autotune.serving.offstate import deployed_plan
 from autotune.serving.speculation import speculative_kind, with_draft_config
 
 VERSIONS = ("1.0", "1.2", "main")
@@ -158,8 +160,9 @@ def trtllm(profile, version: str) -> dict:  # noqa: ANN001
 
 def intended_depths(profile) -> dict[int, int]:  # noqa: ANN001
     """The draft length the plan means at every batch size the profile covers: the measured one,
-    between measured ones the smaller batch size's, 0 from the first batch size where it is off."""
-    plan = serving_plan(profile)
+    between measured ones the smaller batch size's, 0 from the first batch size where it is off
+    (one-model kinds: never off, floored at 1)."""
+    plan = deployed_plan(profile, TRTLLM_OFF_RULE)
     if not plan.depths:  # method none
         return dict.fromkeys(plan.batch_sizes, 0)
     depths, off = {}, False
@@ -204,10 +207,18 @@ def test_main_reads_keys_as_upper_bounds_so_the_schedule_reaches_the_largest_bat
     assert [runtime_draft_len(spec, "1.2", b) for b in (1, 3, 4, 5, 16, 17)] == [4, 4, 2, 2, 2, 2]
 
 
-def test_schedule_stops_at_the_first_batch_size_without_speculation() -> None:
+def test_a_two_model_schedule_stops_at_the_first_batch_size_without_speculation() -> None:
+    scheduled = factory.profile_data("draft", 4, 1, {1: ("draft", 4), 4: ("draft", 2), 8: ("none", 0), 16: ("none", 0)})
+    for version in ("1.2", "main"):
+        spec = trtllm(scheduled, version)["speculative_config"]
+        assert spec["draft_len_schedule"] == {1: 4, 4: 2, 8: 0}
+        assert "max_concurrency" not in spec
+
+
+def test_a_one_model_schedule_never_reaches_zero() -> None:
     for version in ("1.2", "main"):
         spec = trtllm(PROFILES["mtp-scheduled"], version)["speculative_config"]
-        assert spec["draft_len_schedule"] == {1: 4, 2: 4, 4: 2, 8: 0}
+        assert spec["draft_len_schedule"] == {1: 4, 2: 4, 4: 2, 8: 1, 16: 1}  # floored where none won (PR #16888)
         assert "max_concurrency" not in spec
 
 
@@ -221,10 +232,14 @@ def test_decoding_type_spellings_per_version() -> None:
         assert trtllm(PROFILES["ngram"], version)["speculative_config"]["decoding_type"] == "NGram"
 
 
-def test_version_1_0_has_one_draft_length_and_switches_off_with_max_concurrency() -> None:
+def test_version_1_0_has_one_draft_length_and_switches_only_two_model_kinds_off() -> None:
     text = serving.export_profile(PROFILES["mtp-scheduled"], "trtllm", "1.0")
     spec = yaml.safe_load(text)["speculative_config"]
-    assert spec == {"decoding_type": "MTP", "max_draft_len": 4, "num_nextn_predict_layers": 4, "max_concurrency": 4}
+    assert spec == {"decoding_type": "MTP", "max_draft_len": 4, "num_nextn_predict_layers": 4}  # no max_concurrency
+    assert any(line.startswith("# Where none won (8, 16), TensorRT-LLM 1.0 serves draft length 4 too, unmeasured "
+                               "against none there: one-model MTP / EAGLE-3 never run") for line in text.splitlines())
+    assert "draft length 1" not in text
+    assert trtllm(PROFILES["draft"], "1.0")["speculative_config"]["max_concurrency"] == 2
     assert "# TensorRT-LLM 1.0 has no draft_len_schedule: draft length 4 (the profile's own)" in text
     assert "# Written for TensorRT-LLM 1.0 (autotune export --trtllm-version: 1.0, 1.2 or main); keys and values" in text
 
@@ -233,9 +248,10 @@ def test_version_1_0_has_one_draft_length_and_switches_off_with_max_concurrency(
 def test_eagle3_draft_exports_as_eagle3(version: str) -> None:
     config = trtllm(PROFILES["eagle3"], version)
     sampling = {"allow_advanced_sampling": True} if version == "1.2" else {}  # a deprecated no-op on main
+    # One-model EAGLE-3 is never switched off: depth 1 where none won (8), not max_concurrency.
     assert config["speculative_config"] == {"decoding_type": "Eagle3", "max_draft_len": 3,
                                             "speculative_model_dir": "/models/eagle3-head", "eagle3_one_model": True,
-                                            "max_concurrency": 4, **sampling}
+                                            "draft_len_schedule": {1: 3, 4: 3, 8: 1}, **sampling}
 
 
 def test_eagle3_draft_in_1_0_is_eagle_with_the_one_model_flag() -> None:

@@ -8,6 +8,7 @@ from autotune.engines.adapter import FolderEngineAdapter
 from autotune.engines.base import Engine
 from autotune.engines.trtllm.checks import TRTLLM_SUPPORT
 from autotune.engines.trtllm import require_tensorrt_llm
+from autotune.engines.trtllm.mapping import TRTLLM_OFF_RULE
 from autotune.engines.worker import EngineSpec
 
 
@@ -21,6 +22,7 @@ class TrtLlmAdapter(FolderEngineAdapter):
     # Its forced-acceptance timings have run against the stand-in only, never on a GPU (docs/trtllm.md);
     # a release that does not force acceptance fails the timing with one line, never silently.
     default_sampler = "model"
+    off_rule = TRTLLM_OFF_RULE
     needs_cuda = True
 
     def require_installed(self) -> None:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
+from autotune.engines.offstate import OffRule
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.kind import DRAFT_TARGET, EAGLE3, EAGLE_LEGACY
@@ -67,6 +68,17 @@ TWO_MODEL_KINDS = frozenset({DRAFT_TARGET})
 # unless allow_advanced_sampling is set, on the versions that have the flag (module doc).
 ONE_MODEL_KINDS = frozenset({"mtp", EAGLE3})
 ADVANCED_SAMPLING_FIELD = "allow_advanced_sampling"
+# "Off" in a TensorRT-LLM speculative server: a one-model kind carries drafter state (hidden states,
+# KV of the MTP / EAGLE-3 layers) that only the draft forward refreshes. A resolved draft length of 0,
+# and max_concurrency (which TensorRT-LLM turns into such a schedule), skip that forward, and once the
+# batch shrinks again the stale state collapses acceptance for the rest of every affected request:
+# TensorRT-LLM PR #16888 (open when read, 2026-12) floors resolved draft lengths at
+# min_runtime_draft_len, 1 for one-model algorithms. Two-model and n-gram kinds may be switched off.
+TRTLLM_OFF_RULE = OffRule(
+    "trtllm", "TensorRT-LLM", ONE_MODEL_KINDS, zero_needs_measurement=False,
+    source="one-model MTP / EAGLE-3 never run at draft length 0 nor under max_concurrency: the drafter "
+           "state goes stale (TensorRT-LLM PR #16888, min_runtime_draft_len = 1)",
+)
 # Share of free GPU memory for the KV cache. A draft model brings weights and a KV cache of its own,
 # so draft-target leaves more room (over-allocating the draft's cache is the classic OOM there).
 KV_CACHE_FRACTION = {"none": 0.9, "mtp": 0.9, "ngram": 0.9, "draft": 0.8}

@@ -8,6 +8,7 @@ from autotune.engines.adapter import FolderEngineAdapter
 from autotune.engines.base import Engine
 from autotune.engines.vllm.checks import VLLM_SUPPORT
 from autotune.engines.vllm import require_vllm
+from autotune.engines.vllm.mapping import VLLM_OFF_RULE
 from autotune.engines.worker import EngineSpec
 
 
@@ -19,6 +20,7 @@ class VllmAdapter(FolderEngineAdapter):
     support = VLLM_SUPPORT
     times_steps = True  # synthetic acceptance (autotune.engines.vllm.timing)
     default_sampler = "model"
+    off_rule = VLLM_OFF_RULE
 
     def require_installed(self) -> None:
         require_vllm()

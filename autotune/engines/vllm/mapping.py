@@ -20,15 +20,26 @@ from __future__ import annotations
 from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
+from autotune.engines.offstate import OffRule
 from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.kind import DRAFT_TARGET, EAGLE3
 
-__all__ = ["DEFAULT_MAX_NGRAM", "SPECULATIVE_METHODS", "engine_arguments", "speculative_config", "speculative_fields"]
+__all__ = ["DEFAULT_MAX_NGRAM", "SPECULATIVE_METHODS", "VLLM_OFF_RULE", "engine_arguments", "speculative_config",
+           "speculative_fields"]
 
 # Speculative kind (the method, or for method draft what the draft folder is:
 # autotune.models.kind.draft_kind) -> vLLM's method.
 SPECULATIVE_METHODS = {"mtp": "mtp", "ngram": "ngram", DRAFT_TARGET: "draft_model", EAGLE3: "eagle3"}
+# "Off" in a vLLM speculative server: num_speculative_tokens_per_batch_size with K = 0 still runs the
+# drafter one forward per step to keep its KV cache in sync (vllm/v1/spec_decode/llm_base_proposer.py;
+# vLLM issues #49548 and #53420: +4..+11 % decode time for MTP, a throughput collapse at the threshold),
+# so K = 0 is a configuration of its own, written only where a row measured it.
+VLLM_OFF_RULE = OffRule(
+    "vllm", "vLLM", frozenset(), zero_needs_measurement=True,
+    source="K = 0 inside a speculative server still runs the drafter every step (vllm/v1/spec_decode/"
+           "llm_base_proposer.py; vLLM issues #49548, #53420): it is not none",
+)
 
 
 def speculative_config(config: EngineConfig, kind_of_draft: str | None, max_ngram: int = DEFAULT_MAX_NGRAM) -> dict[str, Any] | None:

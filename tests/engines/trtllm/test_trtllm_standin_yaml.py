@@ -98,7 +98,8 @@ def test_schedule_rules_differ_between_1_2_and_main(read_as) -> None:
     assert read_as(no_key_1, "main")["speculative_config"].fields["draft_len_schedule"] == {2: 3, 8: 1}
     with pytest.raises(ValueError, match="smallest batch size"):
         read_as(document(draft_len_schedule={1: 2, 8: 1}), "main")
-    both = document(draft_len_schedule={1: 3, 8: 1}, max_concurrency=8)
+    both = document(decoding_type="Draft_Target", speculative_model="/d", draft_len_schedule={1: 3, 8: 1},
+                    max_concurrency=8)
     with pytest.raises(ValueError, match="mutually exclusive"):
         read_as(both, "main")
     assert read_as(both, "1.2")  # no exclusivity check in 1.2's validators
@@ -122,3 +123,21 @@ def test_the_stand_ins_decoding_types_are_the_rules_of_autotune(fake_release) ->
 
         assert set(TRTLLM_RULES[version].decoding_types.values()) <= set(llm_args.DECODING_TYPES[version])
     assert "Eagle3" not in llm_args.DECODING_TYPES["1.0"] and "Draft_Target" not in llm_args.DECODING_TYPES["1.0"]
+
+
+@pytest.mark.parametrize("version", TRTLLM_VERSIONS)
+def test_one_model_kinds_are_refused_a_zero_or_max_concurrency_citing_the_pr(version, read_as) -> None:
+    """Stricter than TensorRT-LLM itself (the fake's module doc): what PR #16888 floors at run time is
+    refused, so that no export of autotune's can carry it."""
+    eagle = "Eagle" if version == "1.0" else "Eagle3"
+    one_model = [{"decoding_type": "MTP", "num_nextn_predict_layers": 3},
+                 {"decoding_type": eagle, "speculative_model_dir": "/e", "eagle3_one_model": True}]
+    offs = [{"max_concurrency": 4}] + ([{"draft_len_schedule": {1: 3, 8: 0}}] if version != "1.0" else [])
+    for section in one_model:
+        for off in offs:
+            text = yaml.safe_dump({"speculative_config": {"max_draft_len": 3, **section, **off}})
+            with pytest.raises(ValueError, match=r"one-model: .*TensorRT-LLM PR #16888"):
+                read_as(text, version)
+    two_model = {"decoding_type": "DraftTarget" if version == "1.0" else "Draft_Target", "speculative_model_dir": "/d"}
+    for off in offs:  # a two-model drafter keeps no such state: it may be switched off
+        assert read_as(yaml.safe_dump({"speculative_config": {"max_draft_len": 3, **two_model, **off}}), version)

@@ -14,6 +14,11 @@ What it imitates, as read from NVIDIA/TensorRT-LLM:
   ``max_draft_len``; main: the smallest key equal to it, exclusive with ``max_concurrency``), and
   ``decoding_type`` names per line in :mod:`tensorrt_llm.llmapi.llm_args`
   (``update_llm_args_with_extra_options``, what trtllm-serve and trtllm-bench call on the YAML);
+* stricter than any release: a one-model configuration (MTP, EAGLE-3 one-model) with a draft length
+  of 0 in ``draft_len_schedule`` or with ``max_concurrency`` is refused. TensorRT-LLM accepts both and
+  then leaves the drafter state stale once the batch shrinks (PR #16888 floors resolved draft lengths
+  at ``min_runtime_draft_len``, 1 for one-model algorithms); the stand-in refuses what autotune must
+  never write;
 * one-model MTP / EAGLE-3 decode greedily at any temperature unless ``allow_advanced_sampling=True``
   (1.2: ``SpecWorkerBase._sample_tokens_for_batch`` takes ``torch.argmax`` without it,
   ``tensorrt_llm/_torch/speculative/interface.py``; 1.0 has no flag; main samples per request);
@@ -225,6 +230,10 @@ class _DecodingConfig(_Config):
         if self.needs_draft_model and not (fields.get("speculative_model_dir") or fields.get("speculative_model")):
             raise ValueError(f"speculative_model must be specified for {type(self).__name__}")
         _check_schedule(fields)
+        if self.one_model and (fields.get("max_concurrency") is not None
+                               or 0 in (fields.get("draft_len_schedule") or {}).values()):
+            raise ValueError(f"{type(self).__name__} is one-model: no draft length 0 and no max_concurrency, the "
+                             "drafter state goes stale (TensorRT-LLM PR #16888, min_runtime_draft_len = 1)")
 
     @property
     def one_model(self) -> bool:

@@ -1,0 +1,182 @@
+"""Where a study found no speculation (method none) fastest, what a speculative server of one engine
+runs there instead, and what that costs against none where the profile measured it.
+
+The meaning of "off" is the engine adapter's (:class:`autotune.engines.offstate.OffRule`, the
+adapter's ``off_rule``): TensorRT-LLM's one-model kinds never run below draft length 1, vLLM's
+K = 0 still runs the drafter. At each such batch size the server runs draft length 0 where the rule
+allows it and no measured depth 1 beat a measured 0, else depth 1. Its figure against none comes from
+the profile's own rows of that configuration (depth 1 of the profile's method; depth 0 from a row
+marked ``extra["off_state"]``), and only when they were measured on that engine: a profile measured
+on another engine, or predicted by ``autotune plan``, exports its off state marked unmeasured.
+
+:func:`deployed_plan` is the serving plan an engine's writer uses; :func:`off_notes` the comment
+lines that say it; :func:`off_state_report` what ``autotune profiles show`` prints per engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from autotune.analysis import decision
+from autotune.analysis.intervals import Estimate
+from autotune.engines.offstate import OFF_STATE_KEY, OffRule
+from autotune.profiles.analysis import ServingPlan, serving_plan, series_key, speculation_depths
+from autotune.profiles.data import DeploymentProfile
+from autotune.serving.speculation import speculative_kind
+from autotune.store.results import TrialRow
+
+
+@dataclass(frozen=True)
+class OffState:
+    """What ``engine``'s server runs at ``batch_size`` where speculation lost: draft ``depth`` (0:
+    the speculative server's own K = 0), measured as ``label`` with ``vs_none`` (its tokens/s over
+    none's; None where no baseline row pairs with it), or unmeasured (``label`` None) for ``why``."""
+
+    engine: str
+    batch_size: int
+    depth: int
+    label: str | None
+    vs_none: Estimate | None
+    why: str | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.label is not None
+
+    def text(self) -> str:
+        """``"draft length 1: mtp@1 0.87x [0.82, 0.91] vs none (n=5)"`` or ``"draft length 1: unmeasured (...)"``."""
+        if not self.measured:
+            return f"draft length {self.depth}: unmeasured ({self.why})"
+        return f"draft length {self.depth}: {self.label} {speedup_text(self.vs_none)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        gain = self.vs_none
+        return {"engine": self.engine, "batch_size": self.batch_size, "depth": self.depth, "measured": self.measured,
+                "configuration": self.label, "vs_none": gain.to_dict() if gain is not None else None,
+                "unmeasured_because": self.why, "summary": self.text()}
+
+
+def deployed_plan(profile: DeploymentProfile, rule: OffRule) -> ServingPlan:
+    """:func:`~autotune.profiles.analysis.serving_plan` as ``rule``'s engine serves it: at each batch
+    size where speculation lost, the draft length :func:`off_states` resolves, kept in ``off_states``."""
+    states = off_states(profile, rule)
+    if not states:
+        return serving_plan(profile)
+    return replace(serving_plan(profile, {b: state.depth for b, state in states.items()}), off_states=states)
+
+
+def off_states(profile: DeploymentProfile, rule: OffRule) -> dict[int, OffState]:
+    """At each batch size where the profile's plan switches speculation off, what ``rule``'s engine
+    runs there and its measured cost (module doc); {} where speculation never loses."""
+    lost = [b for b, depth in serving_plan(profile).depths.items() if depth == 0]
+    if not lost:
+        return {}
+    kind = speculative_kind(profile)
+    rows, why = _rows_on(profile, rule)
+    states = {}
+    for batch_size in lost:
+        zero, one = _row(rows, batch_size, 0), _row(rows, batch_size, 1)
+        one_beats_zero = zero is not None and one is not None and one.tokens_per_s > zero.tokens_per_s
+        depth = 0 if rule.zero_allowed(kind, zero is not None) and not one_beats_zero else 1
+        row = zero if depth == 0 else one
+        if row is None:
+            missing = "K = 0 inside the server" if depth == 0 else f"{profile.method}@1"
+            states[batch_size] = OffState(rule.engine, batch_size, depth, None, None,
+                                          why or f"no row of {missing} at batch size {batch_size}")
+        else:
+            label = f"{profile.method}@0 (K = 0 measured)" if depth == 0 else row.config_label
+            states[batch_size] = OffState(rule.engine, batch_size, depth, label, _vs_none(row, profile.measurements))
+    return states
+
+
+def off_notes(profile: DeploymentProfile, plan: ServingPlan, rule: OffRule) -> list[str]:
+    """Comment lines for ``rule``'s export: why the server cannot run none where it lost, what it
+    runs there with the measured figure (or "unmeasured"), and, where speculation lost at most
+    measured batch sizes, the advice to serve none and route low-load traffic to a speculative pool."""
+    if not plan.off_states:
+        return []
+    lines = [f"Where none won, what this {rule.title} speculative server runs instead ({rule.source}):"]
+    lines += [f"  batch size {b}: {state.text()}" for b, state in sorted(plan.off_states.items())]
+    return lines + _advice(profile, plan)
+
+
+def off_state_report(profile: DeploymentProfile) -> dict[str, list[dict[str, Any]]]:
+    """For every engine that serves (an adapter with an ``off_rule``), :func:`off_states` as dicts;
+    {} for method none or where speculation never loses."""
+    from autotune.engines.registry import ADAPTERS  # the adapters' package imports no engine
+
+    if profile.method == "none":
+        return {}
+    report = {}
+    for adapter in ADAPTERS.values():
+        if adapter.off_rule is not None:
+            states = off_states(profile, adapter.off_rule)
+            if states:
+                report[adapter.name] = [state.to_dict() for _, state in sorted(states.items())]
+    return report
+
+
+def speedup_text(gain: Estimate | None) -> str:
+    """``"0.87x [0.82, 0.91] vs none (n=5)"``, ``"0.87x vs none (one run)"``, or that none was not paired."""
+    if gain is None:
+        return "measured, but no none row at that batch size to compare with"
+    if gain.has_interval:
+        return f"{gain.value:.2f}x [{gain.low:.2f}, {gain.high:.2f}] vs none (n={gain.n})"
+    return f"{gain.value:.2f}x vs none (one run)"
+
+
+def _rows_on(profile: DeploymentProfile, rule: OffRule) -> tuple[list[TrialRow], str | None]:
+    """The profile's complete rows of its own method and draft, when they were measured on ``rule``'s
+    engine; else none and why."""
+    if profile.details.get("predicted"):
+        return [], f"predicted by autotune plan, never measured on {rule.title}"
+    if profile.study.engine != rule.engine:
+        return [], f"the profile was measured on the {profile.study.engine} engine, not {rule.title}"
+    own = (profile.method, profile.draft.fingerprint if profile.draft else None)
+    return [row for row in decision.complete(profile.measurements) if series_key(row) == own], None
+
+
+def _row(rows: list[TrialRow], batch_size: int, depth: int) -> TrialRow | None:
+    """The row of ``depth`` at ``batch_size`` (depth 0: one marked as the off state), the latest
+    confirmation run's first, then the fastest screening pass."""
+    found = [row for row in rows if row.batch_size == batch_size and row.depth == depth
+             and bool(row.extra.get(OFF_STATE_KEY)) == (depth == 0)]
+    return max(found, key=lambda row: (decision.confirmation_run(row) or 0, row.tokens_per_s), default=None)
+
+
+def _vs_none(row: TrialRow, measurements: tuple[TrialRow, ...]) -> Estimate | None:
+    """The row's paired speedup where stored; else its tokens/s over the baseline's of the same
+    phase and run at its batch size (one run, no interval); None without such a baseline."""
+    if row.speedup is not None:
+        return decision.speedup_estimate(row)
+    run = decision.confirmation_run(row)
+    baselines = [m.tokens_per_s for m in decision.complete(measurements) if m.method == decision.BASELINE
+                 and m.batch_size == row.batch_size and decision.confirmation_run(m) == run]
+    return Estimate.single(row.tokens_per_s / max(baselines)) if baselines else None
+
+
+def _advice(profile: DeploymentProfile, plan: ServingPlan) -> list[str]:
+    """Where speculation lost at more than half the measured batch sizes: serve none, and route
+    low-load traffic to a speculative pool, with the figures where it won."""
+    measured = speculation_depths(profile)
+    lost = [b for b, depth in measured.items() if depth == 0]
+    if len(lost) * 2 <= len(measured):
+        return []
+    table = {int(row["batch_size"]): row for row in profile.per_batch_size if "batch_size" in row}
+    won = [f"{b} ({_table_speedup(table.get(b))})" for b, depth in measured.items() if depth > 0]
+    return [
+        f"Speculation lost to none at {len(lost)} of {len(measured)} measured batch sizes "
+        f"({', '.join(map(str, lost))}): consider serving without speculation (an export of method none) and",
+        f"routing low-load traffic to a separate speculative pool; speculation won at batch size {', '.join(won)}.",
+    ]
+
+
+def _table_speedup(row: dict[str, Any] | None) -> str:
+    """``"mtp@2 1.84x [1.79, 1.90]"`` from a per-batch-size table row."""
+    if row is None or row.get("speedup") is None:
+        return "speedup not measured"
+    label = row.get("label") or f"{row['method']}@{row.get('depth')}"
+    low, high = row.get("speedup_low"), row.get("speedup_high")
+    figure = f"[{low:.2f}, {high:.2f}]" if low is not None and high is not None else "one run"
+    return f"{label} {row['speedup']:.2f}x {figure}"
