@@ -78,11 +78,11 @@ REQUESTS_PER_ROW = 8
 OVERHEAD_WARNING = 0.30
 # Without the tokenizer at hand: ~4 bytes per token for BPE vocabularies on English and code.
 BYTES_PER_TOKEN = 4
-# A CPU runs PyTorch eagerly: each op pays the probe's measured launch overhead. The embedded
-# engine's decoder layer is ~14 ops (norms, projections, RoPE, attention, MLP, residuals), and a
-# pass ~10 more (embedding, final norm, head, sampling, cache bookkeeping).
-CPU_OPS_PER_LAYER = 14
-CPU_OPS_PER_PASS = 10
+# A CPU runs PyTorch eagerly: each op pays the probe's measured launch overhead (the roofline's
+# kernel latency; the embedded engine's layer is roofline.EMBEDDED_LAYER_KERNELS ops). Besides the
+# roofline's pass-end kernels (embedding, final norm, head) a pass runs ~7 more ops (sampling,
+# cache bookkeeping).
+CPU_OPS_PER_PASS = 7
 PREDICTED = "PREDICTED"
 
 
@@ -419,8 +419,8 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
     worst = max(share, key=share.get)
     if share[worst] > OVERHEAD_WARNING:
         warnings.append(f"the assumed step overhead ({spec.pass_overhead_us:.0f} us per step + "
-                        f"{spec.layer_overhead_us:.0f} us per layer) is {share[worst]:.0%} of a decoding step at batch "
-                        f"{worst}: the plan rests on that assumption more than on the {spec.name}'s figures")
+                        f"{spec.kernel_latency_us:g} us per kernel, ~{target.kernels_per_layer:.0f} kernels per layer) is "
+                        f"{share[worst]:.0%} of a decoding step at batch {worst}: the plan rests on that assumption more than on the {spec.name}'s figures")
     if spec.tp == 1 and spec.device_type == "cuda":
         notes.append("one GPU per replica: pass --tp N for tensor parallelism")
     elif spec.tp > 1:
@@ -466,7 +466,7 @@ def _basis(spec: AcceleratorSpec, acceptance: list[dict[str, Any]], predicted: _
         "cost": {"source": "roofline", "hardware": spec.name, "memory_bw_gbps": spec.memory_bw_gbps,
                  "peak_tflops": spec.peak_tflops, "dtype": spec.dtype, "tp": spec.tp,
                  "interconnect_gbps": spec.interconnect_gbps, "pass_overhead_us": spec.pass_overhead_us,
-                 "layer_overhead_us": spec.layer_overhead_us, "bandwidth_fraction": spec.bandwidth_fraction,
+                 "kernel_latency_us": spec.kernel_latency_us, "bandwidth_fraction": spec.bandwidth_fraction,
                  "gemm_fraction": spec.gemm_fraction, "spread": ROOFLINE_SPREAD,
                  "spread_slow": SLOW_SPREAD, "spread_fast": FAST_SPREAD, "figures": spec.source,
                  "context_tokens": round(predicted.context, 1), "prompt_tokens": predicted.prompt},
@@ -720,10 +720,10 @@ def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str,
     launch = float(launch_us or 0.0)
     return AcceleratorSpec(
         record.name, record.memory_total_bytes, float(bandwidth), None, None, fp32_tflops=float(gflops) / 1000,
-        dtype="fp32", pass_overhead_us=CPU_OPS_PER_PASS * launch, layer_overhead_us=CPU_OPS_PER_LAYER * launch,
+        dtype="fp32", pass_overhead_us=CPU_OPS_PER_PASS * launch, kernel_latency_us=launch,
         device_type="cpu",
         source=f"probe {probe.id} of {record.fingerprint}: measured memory bandwidth, fp32 matmul and op launch "
-               f"overhead ({CPU_OPS_PER_PASS} ops per pass, {CPU_OPS_PER_LAYER} per layer)",
+               f"overhead (per op, {CPU_OPS_PER_PASS} ops per pass besides the layers')",
     ), origin, None
 
 

@@ -5,7 +5,8 @@ take the shares of the peaks that kernels reach and a serving engine's per-step 
 
     memory time  = bytes / (peak bandwidth x BANDWIDTH_FRACTION)
     compute time = FLOPs / (peak FLOP/s at the dtype x GEMM_FRACTION)
-    step         = max(memory, compute) + ENGINE_STEP_OVERHEAD_US[engine] + layers x LAYER_OVERHEAD_US
+    step         = max(memory, compute) + ENGINE_STEP_OVERHEAD_US[engine] + kernels x KERNEL_LATENCY_US
+                   (+ tensor parallelism's all-reduces: :mod:`autotune.perfmodel.roofline`)
 
 A stored probe of the same GPU model (``autotune probe`` on it) replaces the bandwidth fraction by
 the measured one: :func:`calibrate` says which it used in ``AcceleratorSpec.calibration``.
@@ -59,6 +60,6 @@ def calibrate(spec: AcceleratorSpec, engine: str = DEFAULT_ENGINE, probe_bw_frac
         origin = f"bandwidth {bandwidth:.2f} of peak (serving engines' typical share, assumed)"
     overhead = ENGINE_STEP_OVERHEAD_US[engine]
     text = (f"{origin}; GEMM {GEMM_FRACTION:.2f} of peak (assumed); {engine} step overhead {overhead:.0f} us "
-            f"+ {spec.layer_overhead_us:.0f} us per layer (assumed)")
+            f"+ {spec.kernel_latency_us:g} us per kernel (assumed)")
     return replace(spec, bandwidth_fraction=bandwidth, gemm_fraction=GEMM_FRACTION, pass_overhead_us=overhead,
                    calibration=text)
