@@ -74,8 +74,11 @@ ROOFLINE_SPREAD = 0.25
 MAX_GRID_BATCH = 1 << 16
 # Activations cross the interconnect in the compute dtype of activations (bf16) whatever the weights'.
 ACTIVATION_BYTES = 2
-# A small-message all-reduce's fixed cost on NVLink (NCCL or an engine's custom one-shot kernel):
-# an assumption of the order nccl-tests report for 8 KB-1 MB messages, not a measurement.
+# A small-message all-reduce's fixed cost on NVLink, charged per call on top of its bytes (an
+# assumption, not a measurement): nccl-tests with CUDA graphs report ~6 us at 2 H100s for 128 B-64 KB
+# with NVLS, rising with the GPU count (NVIDIA/nccl#1259); NCCL's ring/tree without graphs is
+# 10-30 us; serving engines use their own one-shot all-reduce kernels at these sizes (TensorRT-LLM's
+# custom all-reduce, vLLM's custom_all_reduce), of the graph-captured NCCL's order. 8 us.
 ALLREDUCE_LATENCY_US = 8.0
 
 # Kernels one decoder layer launches at decode (module doc), counted from the operations as serving
