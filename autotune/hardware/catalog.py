@@ -119,7 +119,7 @@ class AcceleratorSpec:
     ``tp`` GPUs of this kind serve one model replica (tensor parallelism; ``memory_bytes`` is one
     GPU's). ``bandwidth_fraction`` and ``gemm_fraction`` are the shares of the peaks the kernels
     reach (1.0: the peaks themselves; :mod:`autotune.perfmodel.calibration` sets them and says why
-    in ``calibration``)."""
+    in ``calibration``, naming in ``calibrated_from`` the stored cost profile it fitted, if any)."""
 
     name: str
     memory_bytes: int
@@ -139,6 +139,7 @@ class AcceleratorSpec:
     bandwidth_fraction: float = 1.0
     gemm_fraction: float = 1.0
     calibration: str = "none: datasheet peaks"
+    calibrated_from: str | None = None  # the stored cost profile the overhead was fitted to, if any
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPE_BYTES:
