@@ -21,20 +21,24 @@ from autotune.perfmodel.calibration import BANDWIDTH_FRACTION, ENGINE_STEP_OVERH
 from autotune.perfmodel.cost import CostPoint
 from autotune.perfmodel.roofline import forward_pass
 from autotune.perfmodel.step_fit import fit_step_costs
-from autotune.planning import plan_from_config
+from autotune.perfmodel.roofline import ModelShape
+from autotune.planning import plan_deployment, plan_from_config
 from autotune.planning_inputs import Deployment, read_config_model
-from autotune.store import open_database, performance, repository, results
+from autotune.store import open_database, performance, profile_queries, repository, results
+from test_plan import TARGET, TARGET_CONFIG
+from test_plan import url as tuned_url  # noqa: F401 - the tuned target's database fixture
 
 LLAMA_8B = Path(__file__).parent / "data" / "configs" / "llama-3.1-8b.json"
 TRUE_OVERHEAD_US = 600.0  # what the made-up engine spends per step (vLLM's assumed one is 250)
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
 
-def timed_points(overhead_us: float, bandwidth: float, prompt: int) -> list[dict]:
-    """Baseline steps of Llama-3.1-8B on one H200 as the roofline gives them at ``bandwidth`` of the
-    peak plus ``overhead_us`` per step, three rounds each (the store keeps them as dicts)."""
+def timed_points(overhead_us: float, bandwidth: float, prompt: int, shape: ModelShape | None = None) -> list[dict]:
+    """Baseline steps of ``shape`` (default Llama-3.1-8B) on one H200 as the roofline gives them at
+    ``bandwidth`` of the peak plus ``overhead_us`` per step, three rounds each (the store keeps them
+    as dicts)."""
     spec = replace(accelerator("h200"), bandwidth_fraction=bandwidth, gemm_fraction=0.7, pass_overhead_us=overhead_us)
-    shape = read_config_model(LLAMA_8B, "target").shape
+    shape = shape or read_config_model(LLAMA_8B, "target").shape
     return [CostPoint("none", None, 0, rows, 0.0, forward_pass(spec, shape, rows, 1, prompt).seconds, 0.01,
                       rows * prompt, round=r).to_dict() for rows in BATCH_SIZES for r in range(3)]
 
@@ -47,16 +51,20 @@ def database(tmp_path: Path, engine: str = "vllm", *, bandwidth: float = BANDWID
         target = results.upsert_model(session, fingerprint="8" * 64, name="Llama-3.1-8B", role="target",
                                       source=str(LLAMA_8B), num_params=llama.shape.total_params, num_mtp_modules=0,
                                       vocab_size=llama.shape.vocab, config=llama.info.config)
-        gpu = repository.upsert_hardware(
-            session, fingerprint="beef000011112222", name="1x NVIDIA H200", device_type="cuda", device_count=1,
-            memory_total_bytes=150_000_000_000,
-            spec={"devices": [{"index": 0, "name": "NVIDIA H200", "memory_total_bytes": 150_000_000_000}],
-                  "benchmarked_device": 0})
-        performance.save_cost_profile(session, hardware_id=gpu.id, engine=engine, target_model_id=target.id,
-                                      key="k" * 32, source="timed",
-                                      points=timed_points(TRUE_OVERHEAD_US, bandwidth, prompt),
-                                      settings={"steps": 8, "rounds": 3}, duration_s=12.0)
+        save_h200_profile(session, target.id, engine, timed_points(TRUE_OVERHEAD_US, bandwidth, prompt))
     return url
+
+
+def save_h200_profile(session, target_id: int, engine: str, points: list[dict]) -> None:  # noqa: ANN001
+    """A stored H200 (as `autotune probe` records one) and a timed cost profile of the target on it."""
+    gpu = repository.upsert_hardware(
+        session, fingerprint="beef000011112222", name="1x NVIDIA H200", device_type="cuda", device_count=1,
+        memory_total_bytes=150_000_000_000,
+        spec={"devices": [{"index": 0, "name": "NVIDIA H200", "memory_total_bytes": 150_000_000_000}],
+              "benchmarked_device": 0})
+    performance.save_cost_profile(session, hardware_id=gpu.id, engine=engine, target_model_id=target_id,
+                                  key="k" * 32, source="timed", points=points, settings={"steps": 8, "rounds": 3},
+                                  duration_s=12.0)
 
 
 def plan(url: str, calibration: str = "auto", engine: str = "vllm"):  # noqa: ANN201 - a DeploymentPlan
@@ -107,6 +115,20 @@ def test_an_absent_profile_falls_back_to_the_constants_and_the_plan_says_so(tmp_
     text = CliRunner().invoke(cli, ["plan", "--config", str(LLAMA_8B), "--hardware", "h200", "--engine", "trtllm",
                                     "--acceptance-length", "3.2", "--batch-sizes", "1", "--db", url])
     assert "calibration: " in text.output and "fitted to the timed cost profile 1" in text.output
+
+
+def test_a_tuned_targets_plan_uses_the_profile_of_the_gpu_model_and_engine(tuned_url: str) -> None:  # noqa: F811
+    shape = ModelShape.from_config(TARGET_CONFIG, params=9_300_000)  # the tuned built-in target: all overhead
+    with open_database(tuned_url) as db, db.session() as session:
+        [target] = profile_queries.find_models(session, TARGET)
+        save_h200_profile(session, target.id, "vllm", timed_points(TRUE_OVERHEAD_US, BANDWIDTH_FRACTION, 32, shape))
+    fitted = plan_deployment(tuned_url, hardware="h200", model=TARGET, batch_sizes=(1,),
+                             deployment=Deployment(engine="vllm"))
+    assert fitted.hardware.pass_overhead_us == pytest.approx(TRUE_OVERHEAD_US, abs=1.0)
+    assert "fitted to the timed cost profile 1 of autotune-byte-target on 1x NVIDIA H200" in fitted.basis["calibration"]
+    assert not any("assumed step overhead" in w for w in fitted.warnings)  # measured, not assumed
+    other = plan_deployment(tuned_url, hardware="h200", model=TARGET, batch_sizes=(1,))  # trtllm: no profile
+    assert "no timed cost profile of the NVIDIA H200 with trtllm" in other.basis["calibration"]
 
 
 def test_the_fit_needs_baseline_points() -> None:
