@@ -626,6 +626,9 @@ def _accelerator_names() -> str:
               help="KV cache (default: the checkpoint's).")
 @click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default="trtllm", show_default=True,
               help="Serving engine whose step overhead to assume.")
+@click.option("--calibration", default="auto", show_default=True,
+              help="Step overhead from a stored timed cost profile of this GPU and engine: auto (when one is stored), "
+                   "stored (required), assumed (the named constants).")
 @click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two 1..256 that fit).")
 @click.option("--max-depth", type=int, default=None, help="Deepest speculation to consider (default: the deepest measured).")
 @click.option("--export", "export_format", type=click.Choice(["trtllm", "trtllm-bench", "vllm", "sglang", "json"]),
@@ -635,15 +638,16 @@ def _accelerator_names() -> str:
 @click.option("--force", is_flag=True, help="Overwrite an existing export file.")
 @json_option
 def plan_command(db_url, hardware, model, config, draft_config, acceptance, acceptance_length, acceptance_from,
-                 workload, isl, osl, tp, dtype, kv_dtype, engine, batch_sizes, max_depth, export_format, output, force,
-                 as_json) -> None:
+                 workload, isl, osl, tp, dtype, kv_dtype, engine, calibration, batch_sizes, max_depth, export_format,
+                 output, force, as_json) -> None:
     """Predict the best speculative configuration per batch size on hardware you do not have.
 
     Acceptance comes from the profiles `autotune tune` stored for the target on the workload (it does
     not depend on the hardware), or, for a model known by its config.json only, from --acceptance,
     --acceptance-length or --acceptance-from; step costs from a roofline of the device (bandwidth,
     FLOP/s at the dtype, interconnect, at the shares of the peaks serving engines reach, plus the
-    engine's step overhead). Every figure is a prediction with a 95 % interval, never a measurement.
+    engine's step overhead, fitted to a stored timed cost profile of the same GPU and engine when one
+    exists). Every figure is a prediction with a 95 % interval, never a measurement.
 
     \b
     Examples:
@@ -661,8 +665,8 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
     result = api.plan(db_url, hardware=hardware, model=model, config=config, draft_config=draft_config,
                       acceptance=acceptance, acceptance_length=acceptance_length, acceptance_from=acceptance_from,
                       workload=workload, batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth, tp=tp,
-                      dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl, export_format=export_format,
-                      output=output, force=force)
+                      dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl, calibration=calibration,
+                      export_format=export_format, output=output, force=force)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
         return

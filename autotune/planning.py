@@ -36,7 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +61,11 @@ from autotune.planning_inputs import (
     DEFAULT_OSL,
     MAX_TP,
     Deployment,
+    StoredCalibration,
     compute_dtype,
     deployment_spec,
-    probe_of,
+    stored_calibration,
+    stored_calibration_in,
     read_config_model,
 )
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
@@ -78,11 +80,11 @@ REQUESTS_PER_ROW = 8
 OVERHEAD_WARNING = 0.30
 # Without the tokenizer at hand: ~4 bytes per token for BPE vocabularies on English and code.
 BYTES_PER_TOKEN = 4
-# A CPU runs PyTorch eagerly: each op pays the probe's measured launch overhead. The embedded
-# engine's decoder layer is ~14 ops (norms, projections, RoPE, attention, MLP, residuals), and a
-# pass ~10 more (embedding, final norm, head, sampling, cache bookkeeping).
-CPU_OPS_PER_LAYER = 14
-CPU_OPS_PER_PASS = 10
+# A CPU runs PyTorch eagerly: each op pays the probe's measured launch overhead (the roofline's
+# kernel latency; the embedded engine's layer is roofline.EMBEDDED_LAYER_KERNELS ops). Besides the
+# roofline's pass-end kernels (embedding, final norm, head) a pass runs ~7 more ops (sampling,
+# cache bookkeeping).
+CPU_OPS_PER_PASS = 7
 PREDICTED = "PREDICTED"
 
 
@@ -245,7 +247,7 @@ class _Stored:
     curves: dict[tuple[str, str | None], AcceptanceCurve]
     acceptance: list[dict[str, Any]]
     lengths: list[int] | None
-    probe: tuple[float, str] | None  # a probe's bandwidth fraction of this GPU model, and which probe
+    calibration: StoredCalibration | None  # a probe of this GPU model, a stored cost profile's fit
 
 
 def plan_deployment(
@@ -265,12 +267,12 @@ def plan_deployment(
     _check_max_depth(max_depth)
     deployment = deployment or Deployment()
     work = load_workload(workload)
-    stored = _read_database(db_url, hardware, model, work)
+    stored = _read_database(db_url, hardware, model, work, deployment.engine)
     target_shape = deployment.shape(_shape(stored.target, stored.spec), "target")
     draft_shapes = {label: deployment.shape(_shape(info, stored.spec), f"draft {label}")
                     for label, info in stored.drafts.items()}
     spec = deployment_spec(stored.spec, deployment, compute_dtype(target_shape, stored.spec, deployment.dtype)
-                           if stored.spec.device_type == "cuda" else stored.spec.dtype, stored.probe)
+                           if stored.spec.device_type == "cuda" else stored.spec.dtype, stored.calibration)
 
     byte_level = "d_model" in stored.target.config
     if deployment.isl or deployment.osl:
@@ -318,7 +320,8 @@ def plan_from_config(
     profile stored for another target (``acceptance_from``, a proxy); the proposer is the draft
     of ``draft_config``, else the config's MTP modules, else one that costs no forward pass
     (n-gram). Requests of ``--isl`` prompt and ``--osl`` output tokens (default 1024 each) unless a
-    ``workload`` file is given. Reads the database only for ``acceptance_from`` and for a probe."""
+    ``workload`` file is given. Reads the database only for ``acceptance_from`` and for the
+    calibration (a probe, a timed cost profile of the GPU model and engine)."""
     sizes = _check_batch_sizes(batch_sizes)
     _check_max_depth(max_depth)
     deployment = deployment or Deployment()
@@ -353,7 +356,7 @@ def plan_from_config(
                 "given": how, "rates": [round(r, 4) for r in rates], "max_depth": curve.max_depth,
                 "acceptance_length": [round(curve.omega(d), 4) for d in range(1, curve.max_depth + 1)]}
     spec = deployment_spec(base, deployment, compute_dtype(target_shape, base, deployment.dtype),
-                           probe_of(db_url, hardware))
+                           stored_calibration(db_url, hardware, deployment.engine, base))
     if workload is not None:
         work = load_workload(workload)
         prompts, lengths = _uniform(work, deployment, False, None)
@@ -417,10 +420,11 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
     step = {b: forward_pass(spec, target, b, 1, context) for b in sizes}
     share = {b: t.overhead_s / t.seconds for b, t in step.items()}
     worst = max(share, key=share.get)
-    if share[worst] > OVERHEAD_WARNING:
+    if share[worst] > OVERHEAD_WARNING and spec.calibrated_from is None:  # a fitted overhead is not assumed
         warnings.append(f"the assumed step overhead ({spec.pass_overhead_us:.0f} us per step + "
-                        f"{spec.layer_overhead_us:.0f} us per layer) is {share[worst]:.0%} of a decoding step at batch "
-                        f"{worst}: the plan rests on that assumption more than on the {spec.name}'s figures")
+                        f"{spec.kernel_latency_us:g} us per kernel, ~{target.kernels_per_layer:.0f} kernels per layer) "
+                        f"is {share[worst]:.0%} of a decoding step at batch {worst}: the plan rests on that assumption "
+                        f"more than on the {spec.name}'s figures")
     if spec.tp == 1 and spec.device_type == "cuda":
         notes.append("one GPU per replica: pass --tp N for tensor parallelism")
     elif spec.tp > 1:
@@ -466,11 +470,12 @@ def _basis(spec: AcceleratorSpec, acceptance: list[dict[str, Any]], predicted: _
         "cost": {"source": "roofline", "hardware": spec.name, "memory_bw_gbps": spec.memory_bw_gbps,
                  "peak_tflops": spec.peak_tflops, "dtype": spec.dtype, "tp": spec.tp,
                  "interconnect_gbps": spec.interconnect_gbps, "pass_overhead_us": spec.pass_overhead_us,
-                 "layer_overhead_us": spec.layer_overhead_us, "bandwidth_fraction": spec.bandwidth_fraction,
+                 "kernel_latency_us": spec.kernel_latency_us, "bandwidth_fraction": spec.bandwidth_fraction,
                  "gemm_fraction": spec.gemm_fraction, "spread": ROOFLINE_SPREAD,
                  "spread_slow": SLOW_SPREAD, "spread_fast": FAST_SPREAD, "figures": spec.source,
                  "context_tokens": round(predicted.context, 1), "prompt_tokens": predicted.prompt},
         "calibration": spec.calibration,
+        "calibrated_from": spec.calibrated_from,
         "model_sigma": PRIOR_SIGMA,
         "memory_headroom": fit.MEMORY_MARGIN,
     }
@@ -618,7 +623,7 @@ def _memory_bytes(target: ModelFootprint, draft: ModelFootprint | None, method: 
 # -- the database -------------------------------------------------------------------------------------
 
 
-def _read_database(db_url: str | None, hardware: str, model: str, work: Workload) -> _Stored:
+def _read_database(db_url: str | None, hardware: str, model: str, work: Workload, engine: str) -> _Stored:
     from autotune.profiles.records import model_info
     from autotune.store import open_database, performance, plan_queries
 
@@ -626,9 +631,11 @@ def _read_database(db_url: str | None, hardware: str, model: str, work: Workload
     with open_database(db_url) as database, database.session() as session:
         if catalog is not None:
             spec, origin = catalog, {"key": hardware.strip().lower(), "origin": "catalog", "fingerprint": None}
-            probe = plan_queries.probed_bandwidth_fraction(session, catalog_nvml_name(hardware) or "")
+            calibration = stored_calibration_in(session, catalog_nvml_name(hardware) or "", engine, catalog)
         else:
             spec, origin, probe = _stored_hardware(session, hardware)
+            gpu = origin.get("gpu")
+            calibration = replace(stored_calibration_in(session, gpu, engine, spec), probe=probe) if gpu else None
         target = plan_queries.find_target(session, model, work.sha256)
         records = performance.acceptance_profiles(session, target_model_id=target.id, workload_fingerprint=work.sha256)
         if not records:
@@ -666,7 +673,7 @@ def _read_database(db_url: str | None, hardware: str, model: str, work: Workload
             raise ConfigurationError(_no_acceptance(session, target, work))
         lengths = plan_queries.measured_request_tokens(session, sources, len(work.requests))
         target_info = model_info(target)
-    return _Stored(spec, origin, target_info, drafts, curves, acceptance, lengths, probe)
+    return _Stored(spec, origin, target_info, drafts, curves, acceptance, lengths, calibration)
 
 
 def _no_acceptance(session: Any, target: Any, work: Workload) -> str:
@@ -691,7 +698,8 @@ def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str,
     record, probe = found
     metrics = {m.get("name"): m.get("measured") for m in (probe.metrics if probe else [])}
     origin = {"key": key, "origin": "stored hardware profile", "fingerprint": record.fingerprint,
-              "stored_name": record.name, "probe_id": probe.id if probe else None}
+              "stored_name": record.name, "probe_id": probe.id if probe else None,
+              "gpu": plan_queries.gpu_name(record)}
     peaks = {m.get("name"): m.get("peak") for m in (probe.metrics if probe else [])}
     measured = (metrics["copy_bw_gbps"] / peaks["copy_bw_gbps"], f"probe {probe.id} of {record.name}") \
         if metrics.get("copy_bw_gbps") and peaks.get("copy_bw_gbps") else None
@@ -720,10 +728,10 @@ def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str,
     launch = float(launch_us or 0.0)
     return AcceleratorSpec(
         record.name, record.memory_total_bytes, float(bandwidth), None, None, fp32_tflops=float(gflops) / 1000,
-        dtype="fp32", pass_overhead_us=CPU_OPS_PER_PASS * launch, layer_overhead_us=CPU_OPS_PER_LAYER * launch,
+        dtype="fp32", pass_overhead_us=CPU_OPS_PER_PASS * launch, kernel_latency_us=launch,
         device_type="cpu",
         source=f"probe {probe.id} of {record.fingerprint}: measured memory bandwidth, fp32 matmul and op launch "
-               f"overhead ({CPU_OPS_PER_PASS} ops per pass, {CPU_OPS_PER_LAYER} per layer)",
+               f"overhead (per op, {CPU_OPS_PER_PASS} ops per pass besides the layers')",
     ), origin, None
 
 

@@ -6,8 +6,10 @@
 * :class:`Deployment`: tensor parallelism, the weights' and the KV cache's dtype, the serving
   engine and the sequence lengths, checked against the model and the device.
 * The device's spec for that deployment: the dtype's tensor-core peak, ``tp`` GPUs, and the
-  calibration of :mod:`autotune.perfmodel.calibration` (a stored probe's bandwidth when the database
-  has one of the same GPU model).
+  calibration of :mod:`autotune.perfmodel.calibration`: a stored probe's bandwidth when the database
+  has one of the same GPU model, and (``--calibration auto``, the default, or ``stored``) the step
+  overhead fitted to a stored real-engine cost profile of the same GPU model and engine
+  (:mod:`autotune.perfmodel.step_fit`); ``--calibration assumed`` keeps the named constants.
 """
 
 from __future__ import annotations
@@ -23,10 +25,15 @@ from autotune.hardware.catalog import DTYPE_BYTES, AcceleratorSpec, catalog_nvml
 from autotune.models.folder import config_param
 from autotune.models.kind import EAGLE3, draft_kind
 from autotune.perfmodel.calibration import DEFAULT_ENGINE, ENGINE_STEP_OVERHEAD_US, calibrate
+from autotune.perfmodel.cost import CostPoint
 from autotune.perfmodel.roofline import ModelShape
+from autotune.perfmodel.step_fit import StepFit, fit_step_costs
 from autotune.profiles.data import ModelInfo
 
 DTYPES = ("bf16", "fp8", "fp4")
+# --calibration: a stored cost profile's fit when there is one (auto), required (stored), or the
+# named constants whatever is stored (assumed).
+CALIBRATIONS = ("auto", "stored", "assumed")
 MAX_TP = 64
 MAX_SEQUENCE = 1 << 20
 DEFAULT_ISL = 1024
@@ -38,7 +45,8 @@ REQUIRED_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "v
 @dataclass(frozen=True)
 class Deployment:
     """How the model is served: ``tp`` GPUs per replica, the dtypes (None: the checkpoint's), the
-    engine whose step overhead applies, and the prompt and output lengths (None: the workload's)."""
+    engine whose step overhead applies, the prompt and output lengths (None: the workload's), and
+    where the calibration comes from (one of :data:`CALIBRATIONS`, module doc)."""
 
     tp: int = 1
     dtype: str | None = None
@@ -46,6 +54,7 @@ class Deployment:
     engine: str = DEFAULT_ENGINE
     isl: int | None = None
     osl: int | None = None
+    calibration: str = "auto"
 
     def __post_init__(self) -> None:
         if not 1 <= self.tp <= MAX_TP:
@@ -55,6 +64,8 @@ class Deployment:
                 raise ConfigurationError(f"{flag} must be one of {', '.join(DTYPES)}, got {value!r}")
         if self.engine not in ENGINE_STEP_OVERHEAD_US:
             raise ConfigurationError(f"--engine must be one of {', '.join(ENGINE_STEP_OVERHEAD_US)}, got {self.engine!r}")
+        if self.calibration not in CALIBRATIONS:
+            raise ConfigurationError(f"--calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
         for flag, value in (("--isl", self.isl), ("--osl", self.osl)):
             if value is not None and not 1 <= value <= MAX_SEQUENCE:
                 raise ConfigurationError(f"{flag} must be between 1 and {MAX_SEQUENCE}, got {value}")
@@ -84,22 +95,41 @@ def compute_dtype(shape: ModelShape, spec: AcceleratorSpec, asked: str | None) -
     return "bf16"
 
 
+@dataclass(frozen=True)
+class StoredCalibration:
+    """What the database holds for calibrating a GPU model: a probe's bandwidth fraction and its
+    label, a stored cost profile's fit, and the GPU's name (for messages)."""
+
+    gpu: str
+    probe: tuple[float, str] | None = None
+    fit: StepFit | None = None
+
+
 def deployment_spec(spec: AcceleratorSpec, deployment: Deployment, dtype: str,
-                    probe: tuple[float, str] | None) -> AcceleratorSpec:
+                    stored: StoredCalibration | None) -> AcceleratorSpec:
     """The device as the deployment uses it (module doc). A CPU's figures are its probe's
     measurements already: no calibration, no tensor parallelism."""
     if spec.device_type != "cuda":
         if deployment.tp != 1 or deployment.dtype:
             raise ConfigurationError(f"{spec.name} is a CPU: --tp and --dtype plan GPUs only")
         return replace(spec, calibration="the probe's measured bandwidth, FLOP/s and launch overhead")
-    fraction, label = probe if probe else (None, None)
-    return calibrate(replace(spec, dtype=dtype, tp=deployment.tp), deployment.engine, fraction, label)
+    stored = stored or StoredCalibration(spec.name)
+    fraction, label = stored.probe if stored.probe else (None, None)
+    fit, no_fit = stored.fit, None
+    if deployment.calibration == "assumed":
+        fit, no_fit = None, "--calibration assumed"
+    elif fit is None:
+        no_fit = f"no timed cost profile of the {stored.gpu} with {deployment.engine} is stored"
+        if deployment.calibration == "stored":
+            raise ConfigurationError(f"--calibration stored: {no_fit}; tune on that GPU with --engine "
+                                     f"{deployment.engine} first, or use --calibration auto")
+    return calibrate(replace(spec, dtype=dtype, tp=deployment.tp), deployment.engine, fraction, label, fit, no_fit)
 
 
-def probe_of(db_url: str | None, hardware: str) -> tuple[float, str] | None:
-    """A stored probe's bandwidth fraction of the GPU model the catalog calls ``hardware``, when a
-    database exists (a plan from a config must not create one)."""
-    from autotune.store import open_database, plan_queries
+def stored_calibration(db_url: str | None, hardware: str, engine: str, spec: AcceleratorSpec) -> StoredCalibration | None:
+    """The stored probe and cost-profile fit of the GPU model the catalog calls ``hardware`` (``spec``
+    its catalog entry), when a database exists (a plan from a config must not create one)."""
+    from autotune.store import open_database
     from autotune.store.database import resolve_database_url
 
     nvml_name = catalog_nvml_name(hardware)
@@ -107,7 +137,31 @@ def probe_of(db_url: str | None, hardware: str) -> tuple[float, str] | None:
     if nvml_name is None or (url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file()):
         return None
     with open_database(url) as database, database.session() as session:
-        return plan_queries.probed_bandwidth_fraction(session, nvml_name)
+        return stored_calibration_in(session, nvml_name, engine, spec)
+
+
+def stored_calibration_in(session: Any, nvml_name: str, engine: str, spec: AcceleratorSpec) -> StoredCalibration:
+    """:func:`stored_calibration` in an open session: the newest probe of a GPU called
+    ``nvml_name``, and the fit of the newest timed cost profile of ``engine`` on one that a fit
+    can read (its target's config gives a shape and a baseline point is memory-bound)."""
+    from autotune.profiles.records import model_info
+    from autotune.store import plan_queries
+
+    probe = plan_queries.probed_bandwidth_fraction(session, nvml_name)
+    fraction, label = probe if probe else (None, None)
+    for record in plan_queries.timed_cost_profiles(session, nvml_name, engine):
+        model = model_info(record.target_model)
+        try:
+            shape = ModelShape.from_config(model.config, params=model.num_params, n_mtp=model.num_mtp_modules)
+            points = [CostPoint.from_dict(point) for point in record.points]
+        except (KeyError, TypeError, ValueError):
+            continue  # a config or points this version cannot read: the next profile
+        tuned = calibrate(replace(spec, dtype=compute_dtype(shape, spec, None)), engine, fraction, label)
+        fit = fit_step_costs(tuned, shape, points, f"the timed cost profile {record.id} of {model.name} on "
+                                                   f"{record.hardware.name}")
+        if fit is not None:
+            return StoredCalibration(nvml_name, probe, fit)
+    return StoredCalibration(nvml_name, probe)
 
 
 # -- configs -------------------------------------------------------------------------------------------

@@ -17,13 +17,16 @@ has no such tensor cores: FP8 from Ada/Hopper on, FP4 from Blackwell on). ``inte
 the GPU-to-GPU bandwidth, both directions together as the datasheets quote it (NVLink; the PCIe
 link for parts without NVLink), which the roofline charges tensor parallelism's all-reduces at.
 
-Launch overhead (an assumption, not a datasheet figure): each decoder layer's ~8 kernels (norms,
-GEMMs, RoPE, attention, activation) leave ~``LAYER_OVERHEAD_US`` of gaps and tails inside a CUDA
-graph that the roofline's bytes and FLOPs do not account for. The per-pass overhead of a serving
-engine (scheduling, sampling, the graph launch) is the engine's: see
+Launch overhead (an assumption from documented figures, not a datasheet value and not fitted):
+every kernel of a forward pass costs at least ``KERNEL_LATENCY_US`` whatever bytes it reads — the
+gap between two kernels of a CUDA graph plus the kernel's own ramp-up and tail (block scheduling,
+a few dependent DRAM round trips). At decode, with 1-4 tokens per row, most kernels read a few MB
+and finish in less than that, so a step is bounded below by kernels x this latency
+(:mod:`autotune.perfmodel.roofline` counts the kernels of a layer by architecture). The per-pass
+overhead of a serving engine (scheduling, sampling, the graph launch) is the engine's: see
 :mod:`autotune.perfmodel.calibration`; ``PASS_OVERHEAD_US`` is the ideal CUDA-graph floor, the
 default where no engine is named. MTP modules run inside the target's graph, so they pay the
-per-layer part only (see :mod:`autotune.perfmodel.roofline`).
+per-kernel part only.
 """
 
 from __future__ import annotations
@@ -36,7 +39,13 @@ from autotune.errors import ConfigurationError
 GIB = 1 << 30
 MIB = 1 << 20
 PASS_OVERHEAD_US = 20.0  # per forward pass: CUDA-graph launch, sampling, step bookkeeping (assumed)
-LAYER_OVERHEAD_US = 3.0  # per decoder layer: ~8 kernels' launch gaps and tails inside a graph (assumed)
+# Per kernel inside a CUDA graph (module doc): a small kernel's launch-to-completion time with CUDA
+# graphs is 2-5 us on data-centre GPUs (a graph node's launch gap of ~1 us, NVIDIA's "Getting
+# Started with CUDA Graphs" blog, developer.nvidia.com/blog/cuda-graphs; a stream launch costs
+# 4-6 us, which graphs mostly remove; plus the ramp and tail of a kernel that must stream from HBM).
+# The midpoint of that range, assumed for every CUDA GPU and engine alike (all capture decode in
+# CUDA graphs): 3.5 us. Taken from these figures, not fitted to any validation case.
+KERNEL_LATENCY_US = 3.5
 
 
 @dataclass(frozen=True)
@@ -110,7 +119,7 @@ class AcceleratorSpec:
     ``tp`` GPUs of this kind serve one model replica (tensor parallelism; ``memory_bytes`` is one
     GPU's). ``bandwidth_fraction`` and ``gemm_fraction`` are the shares of the peaks the kernels
     reach (1.0: the peaks themselves; :mod:`autotune.perfmodel.calibration` sets them and says why
-    in ``calibration``)."""
+    in ``calibration``, naming in ``calibrated_from`` the stored cost profile it fitted, if any)."""
 
     name: str
     memory_bytes: int
@@ -120,7 +129,7 @@ class AcceleratorSpec:
     fp32_tflops: float | None = None
     dtype: str = "bf16"  # the compute dtype of weights and activations
     pass_overhead_us: float = PASS_OVERHEAD_US
-    layer_overhead_us: float = LAYER_OVERHEAD_US
+    kernel_latency_us: float = KERNEL_LATENCY_US
     device_type: str = "cuda"
     source: str = "catalog"
     fp8_tflops: float | None = None
@@ -130,6 +139,7 @@ class AcceleratorSpec:
     bandwidth_fraction: float = 1.0
     gemm_fraction: float = 1.0
     calibration: str = "none: datasheet peaks"
+    calibrated_from: str | None = None  # the stored cost profile the overhead was fitted to, if any
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPE_BYTES:

@@ -5,10 +5,14 @@ take the shares of the peaks that kernels reach and a serving engine's per-step 
 
     memory time  = bytes / (peak bandwidth x BANDWIDTH_FRACTION)
     compute time = FLOPs / (peak FLOP/s at the dtype x GEMM_FRACTION)
-    step         = max(memory, compute) + ENGINE_STEP_OVERHEAD_US[engine] + layers x LAYER_OVERHEAD_US
+    step         = max(memory, compute) + ENGINE_STEP_OVERHEAD_US[engine] + kernels x KERNEL_LATENCY_US
+                   (+ tensor parallelism's all-reduces: :mod:`autotune.perfmodel.roofline`)
 
 A stored probe of the same GPU model (``autotune probe`` on it) replaces the bandwidth fraction by
-the measured one: :func:`calibrate` says which it used in ``AcceleratorSpec.calibration``.
+the measured one; a stored real-engine cost profile of the same GPU model and engine (a tune's
+timing runs) replaces the engine's step overhead, and the bandwidth fraction where its points
+identify it, by fitted ones (:mod:`autotune.perfmodel.step_fit`). :func:`calibrate` says which it
+used in ``AcceleratorSpec.calibration`` (and the profile in ``calibrated_from``).
 
 The real step can be slower than these central values for more reasons than faster (attention
 kernels at short contexts, MoE load imbalance, a scheduler that does not overlap): the interval is
@@ -21,6 +25,7 @@ from dataclasses import replace
 
 from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import AcceleratorSpec
+from autotune.perfmodel.step_fit import StepFit
 
 # Decode reads every weight once per step: serving engines reach roughly 75-85 % of HBM bandwidth
 # there (DESIGN.md section 12). Our own H200 probe's copy kernel reached 0.88 of the NVML peak
@@ -46,19 +51,29 @@ FAST_SPREAD = 0.12
 
 
 def calibrate(spec: AcceleratorSpec, engine: str = DEFAULT_ENGINE, probe_bw_fraction: float | None = None,
-              probe_label: str | None = None) -> AcceleratorSpec:
-    """``spec`` with the achieved fractions and ``engine``'s step overhead (module doc); a probe's
-    measured bandwidth fraction (``probe_bw_fraction``, from ``probe_label``) replaces the default."""
+              probe_label: str | None = None, fit: StepFit | None = None, no_fit: str | None = None) -> AcceleratorSpec:
+    """``spec`` with the achieved fractions and ``engine``'s step overhead (module doc): a probe's
+    measured bandwidth fraction (``probe_bw_fraction``, from ``probe_label``) replaces the default,
+    a stored cost profile's ``fit`` replaces the overhead and, where it has one, the bandwidth;
+    ``no_fit`` says why no fit was used (printed with the assumed overhead)."""
     if engine not in ENGINE_STEP_OVERHEAD_US:
         raise ConfigurationError(f"unknown engine {engine!r}: use one of {', '.join(ENGINE_STEP_OVERHEAD_US)}")
-    if probe_bw_fraction is not None:
+    if fit is not None and fit.bandwidth_fraction is not None:
+        bandwidth = min(fit.bandwidth_fraction, 1.0)
+        origin = f"bandwidth {bandwidth:.2f} of peak fitted to {fit.label}"
+    elif probe_bw_fraction is not None:
         bandwidth = min(probe_bw_fraction, 1.0)
         origin = f"bandwidth {bandwidth:.2f} of peak measured by {probe_label}"
     else:
         bandwidth = BANDWIDTH_FRACTION
         origin = f"bandwidth {bandwidth:.2f} of peak (serving engines' typical share, assumed)"
-    overhead = ENGINE_STEP_OVERHEAD_US[engine]
-    text = (f"{origin}; GEMM {GEMM_FRACTION:.2f} of peak (assumed); {engine} step overhead {overhead:.0f} us "
-            f"+ {spec.layer_overhead_us:.0f} us per layer (assumed)")
+    if fit is not None:
+        overhead = fit.pass_overhead_us
+        step = f"{engine} step overhead {overhead:.0f} us fitted to {fit.label} ({fit.batch_sizes} batch sizes)"
+    else:
+        overhead = ENGINE_STEP_OVERHEAD_US[engine]
+        step = f"{engine} step overhead {overhead:.0f} us (assumed{'; ' + no_fit if no_fit else ''})"
+    text = (f"{origin}; GEMM {GEMM_FRACTION:.2f} of peak (assumed); {step}; "
+            f"+ {spec.kernel_latency_us:g} us per kernel (assumed)")
     return replace(spec, bandwidth_fraction=bandwidth, gemm_fraction=GEMM_FRACTION, pass_overhead_us=overhead,
-                   calibration=text)
+                   calibration=text, calibrated_from=fit.label if fit is not None else None)

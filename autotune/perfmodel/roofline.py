@@ -37,7 +37,15 @@ Per configuration, at ``b`` rows (:func:`roofline_cost`):
 * ngram: the proposal is a host-side lookup (~0), then the target verifying depth + 1;
 * prefill: ``b`` prompts through the target (and the draft model, or the MTP modules used).
 
-``overhead`` is the engine's per-pass step overhead and the per-layer launch cost; bandwidth and
+``overhead`` is the engine's per-pass step overhead plus every kernel's latency floor::
+
+    overhead = pass overhead + kernels x kernel latency
+    kernels  = layers x kernels per layer + pass-end kernels (+ an MTP module's input kernels)
+
+A kernel costs at least the spec's ``kernel_latency_us`` (:mod:`autotune.hardware.catalog`) on top
+of its bytes and FLOPs (a latency-plus-bandwidth model of each kernel), so at 1-4 tokens per row a
+model with many small kernels per layer (MLA and MoE: ~21, a dense layer: 10) is bounded by its
+kernel count, not its bytes. Bandwidth and
 FLOP/s are the peaks times the achieved fractions of the spec (:mod:`autotune.perfmodel.calibration`,
 1.0 for an uncalibrated spec).
 
@@ -66,9 +74,30 @@ ROOFLINE_SPREAD = 0.25
 MAX_GRID_BATCH = 1 << 16
 # Activations cross the interconnect in the compute dtype of activations (bf16) whatever the weights'.
 ACTIVATION_BYTES = 2
-# A small-message all-reduce's fixed cost on NVLink (NCCL or an engine's custom one-shot kernel):
-# an assumption of the order nccl-tests report for 8 KB-1 MB messages, not a measurement.
+# A small-message all-reduce's fixed cost on NVLink, charged per call on top of its bytes (an
+# assumption, not a measurement): nccl-tests with CUDA graphs report ~6 us at 2 H100s for 128 B-64 KB
+# with NVLS, rising with the GPU count (NVIDIA/nccl#1259); NCCL's ring/tree without graphs is
+# 10-30 us; serving engines use their own one-shot all-reduce kernels at these sizes (TensorRT-LLM's
+# custom all-reduce, vLLM's custom_all_reduce), of the graph-captured NCCL's order. 8 us.
 ALLREDUCE_LATENCY_US = 8.0
+
+# Kernels one decoder layer launches at decode (module doc), counted from the operations as serving
+# engines implement them (vLLM's models/llama.py and models/deepseek_v2.py, TensorRT-LLM's modeling
+# files); the all-reduces of tensor parallelism are charged apart (ALLREDUCE_LATENCY_US):
+# - attention (GQA): input RMSNorm fused with the residual add, QKV GEMM, RoPE, KV-cache write,
+#   attention, O GEMM: 6;
+# - MLA (DeepSeek-V2/V3, absorbed weights): RMSNorm, fused q_a/kv_a GEMM, the q_a and kv_a RMSNorms,
+#   q_b GEMM, the W_UK BMM, RoPE with the cache write, MLA attention, the W_UV BMM, O GEMM: 10;
+# - dense MLP: RMSNorm, gate-up GEMM, SiLU-and-mul, down GEMM: 4;
+# - MoE: RMSNorm, router GEMM, top-k, the shared expert (gate-up GEMM, SiLU-and-mul, down GEMM), the
+#   routed experts (permute and quantise, grouped GEMM, activation, grouped GEMM, unpermute and
+#   weighted sum): 11;
+# - the embedded engine's layer (built-in models, eager PyTorch): 14 ops.
+ATTENTION_KERNELS, MLA_KERNELS, MLP_KERNELS, MOE_KERNELS, EMBEDDED_LAYER_KERNELS = 6, 10, 4, 11, 14
+# A pass's ends: the embedding lookup, the final RMSNorm and the LM-head GEMM (sampling is the
+# engine's step overhead); an MTP module's input: the two RMSNorms and the projection of [h; e].
+PASS_END_KERNELS = 3
+MTP_INPUT_KERNELS = 3
 
 # Bytes per element of a config.json ``torch_dtype``; quantised checkpoints state their format
 # in ``quantization_config`` (fp8: one byte per weight).
@@ -108,6 +137,7 @@ class ModelShape:
     attention_width: int | None = None  # qk + v of one head's products (None: 2 * head_dim; module doc)
     attention_params: int | None = None  # one layer's attention weights (None: q/k/v/o of the heads)
     kv_split: bool = True  # whether tensor parallelism splits the cache (False for MLA's latent)
+    kernels_per_layer: float = ATTENTION_KERNELS + MLP_KERNELS  # on average over the layers (module doc)
 
     def __post_init__(self) -> None:
         for name in ("layers", "d_model", "heads", "kv_heads", "head_dim", "vocab"):
@@ -135,7 +165,7 @@ class ModelShape:
         return cls(layers=int(config["n_layers"]), d_model=d, heads=heads, kv_heads=heads, head_dim=d // heads,
                    d_ff=int(config["d_ff"]), vocab=int(config["vocab_size"]),
                    n_mtp=int(config.get("n_mtp", 0)) if n_mtp is None else n_mtp, params=params,
-                   bytes_per_param=bytes_per_param or 2.0)
+                   bytes_per_param=bytes_per_param or 2.0, kernels_per_layer=EMBEDDED_LAYER_KERNELS)
 
     @classmethod
     def _from_hf(cls, config: Mapping[str, Any], params: int | None, n_mtp: int | None,
@@ -163,14 +193,17 @@ class ModelShape:
         per_token = int(get("num_experts_per_tok") or 0) if experts else 0
         d_ff = int(get("intermediate_size") or 4 * d)
         expert_d_ff = int(get("moe_intermediate_size") or d_ff) if experts else 0
-        moe_layers = layers - int(get("first_k_dense_replace") or 0) if experts else 0
+        moe_layers = max(layers - int(get("first_k_dense_replace") or 0), 0) if experts else 0
+        attention_kernels = MLA_KERNELS if kv_width is not None else ATTENTION_KERNELS
+        kernels = attention_kernels + (moe_layers * MOE_KERNELS + (layers - moe_layers) * MLP_KERNELS) / layers
         return cls(layers=layers, d_model=d, heads=heads, kv_heads=kv_heads, head_dim=head_dim, d_ff=d_ff,
                    vocab=int(get("vocab_size")), n_mtp=mtp_layers(config) if n_mtp is None else n_mtp, params=params,
                    bytes_per_param=bytes_per_param or _config_bytes(config), kv_bytes=_config_dtype_bytes(config),
                    kv_width=kv_width, tied_embeddings=bool(get("tie_word_embeddings", False)), experts=experts,
-                   experts_per_token=per_token, expert_d_ff=expert_d_ff, moe_layers=max(moe_layers, 0),
+                   experts_per_token=per_token, expert_d_ff=expert_d_ff, moe_layers=moe_layers,
                    shared_experts=int(get("n_shared_experts") or 0) if experts else 0,
-                   attention_width=attention_width, attention_params=attention_params, kv_split=kv_width is None)
+                   attention_width=attention_width, attention_params=attention_params, kv_split=kv_width is None,
+                   kernels_per_layer=kernels)
 
     def with_dtype(self, dtype_bytes: float) -> ModelShape:
         """The same model computed (weights and KV cache) in a dtype of ``dtype_bytes`` bytes."""
@@ -293,7 +326,7 @@ def forward_pass(spec: AcceleratorSpec, shape: ModelShape, rows: int, tokens: fl
                  pass_overhead: bool = True) -> PassTime:
     """``rows`` sequences through ``layers`` decoder layers (default: all) and the head, ``tokens``
     new tokens per row attending to ``context`` cached ones (module doc). ``extra_params``: dense
-    weights besides (an MTP module's projection); ``pass_overhead``: the pass is launched on its
+    weights besides (an MTP module's projection, with its input kernels); ``pass_overhead``: the pass is launched on its
     own (False for MTP modules, which run inside the target's graph)."""
     n_layers = shape.layers if layers is None else layers
     total_tokens = rows * tokens
@@ -315,8 +348,9 @@ def forward_pass(spec: AcceleratorSpec, shape: ModelShape, rows: int, tokens: fl
     attention = 2 * total_tokens * context * n_layers * shape.heads * width
     num_bytes = weights * shape.bytes_per_param / tp + kv_read
     flops = (2 * matmul * total_tokens + attention) / tp
-    overhead_us = (spec.pass_overhead_us if pass_overhead else 0.0) + (n_layers + (1 if not pass_overhead else 0)) \
-        * spec.layer_overhead_us
+    kernels = n_layers * shape.kernels_per_layer + (PASS_END_KERNELS if head else 0) \
+        + (MTP_INPUT_KERNELS if extra_params else 0)
+    overhead_us = (spec.pass_overhead_us if pass_overhead else 0.0) + kernels * spec.kernel_latency_us
     comm_s = 0.0
     if tp > 1:
         if not spec.interconnect_gbps:

@@ -1,5 +1,5 @@
-"""The SQL behind ``autotune plan``: the stored target, hardware, acceptance profiles and measured
-output lengths a what-if plan rests on.
+"""The SQL behind ``autotune plan``: the stored target, hardware, acceptance profiles, measured
+output lengths and timed cost profiles a what-if plan rests on.
 
 Functions take an open session and return ORM records or plain values; the plan's math and its
 dataclasses stay in :mod:`autotune.planning` (the store imports nothing above it).
@@ -16,6 +16,7 @@ from autotune.errors import ConfigurationError
 from autotune.store import performance, profile_queries, repository
 from autotune.store.models import (
     AcceptanceProfileRecord,
+    CostProfileRecord,
     HardwareRecord,
     MeasurementRecord,
     ModelRecord,
@@ -85,18 +86,33 @@ def stored_hardware_names(session: Session) -> str:
     return profile_queries.stored_names(repository.list_hardware(session))
 
 
+def gpu_name(record: HardwareRecord) -> str | None:
+    """The NVML name of the GPU a stored CUDA hardware profile benchmarked, or None."""
+    spec = record.spec or {}
+    devices = spec.get("devices") or []
+    index = spec.get("benchmarked_device", 0)
+    if record.device_type != "cuda" or not devices or index >= len(devices):
+        return None
+    return str(devices[index].get("name", "")).strip()
+
+
 def probed_bandwidth_fraction(session: Session, nvml_name: str) -> tuple[float, str] | None:
     """The copy bandwidth the newest probe of a stored GPU called ``nvml_name`` measured, as a share
     of the peak it recorded, and which probe that was; None when no such probe is stored."""
     for record in repository.list_hardware(session):  # newest first
-        spec = record.spec or {}
-        devices = spec.get("devices") or []
-        index = spec.get("benchmarked_device", 0)
-        if record.device_type != "cuda" or not devices or index >= len(devices) \
-                or str(devices[index].get("name", "")).strip() != nvml_name:
+        if gpu_name(record) != nvml_name:
             continue
         probe = repository.latest_probe(session, record)
         copy = next((m for m in (probe.metrics if probe else []) if m.get("name") == "copy_bw_gbps"), None)
         if copy and copy.get("measured") and copy.get("peak"):
             return float(copy["measured"]) / float(copy["peak"]), f"probe {probe.id} of {record.name} ({record.fingerprint})"
     return None
+
+
+def timed_cost_profiles(session: Session, nvml_name: str, engine: str) -> list[CostProfileRecord]:
+    """The timed cost profiles (a tune's timing runs) of ``engine`` on stored GPUs called
+    ``nvml_name``, newest first."""
+    found = [record for hardware in repository.list_hardware(session) if gpu_name(hardware) == nvml_name
+             for record in performance.cost_profiles(session, hardware_id=hardware.id)
+             if record.engine == engine and record.source == "timed"]
+    return sorted(found, key=lambda record: (record.created_at, record.id), reverse=True)

@@ -87,13 +87,25 @@ def test_verify_is_memory_bound_at_batch_1_and_compute_bound_at_a_large_batch() 
     one, four = (forward_pass(h200, shape, 1, k, 1024) for k in (1, 4))
     assert one.bound == four.bound == "memory"
     assert four.seconds == pytest.approx(one.seconds, rel=0.02)  # 4 tokens per row cost ~ one step
-    assert one.seconds == pytest.approx(141e9 / 4.8e12, rel=0.05)  # the weights read once at 4.8 TB/s
+    assert one.memory_s == pytest.approx(141e9 / 4.8e12, rel=0.05)  # the weights read once at 4.8 TB/s
+    # plus the CUDA-graph floor per pass and every kernel's latency (80 layers x 10, the pass's ends 3)
+    assert one.overhead_s == pytest.approx((20 + (80 * 10 + 3) * 3.5) * 1e-6)
     one, four = (forward_pass(h200, shape, 1024, k, 512) for k in (1, 4))
     assert one.bound == four.bound == "compute"
     assert four.seconds / one.seconds == pytest.approx(4, rel=0.05)  # ~k steps
     # In between, the ratio climbs from 1 to k as the batch grows.
     ratios = [target_step_s(h200, shape, b, 4, 1024) / target_step_s(h200, shape, b, 1, 1024) for b in (1, 16, 64, 256, 1024)]
     assert ratios == sorted(ratios)
+
+
+def test_kernels_per_layer_by_architecture_and_the_latency_floor_of_a_small_batch() -> None:
+    dense, deepseek = ModelShape.from_config(LLAMA_70B), ModelShape.from_config(DEEPSEEK_V3)
+    assert dense.kernels_per_layer == 10  # GQA attention 6 + MLP 4
+    assert deepseek.kernels_per_layer == pytest.approx(10 + (58 * 11 + 3 * 4) / 61)  # MLA 10 + MoE 11 (dense 4)
+    assert ModelShape.from_config(BUILTIN_TARGET).kernels_per_layer == 14  # the embedded engine's eager ops
+    b200 = replace(accelerator("b200"), dtype="fp4", tp=8)
+    step = forward_pass(b200, replace(deepseek, bytes_per_param=0.5625), 1, 1, 2048)
+    assert step.overhead_s > 5 * step.memory_s  # 1-4 tokens: kernels x latency, not bytes / bandwidth
 
 
 def test_kv_cache_reads_grow_with_batch_and_context() -> None:
@@ -163,7 +175,7 @@ def test_catalog_has_the_common_accelerators_with_datasheet_figures() -> None:
         assert spec.interconnect_gbps
         assert spec.fp8_tflops is None if name.startswith("a100") else spec.fp8_tflops == pytest.approx(2 * tflops,
                                                                                                        rel=0.02)
-        assert spec.pass_overhead_us > 0 and spec.layer_overhead_us > 0 and spec.dtype_bytes == 2
+        assert spec.pass_overhead_us > 0 and spec.kernel_latency_us > 0 and spec.dtype_bytes == 2
     assert accelerator(" H200 ") == ACCELERATORS["h200"]
     assert accelerator_for_gpu("NVIDIA H200").memory_bw_gbps == 4800
     assert accelerator_for_gpu("NVIDIA Quadro") is None
