@@ -678,6 +678,33 @@ def report_command(db_url, study, out_dir) -> None:
     click.echo(str(api.report(db_url, study, out_dir)))
 
 
+@command(cli, "serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. Reads need no token: listen beyond this machine only on a trusted network.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8321, show_default=True)
+def serve_command(db_url, host, port) -> None:
+    """Serve the stored results over HTTP: a read-only JSON API until Ctrl-C.
+
+    Profiles, the best profile for a request, exports (the bytes `autotune export` writes),
+    studies, trials, reports, hardware and what-if plans, in the shapes --json prints; OpenAPI at
+    /docs, Prometheus metrics at /metrics, health at /healthz. Not built yet: queued tunes and
+    workers, token-protected writes, the page.
+
+    \b
+    Examples:
+      autotune serve
+      autotune serve --port 9000 --db postgresql://me@dbhost/autotune
+      curl 'http://127.0.0.1:8321/v1/profiles/best?model=autotune-byte-target&batch_size=4'
+      curl -o serve.yaml 'http://127.0.0.1:8321/v1/profiles/1/export?format=trtllm'
+    """
+    try:  # the service is a layer above api, as this module is: it calls the same api functions
+        from autotune.service import serve
+    except ModuleNotFoundError as exc:  # the web stack is an extra: say which, not a traceback
+        raise OneLineError(f"autotune serve needs the serve extra ({exc.name} is missing): "
+                           "pip install 'autotune[serve]'") from None
+    serve(db_url, host=host, port=port)
+
+
 @command(cli, "preflight", uses_db=False)
 @click.option("--target", required=True, type=click.Path(exists=True, file_okay=False), help="Hugging Face model folder.")
 @click.option("--draft", "drafts", multiple=True, type=click.Path(exists=True, file_okay=False), help="Draft folder (repeatable).")
