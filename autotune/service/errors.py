@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from starlette.exceptions import HTTPException
@@ -34,6 +35,26 @@ REDACTED = "[database]"
 URL_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]*")
 DATABASE_UNAVAILABLE = "the database is unreachable or not at this autotune's schema revision (the server log says why)"
 INTERNAL_ERROR = "internal error (the server log says which)"
+
+
+class ErrorDetail(BaseModel):
+    status: int
+    message: str
+    field: str | None = None  # the parameter at fault, on a 422 from validation
+
+
+class ErrorBody(BaseModel):
+    """The one error shape, as the OpenAPI document shows it."""
+
+    error: ErrorDetail
+
+
+# Documented on every route.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "Not stored: no such study, profile, model or hardware."},
+    422: {"model": ErrorBody, "description": "An invalid parameter (named in `field` when validation found it)."},
+    503: {"model": ErrorBody, "description": "The database is unreachable or at another schema revision."},
+}
 
 
 def error_response(status: int, message: str, **extra: Any) -> JSONResponse:

@@ -18,6 +18,7 @@ from autotune.planning import MAX_BATCH_SIZE, MAX_DEPTH, parse_batch_sizes
 from autotune.planning_inputs import DTYPES, MAX_SEQUENCE, MAX_TP
 from autotune.profiles.data import METHODS
 from autotune.profiles.query import MAX_ID
+from autotune.service.errors import ERROR_RESPONSES
 from autotune.service.limits import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_LENGTH
 from autotune.serving import FORMATS
 
@@ -53,7 +54,7 @@ def listing(items: list, limit: int) -> Response:
 
 def build_router(db_url: str | None) -> APIRouter:
     """The read routes over the database at ``db_url`` (None: autotune's default)."""
-    router = APIRouter()
+    router = APIRouter(responses=ERROR_RESPONSES)
 
     @router.get("/healthz", tags=["service"], summary="Liveness and database reachability")
     def healthz() -> Response:
