@@ -27,10 +27,12 @@ from autotune.store import SchemaStatus, open_database
 if TYPE_CHECKING:  # these import torch, Optuna or matplotlib: load them only when called
     from autotune.engines.protocol import ProtocolOptions
     from autotune.hardware import HardwareProfile
+    from autotune.hardware.catalog import AcceleratorSpec
     from autotune.measure import MeasureReport
     from autotune.planning import DeploymentPlan
     from autotune.preflight import PreflightReport
     from autotune.profiles import BestProfile, DeploymentProfile
+    from autotune.profiles.data import HardwareInfo
     from autotune.search import StudySummary, TrialListing, TrialRow, TuneOptions, TuneProgress, TuneResult
 
 
@@ -208,6 +210,25 @@ def export(db_url: str | None, profile_id: int, fmt: str = "trtllm", *, output: 
 
 
 @dataclass(frozen=True)
+class ExportText:
+    """A stored profile as a serving config: the text :func:`export` writes and the file name it
+    would choose."""
+
+    filename: str
+    text: str
+
+
+def export_text(db_url: str | None, profile_id: int, fmt: str = "trtllm", *,
+                trtllm_version: str = DEFAULT_TRTLLM_VERSION) -> ExportText:
+    """Stored profile ``profile_id`` in format ``fmt``, byte for byte what :func:`export` writes,
+    without writing a file (the service sends it)."""
+    from autotune.serving import default_export_path, stored_export
+
+    profile, text = stored_export(db_url, profile_id, fmt, trtllm_version)
+    return ExportText(default_export_path(profile, fmt).name, text)
+
+
+@dataclass(frozen=True)
 class PlanResult:
     """A what-if plan and the serving config it was exported to (None when not exported)."""
 
@@ -260,6 +281,40 @@ def report(db_url: str | None, study: str, out_dir: str | Path = "report") -> Pa
     from autotune.report import write_report
 
     return write_report(db_url, study, out_dir)
+
+
+def report_html(db_url: str | None, study: str) -> str:
+    """The HTML page :func:`report` writes for ``study`` (plots embedded), without writing a file."""
+    from autotune.report import report_html as render_report
+
+    return render_report(db_url, study)
+
+
+@dataclass(frozen=True)
+class HardwareListing:
+    """The machines a profile or plan can name: those stored (probed or tuned on) and the
+    accelerator catalog ``autotune plan`` knows by short name."""
+
+    stored: list[HardwareInfo]
+    catalog: dict[str, AcceleratorSpec]
+
+    def to_dict(self) -> dict:
+        return {
+            "stored": [machine.to_dict() for machine in self.stored],
+            "catalog": [{"short_name": name, **spec.to_dict()} for name, spec in self.catalog.items()],
+        }
+
+
+def hardware(db_url: str | None = None) -> HardwareListing:
+    """Every stored hardware profile (newest first) and the catalog of accelerators."""
+    from autotune.hardware.catalog import ACCELERATORS
+    from autotune.profiles.records import hardware_info
+    from autotune.store import repository
+
+    with open_database(db_url) as database, database.session() as session:
+        stored = [hardware_info(record) for record in repository.list_hardware(session)]
+    return HardwareListing(stored, dict(ACCELERATORS))
+
 
 
 def preflight(target: str | Path, drafts: Sequence[str | Path] = (), *, engine: str = "trtllm",

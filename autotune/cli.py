@@ -7,7 +7,6 @@ code 2; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from typing import Any
 
 import click
 
-from autotune import __version__, api, render
+from autotune import __version__, api, json_shapes, render
 from autotune.engines.protocol import (
     DEFAULT_CONFIRM_REPETITIONS,
     DEFAULT_CONFIRM_SECONDS,
@@ -138,7 +137,7 @@ def command(group: click.Group, name: str, *, uses_db: bool = True) -> Callable:
 def emit(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:
     """Print ``result`` as JSON (its ``to_dict()``) or through the human-readable renderer ``show``."""
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+        click.echo(json_shapes.dumps(result.to_dict()))
     else:
         show(result)
 
@@ -449,7 +448,7 @@ def studies_command(db_url, as_json, wide) -> None:
     """
     studies = api.studies(db_url)
     if as_json:
-        click.echo(json.dumps([s.to_dict() for s in studies], indent=2, default=str))
+        click.echo(json_shapes.dumps(json_shapes.study_list(studies)))
     else:
         render.print_studies(studies, wide)
 
@@ -470,7 +469,7 @@ def trials_command(db_url, study, as_json, wide) -> None:
     """
     listing = api.trial_listing(db_url, study)
     if as_json:
-        click.echo(json.dumps(listing.row_dicts(), indent=2, default=str))
+        click.echo(json_shapes.dumps(listing.row_dicts()))
     else:
         render.print_trials(listing.rows, f"Trials of {study}", wide, listing.lines())
 
@@ -502,7 +501,7 @@ def profiles_list_command(db_url, hardware, model, method, study, as_json, wide)
     """
     profiles = api.list_profiles(db_url, hardware=hardware, model=model, method=method, study=study)
     if as_json:
-        click.echo(json.dumps([p.summary() for p in profiles], indent=2, default=str))
+        click.echo(json_shapes.dumps(json_shapes.profile_list(profiles)))
     else:
         render.print_profiles(profiles, "Deployment profiles", wide)
 
@@ -526,8 +525,7 @@ def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
     profile = api.show_profile(db_url, profile_id)
     off_state = off_state_report(profile)
     if as_json:
-        click.echo(json.dumps({**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with,
-                               "off_state": off_state}, indent=2, default=str))
+        click.echo(json_shapes.dumps(json_shapes.profile_detail(profile, off_state)))
     else:
         render.print_profile(profile, wide, off_state)
 
@@ -549,7 +547,7 @@ def profiles_best_command(db_url, model, hardware, batch_size, slo_tpot_ms, as_j
     best = api.best_profile(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
     data = best.to_dict()
     if as_json:
-        click.echo(json.dumps(data, indent=2, default=str))
+        click.echo(json_shapes.dumps(data))
     else:
         render.print_profiles([best.profile], "Best profile", wide)
         if best.operating_point is not None:
@@ -570,7 +568,7 @@ def profiles_import_command(db_url, path, as_json) -> None:
     """
     profile = api.import_profile(db_url, path)
     if as_json:
-        click.echo(json.dumps(profile.summary(), indent=2, default=str))
+        click.echo(json_shapes.dumps(profile.summary()))
     else:
         click.echo(f"imported as profile {profile.id} (study {profile.study.name})")
 
@@ -668,7 +666,7 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
                       dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl, calibration=calibration,
                       export_format=export_format, output=output, force=force)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+        click.echo(json_shapes.dumps(result.to_dict()))
         return
     render.print_plan(result.plan)
     if result.export is not None:
@@ -686,6 +684,33 @@ def report_command(db_url, study, out_dir) -> None:
       autotune report my-study -o report/
     """
     click.echo(str(api.report(db_url, study, out_dir)))
+
+
+@command(cli, "serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. Reads need no token: listen beyond this machine only on a trusted network.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8321, show_default=True)
+def serve_command(db_url, host, port) -> None:
+    """Serve the stored results over HTTP: a read-only JSON API until Ctrl-C.
+
+    Profiles, the best profile for a request, exports (the bytes `autotune export` writes),
+    studies, trials, reports, hardware and what-if plans, in the shapes --json prints; OpenAPI at
+    /docs, Prometheus metrics at /metrics, health at /healthz. Not built yet: queued tunes and
+    workers, token-protected writes, the page.
+
+    \b
+    Examples:
+      autotune serve
+      autotune serve --port 9000 --db postgresql://me@dbhost/autotune
+      curl 'http://127.0.0.1:8321/v1/profiles/best?model=autotune-byte-target&batch_size=4'
+      curl -o serve.yaml 'http://127.0.0.1:8321/v1/profiles/1/export?format=trtllm'
+    """
+    try:  # the service is a layer above api, as this module is: it calls the same api functions
+        from autotune.service import serve
+    except ModuleNotFoundError as exc:  # the web stack is an extra: say which, not a traceback
+        raise OneLineError(f"autotune serve needs the serve extra ({exc.name} is missing): "
+                           "pip install 'autotune[serve]'") from None
+    serve(db_url, host=host, port=port)
 
 
 @command(cli, "preflight", uses_db=False)
@@ -707,7 +732,7 @@ def preflight_command(target, drafts, engine, seq_len, as_json) -> None:
     """
     report = api.preflight(target, drafts, engine=engine, seq_len=seq_len)
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2, default=str))
+        click.echo(json_shapes.dumps(report.to_dict()))
     else:
         render.print_rows([c.to_dict() for c in report.checks], ["status", "name", "subject", "message"], title="Preflight")
     if not report.ok:

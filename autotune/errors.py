@@ -33,7 +33,12 @@ class UnsupportedConfigError(EngineError):
     """The engine cannot run this (method, draft, depth, batch size) combination."""
 
 
-class ProfileNotFoundError(ConfigurationError):
+class NotFoundError(ConfigurationError):
+    """A named thing (study, profile, model, hardware) is neither stored nor in the catalog; the
+    message names what is. The service answers it with 404, every other ConfigurationError with 422."""
+
+
+class ProfileNotFoundError(NotFoundError):
     """No stored profile matches the request; the message names the nearest stored match."""
 
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.analysis.decision import SIMPLICITY
-from autotune.errors import ConfigurationError
+from autotune.errors import ConfigurationError, NotFoundError
 from autotune.hardware.catalog import (
     AcceleratorSpec,
     accelerator_for_gpu,
@@ -331,7 +331,7 @@ def plan_from_config(
                                  "--acceptance-from MODEL (or plan a tuned target with --model)")
     base = find_accelerator(hardware)
     if base is None:
-        raise ConfigurationError(f"unknown hardware {hardware!r} for a plan from a config: use a catalog name "
+        raise NotFoundError(f"unknown hardware {hardware!r} for a plan from a config: use a catalog name "
                                  f"({', '.join(accelerator_names())})")
     target = read_config_model(config, "target")
     draft = read_config_model(draft_config, "draft") if draft_config is not None else None
@@ -692,7 +692,7 @@ def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str,
 
     found = plan_queries.hardware_with_probe(session, key)
     if found is None:
-        raise ConfigurationError(f"unknown hardware {key!r}: use a catalog name ({', '.join(accelerator_names())}) "
+        raise NotFoundError(f"unknown hardware {key!r}: use a catalog name ({', '.join(accelerator_names())}) "
                                  "or a stored hardware profile's name or fingerprint "
                                  f"(stored: {plan_queries.stored_hardware_names(session)})")
     record, probe = found

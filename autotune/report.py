@@ -106,10 +106,21 @@ def write_report(db_url: str | None, study: str | int, out_dir: Path | str) -> P
     replacing an earlier report there. Returns the HTML path."""
     data = load_study(db_url, study)
     out_dir = Path(out_dir)
-    pngs = {name: _png(figure) for name, figure in figures(data).items()}
+    pngs = _pngs(data)
     for name, png in pngs.items():
         write_atomic(out_dir / f"{name}.png", png, force=True)
     return write_atomic(out_dir / REPORT_FILE, render_html(data, pngs), force=True)
+
+
+def report_html(db_url: str | None, study: str | int) -> str:
+    """The page :func:`write_report` writes for ``study``, as text: it embeds its plots, so it
+    stands alone (its links to the PNG files next to it do not)."""
+    data = load_study(db_url, study)
+    return render_html(data, _pngs(data))
+
+
+def _pngs(data: StudyData) -> dict[str, bytes]:
+    return {name: _png(figure) for name, figure in figures(data).items()}
 
 
 # --- plots -------------------------------------------------------------------------------------

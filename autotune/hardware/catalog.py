@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from autotune.errors import ConfigurationError
+from autotune.errors import ConfigurationError, NotFoundError
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -241,7 +241,7 @@ def accelerator(name: str) -> AcceleratorSpec:
     """The catalog entry called ``name``; a ConfigurationError listing the known names otherwise."""
     spec = find_accelerator(name)
     if spec is None:
-        raise ConfigurationError(f"unknown accelerator {name!r}; known: {', '.join(accelerator_names())}")
+        raise NotFoundError(f"unknown accelerator {name!r}; known: {', '.join(accelerator_names())}")
     return spec
 
 

@@ -8,8 +8,9 @@ configuration the adapter measures (:func:`.speculation.measured_config`), then 
 schedule is added: what is deployed is what was measured. SGLang has no adapter; its writer maps
 the profile itself.
 
-:func:`export_profile` is pure (profile in, text out); :func:`write_export` loads a stored profile
-and writes the text atomically, by default to ``profiles/`` in the current folder.
+:func:`export_profile` is pure (profile in, text out); :func:`stored_export` loads a stored profile
+and renders it; :func:`write_export` writes that text atomically, by default to ``profiles/`` in
+the current folder.
 
 Decision on missing equivalents: every method maps to every engine, so nothing is refused; what an
 engine cannot express (SGLang has no per-batch-size speculation switch) is said in a comment at the
@@ -41,7 +42,7 @@ from autotune.serving.vllm import vllm_script
 
 __all__ = [
     "DEFAULT_EXPORT_DIR", "FORMATS", "SUFFIXES", "check_format", "default_export_path", "export_profile", "slugify",
-    "write_export",
+    "stored_export", "write_export",
 ]
 
 FORMATS = ("trtllm", "trtllm-bench", "vllm", "sglang", "json")
@@ -88,12 +89,19 @@ def write_export(
 ) -> Path:
     """Export stored profile ``profile_id`` to ``output`` (default: :func:`default_export_path`)
     atomically; an existing file is refused unless ``force``. Returns the path written."""
+    profile, text = stored_export(db_url, profile_id, fmt, trtllm_version)
+    path = Path(output) if output is not None else default_export_path(profile, fmt)
+    return write_atomic(path, text, force=force, executable=path.suffix == ".sh")
+
+
+def stored_export(db_url: str | None, profile_id: int, fmt: str,
+                  trtllm_version: str = DEFAULT_TRTLLM_VERSION) -> tuple[DeploymentProfile, str]:
+    """Stored profile ``profile_id`` and its text in format ``fmt``: what :func:`write_export`
+    writes, for callers that send it elsewhere (the HTTP service)."""
     check_format(fmt)
     trtllm_rules(trtllm_version)  # an unknown version is refused before the database is opened
     profile = with_draft_config(show_profile(db_url, profile_id, with_measurements=True))
-    text = export_profile(profile, fmt, trtllm_version)
-    path = Path(output) if output is not None else default_export_path(profile, fmt)
-    return write_atomic(path, text, force=force, executable=path.suffix == ".sh")
+    return profile, export_profile(profile, fmt, trtllm_version)
 
 
 def default_export_path(profile: DeploymentProfile, fmt: str, folder: Path = DEFAULT_EXPORT_DIR) -> Path:

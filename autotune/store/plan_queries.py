@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from autotune.errors import ConfigurationError
+from autotune.errors import ConfigurationError, NotFoundError
 from autotune.store import performance, profile_queries, repository
 from autotune.store.models import (
     AcceptanceProfileRecord,
@@ -33,7 +33,7 @@ def find_target(session: Session, key: str, workload_fingerprint: str) -> ModelR
     if not found:
         stored = list(session.scalars(select(ModelRecord).where(ModelRecord.role == "target").order_by(ModelRecord.id)))
         known = profile_queries.stored_names(stored) if stored else "none yet: run `autotune tune` first"
-        raise ConfigurationError(f"unknown target model {key!r}; stored targets: {known}")
+        raise NotFoundError(f"unknown target model {key!r}; stored targets: {known}")
     if len(found) == 1:
         return found[0]
     with_profiles = [m for m in found if session.scalar(select(AcceptanceProfileRecord.id).where(

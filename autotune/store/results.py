@@ -18,7 +18,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from autotune.analysis.intervals import Estimate
-from autotune.errors import ConfigurationError
+from autotune.errors import NotFoundError
 from autotune.store.rows import get_or_create
 from autotune.store.models import (
     DeploymentProfileRecord,
@@ -396,5 +396,5 @@ def study_trials(session: Session, name: str) -> list[TrialRow]:
     if study is None:
         known = session.scalars(select(StudyRecord.name).order_by(StudyRecord.id.desc()).limit(5)).all()
         hint = f"; known studies: {', '.join(known)}" if known else "; run autotune tune first"
-        raise ConfigurationError(f"no study named {name!r} in this database{hint}")
+        raise NotFoundError(f"no study named {name!r} in this database{hint}")
     return study_rows(session, study.id)

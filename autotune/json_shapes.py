@@ -1,0 +1,43 @@
+"""The JSON the read commands print with ``--json``, shared by the CLI and the HTTP service so
+that both say the same thing in the same shape.
+
+Where a result has one ``to_dict()`` (a best profile, a plan, a trial listing's ``row_dicts()``)
+callers use it directly; this module holds the shapes that are more than that, and the encoder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from autotune.serving.offstate import off_state_report
+
+if TYPE_CHECKING:
+    from autotune.profiles import DeploymentProfile
+    from autotune.search import StudySummary
+
+
+def dumps(data: Any) -> str:
+    """``data`` as the CLI prints it: indented, anything JSON lacks (datetimes, paths) as ``str``."""
+    return json.dumps(data, indent=2, default=str)
+
+
+def study_list(studies: Sequence[StudySummary]) -> list[dict[str, Any]]:
+    """``autotune studies --json``."""
+    return [study.to_dict() for study in studies]
+
+
+def profile_list(profiles: Sequence[DeploymentProfile]) -> list[dict[str, Any]]:
+    """``autotune profiles list --json``: one summary per profile."""
+    return [profile.summary() for profile in profiles]
+
+
+def profile_detail(profile: DeploymentProfile, off_state: Any = None) -> dict[str, Any]:
+    """``autotune profiles show --json``: the profile, whether confirmation measured it, its ties, and
+    where none won what each engine's speculative server runs instead (``off_state``, from
+    :func:`autotune.serving.offstate.off_state_report`; computed here when not given)."""
+    if off_state is None:
+        off_state = off_state_report(profile)
+    return {**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with,
+            "off_state": off_state}

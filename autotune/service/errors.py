@@ -1,0 +1,151 @@
+"""One JSON error shape for every failure, ``{"error": {"status": ..., "message": ...}}``, and
+nothing in it (or in the log) that names the database.
+
+Status by cause: an unknown study, profile, model or hardware (:class:`~autotune.errors.NotFoundError`)
+is 404; any other invalid option (:class:`~autotune.errors.ConfigurationError`) or a parameter
+that fails validation is 422 (the latter with ``"field"``); an unreachable database is 503; a bug
+is 500. Library messages are written for the user and kept, with any URL, the database's
+password and (SQLite) its file replaced by :data:`REDACTED`: a DatabaseError names its URL (in
+the driver's spelling, ``postgresql+psycopg://``), an SQLite error its file. Tracebacks are never sent and never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from autotune.errors import AutotuneError, ConfigurationError, DatabaseError, NotFoundError
+from autotune.store import resolve_database_url
+from autotune.store.database import display_url
+
+LOG = logging.getLogger("autotune.service")
+REDACTED = "[database]"
+# Any URL: scheme://, then everything up to a blank or a quote.
+URL_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]*")
+DATABASE_UNAVAILABLE = "the database is unreachable or not at this autotune's schema revision (the server log says why)"
+INTERNAL_ERROR = "internal error (the server log says which)"
+
+
+class ErrorDetail(BaseModel):
+    status: int
+    message: str
+    field: str | None = None  # the parameter at fault, on a 422 from validation
+
+
+class ErrorBody(BaseModel):
+    """The one error shape, as the OpenAPI document shows it."""
+
+    error: ErrorDetail
+
+
+# Documented on every route.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "Not stored: no such study, profile, model or hardware."},
+    422: {"model": ErrorBody, "description": "An invalid parameter (named in `field` when validation found it)."},
+    503: {"model": ErrorBody, "description": "The database is unreachable or at another schema revision."},
+}
+
+
+def error_response(status: int, message: str, **extra: Any) -> JSONResponse:
+    """The one error shape; ``extra`` adds keys such as ``field``."""
+    return JSONResponse({"error": {"status": status, "message": message, **extra}}, status_code=status)
+
+
+class Redactor:
+    """Replaces every URL, and the database's URL as given, password and (SQLite) file, in a text."""
+
+    def __init__(self, secrets: Iterable[str | None]) -> None:
+        # Longest first, so that a URL is replaced whole before its file path inside it.
+        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    @classmethod
+    def for_database(cls, db_url: str | None) -> Redactor:
+        resolved = resolve_database_url(db_url)
+        secrets = [db_url, resolved]
+        try:
+            url = make_url(resolved)
+        except ArgumentError:  # a malformed URL is refused when opened; hide it whole meanwhile
+            return cls(secrets)
+        secrets += [display_url(url), url.render_as_string(hide_password=False), url.password]
+        if url.get_backend_name() == "sqlite":
+            secrets.append(url.database)
+        return cls(secrets)
+
+    def __call__(self, text: str) -> str:
+        text = URL_PATTERN.sub(REDACTED, text)
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+
+def install(app: FastAPI, redact: Redactor) -> None:
+    """Answer validation errors, HTTP errors (unknown route, wrong method) and the library's
+    errors in the one shape, and anything else as a 500 through :class:`CatchAll`."""
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_parameter(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = exc.errors()
+        fields = [str(p["loc"][-1]) for p in problems]
+        message = "; ".join(f"{_where(p['loc'])} {p['loc'][-1]!r}: {p['msg']}" for p in problems)
+        return error_response(422, message, field=fields[0])
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        return error_response(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(AutotuneError)
+    async def library_error(request: Request, exc: AutotuneError) -> JSONResponse:
+        message = redact(str(exc))
+        if isinstance(exc, NotFoundError):
+            return error_response(404, message)
+        if isinstance(exc, ConfigurationError):
+            return error_response(422, message)
+        LOG.error("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, message)
+        if isinstance(exc, DatabaseError):
+            return error_response(503, DATABASE_UNAVAILABLE)
+        return error_response(500, INTERNAL_ERROR)
+
+    app.add_middleware(CatchAll, redact=redact)
+
+
+def _where(loc: tuple) -> str:
+    return {"query": "query parameter", "path": "path parameter", "body": "body field"}.get(str(loc[0]), "parameter")
+
+
+class CatchAll:
+    """ASGI middleware: an exception no handler took becomes a logged line (type and redacted
+    message, no traceback) and a 500 in the error shape, instead of uvicorn's traceback."""
+
+    def __init__(self, app: ASGIApp, redact: Redactor) -> None:
+        self.app = app
+        self.redact = redact
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: log one line, answer 500
+            LOG.error("%s %s: %s: %s", scope.get("method"), scope.get("path"), type(exc).__name__,
+                      self.redact(str(exc)))
+            if not started:  # once the response has begun, closing the connection is all that is left
+                await error_response(500, INTERNAL_ERROR)(scope, receive, send)

@@ -1,0 +1,132 @@
+"""The read routes: each parses its parameters, makes the one :mod:`autotune.api` call the CLI
+makes for the same question and answers with what ``--json`` prints (:mod:`autotune.json_shapes`).
+
+Parameters are declared with their bounds and choices, so that a bad one is a 422 naming it
+before the library runs; the library checks again, as for the CLI. The routes are plain
+functions: FastAPI runs them in its thread pool, the database calls block there.
+"""
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, Response
+from fastapi.responses import HTMLResponse
+
+from autotune import __version__, api, json_shapes
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION
+from autotune.perfmodel.calibration import ENGINE_STEP_OVERHEAD_US
+from autotune.planning import MAX_BATCH_SIZE, MAX_DEPTH, parse_batch_sizes
+from autotune.planning_inputs import DTYPES, MAX_SEQUENCE, MAX_TP
+from autotune.profiles.data import METHODS
+from autotune.profiles.query import MAX_ID
+from autotune.service.errors import ERROR_RESPONSES
+from autotune.service.limits import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_LENGTH
+from autotune.serving import FORMATS
+
+# The media type of each export format; the bytes are those `autotune export` writes.
+EXPORT_MEDIA_TYPES = {"trtllm": "application/yaml", "trtllm-bench": "text/x-shellscript",
+                      "vllm": "text/x-shellscript", "sglang": "text/x-shellscript", "json": "application/json"}
+READ_ONLY = ("This API only reads. It has no write routes yet; when it gets them (queued tunes, "
+             "cancellation) they will need the bearer token AUTOTUNE_API_TOKEN, and without it set "
+             "the API stays read-only.")
+
+Method = Literal[METHODS]  # type: ignore[valid-type]
+ExportFormat = Literal[FORMATS]  # type: ignore[valid-type]
+Dtype = Literal[DTYPES]  # type: ignore[valid-type]
+PlanEngine = Literal[tuple(ENGINE_STEP_OVERHEAD_US)]  # type: ignore[misc]
+Name = Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH)]
+OptionalName = Annotated[str | None, Query(min_length=1, max_length=MAX_NAME_LENGTH)]
+StudyName = Annotated[str, Path(min_length=1, max_length=MAX_NAME_LENGTH, description="The study's name.")]
+ProfileId = Annotated[int, Path(ge=1, le=MAX_ID, description="The profile's id (`autotune profiles list`).")]
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"At most this many items (newest first); the "
+                             "X-Total-Count header says how many there are.")]
+HARDWARE_HELP = "NAME or FINGERPRINT of stored hardware, or 'current' (the server's machine)."
+
+
+def json_response(data: Any, headers: dict[str, str] | None = None) -> Response:
+    """``data`` encoded exactly as the CLI prints it with ``--json``."""
+    return Response(json_shapes.dumps(data), media_type="application/json", headers=headers)
+
+
+def listing(items: list, limit: int) -> Response:
+    """The first ``limit`` items, with the full count in X-Total-Count."""
+    return json_response(items[:limit], headers={"X-Total-Count": str(len(items))})
+
+
+def build_router(db_url: str | None) -> APIRouter:
+    """The read routes over the database at ``db_url`` (None: autotune's default)."""
+    router = APIRouter(responses=ERROR_RESPONSES)
+
+    @router.get("/healthz", tags=["service"], summary="Liveness and database reachability")
+    def healthz() -> Response:
+        """200 when the database answers; says whether its schema is this autotune's newest, and
+        that the API is read-only."""
+        status = api.db_status(db_url)
+        return json_response({"status": "ok", "version": __version__, "schema_is_head": status.is_head,
+                              "read_only": True, "writes": READ_ONLY})
+
+    @router.get("/v1/profiles", tags=["profiles"], summary="List deployment profiles (`autotune profiles list`)")
+    def profiles(hardware: Annotated[str | None, Query(max_length=MAX_NAME_LENGTH, description=HARDWARE_HELP)] = None,
+                 model: OptionalName = None, method: Method | None = None, study: OptionalName = None,
+                 limit: Limit = DEFAULT_LIMIT) -> Response:
+        found = api.list_profiles(db_url, hardware=hardware, model=model, method=method, study=study)
+        return listing(json_shapes.profile_list(found), limit)
+
+    # Before /v1/profiles/{profile_id}, which would take "best" for an id.
+    @router.get("/v1/profiles/best", tags=["profiles"], summary="The best stored profile (`autotune profiles best`)")
+    def best(model: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH, description="Target model name or fingerprint.")],
+             hardware: Annotated[str | None, Query(max_length=MAX_NAME_LENGTH,
+                                                   description=HARDWARE_HELP + " Default: any machine.")] = None,
+             batch_size: Annotated[int | None, Query(ge=1, le=MAX_BATCH_SIZE)] = None,
+             slo_tpot_ms: Annotated[float | None, Query(gt=0, le=1e6)] = None) -> Response:
+        """The profile with the highest tokens/s, or with a batch size and/or TPOT limit the
+        fastest stored operating point that meets them. 404 names the nearest stored match."""
+        found = api.best_profile(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
+        return json_response(found.to_dict())
+
+    @router.get("/v1/profiles/{profile_id}", tags=["profiles"], summary="One profile (`autotune profiles show`)")
+    def profile(profile_id: ProfileId) -> Response:
+        return json_response(json_shapes.profile_detail(api.show_profile(db_url, profile_id)))
+
+    @router.get("/v1/profiles/{profile_id}/export", tags=["profiles"], response_class=Response,
+                summary="A profile as a serving config (`autotune export`: the same bytes)")
+    def export(profile_id: ProfileId, format: ExportFormat = "trtllm",  # noqa: A002 - the CLI's option name
+               trtllm_version: Annotated[str, Query(max_length=32)] = DEFAULT_TRTLLM_VERSION) -> Response:
+        exported = api.export_text(db_url, profile_id, format, trtllm_version=trtllm_version)
+        return Response(exported.text.encode("utf-8"), media_type=EXPORT_MEDIA_TYPES[format],
+                        headers={"Content-Disposition": f'attachment; filename="{exported.filename}"'})
+
+    @router.get("/v1/studies", tags=["studies"], summary="List tuning studies (`autotune studies`)")
+    def studies(limit: Limit = DEFAULT_LIMIT) -> Response:
+        return listing(json_shapes.study_list(api.studies(db_url)), limit)
+
+    @router.get("/v1/studies/{name}/trials", tags=["studies"], summary="A study's trials (`autotune trials`)")
+    def trials(name: StudyName, limit: Limit = DEFAULT_LIMIT) -> Response:
+        return listing(api.trial_listing(db_url, name).row_dicts(), limit)
+
+    @router.get("/v1/studies/{name}/report", tags=["studies"], response_class=HTMLResponse,
+                summary="A study's HTML report, plots embedded (`autotune report`)")
+    def report(name: StudyName) -> HTMLResponse:
+        return HTMLResponse(api.report_html(db_url, name))
+
+    @router.get("/v1/hardware", tags=["hardware"], summary="Stored hardware profiles and the accelerator catalog")
+    def hardware() -> Response:
+        return json_response(api.hardware(db_url).to_dict())
+
+    @router.get("/v1/plan", tags=["plan"], summary="What-if plan for a tuned target (`autotune plan --model`)")
+    def plan(hardware: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH,
+                                            description="A catalog accelerator (see /v1/hardware) or stored hardware.")],
+             model: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH, description="A tuned target model.")],
+             batch_sizes: Annotated[str | None, Query(max_length=200, description="Comma-separated, e.g. 1,8,64.")] = None,
+             max_depth: Annotated[int | None, Query(ge=1, le=MAX_DEPTH)] = None,
+             tp: Annotated[int, Query(ge=1, le=MAX_TP)] = 1, dtype: Dtype | None = None, kv_dtype: Dtype | None = None,
+             engine: PlanEngine = "trtllm", isl: Annotated[int | None, Query(ge=1, le=MAX_SEQUENCE)] = None,
+             osl: Annotated[int | None, Query(ge=1, le=MAX_SEQUENCE)] = None) -> Response:
+        """Predicted, never measured: the best method and depth per batch size from the target's
+        stored acceptance and a roofline of the hardware. Plans from a config.json (`--config`) are
+        left to the CLI: they name files on the machine that runs them."""
+        predicted = api.plan(db_url, hardware=hardware, model=model, batch_sizes=parse_batch_sizes(batch_sizes),
+                             max_depth=max_depth, tp=tp, dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl,
+                             osl=osl)
+        return json_response(predicted.to_dict())
+
+    return router

@@ -1,0 +1,42 @@
+"""Run the app under uvicorn, with the server-side bounds (header size, concurrent connections)."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+
+import uvicorn
+from fastapi import FastAPI
+
+from autotune import api
+from autotune.service.app import create_app
+
+LOG = logging.getLogger("autotune.service")
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8321
+MAX_HEADER_BYTES = 16 * 1024
+# Beyond this many open connections and requests uvicorn answers 503 rather than queue without end.
+MAX_CONCURRENCY = 256
+
+
+def server_config(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: the bounds above, no Server header."""
+    return uvicorn.Config(app, host=host, port=port, limit_concurrency=MAX_CONCURRENCY,
+                          h11_max_incomplete_event_size=MAX_HEADER_BYTES, server_header=False,
+                          log_level="info")
+
+
+def serve(db_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    """Check that the database answers (a bad URL fails here, as one line), then serve until
+    interrupted."""
+    api.db_status(db_url)
+    if not _loopback(host):
+        LOG.warning("listening on %s: every client that can reach it reads every stored result", host)
+    uvicorn.Server(server_config(create_app(db_url), host, port)).run()
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"

@@ -1,0 +1,136 @@
+"""Every read route against a live server: the JSON is what the CLI prints with ``--json`` for the
+same question, the export the bytes ``autotune export`` writes, the report the page
+``autotune report`` writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+import profile_factory as factory
+from autotune.cli import cli
+from autotune.serving import FORMATS
+from service_support import PLAN_TARGET
+
+
+@pytest.fixture(scope="module")
+def db(stored: tuple[str, dict[str, int]]) -> str:
+    return stored[0]
+
+
+def cli_output(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def cli_json(*args: str) -> object:
+    return json.loads(cli_output(*args, "--json"))
+
+
+def test_profiles_list_is_the_cli_json(client: httpx.Client, db: str) -> None:
+    response = client.get("/v1/profiles")
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    assert response.json() == cli_json("profiles", "list", "--db", db)
+    assert response.headers["x-total-count"] == "4"
+    filtered = client.get("/v1/profiles", params={"model": "tiny-target", "method": "mtp", "hardware": factory.H100[1]})
+    assert filtered.json() == cli_json("profiles", "list", "--model", "tiny-target", "--method", "mtp",
+                                       "--hardware", factory.H100[1], "--db", db)
+
+
+def test_limit_bounds_a_list(client: httpx.Client) -> None:
+    every = client.get("/v1/profiles").json()
+    first = client.get("/v1/profiles", params={"limit": 1})
+    assert first.json() == every[:1] and first.headers["x-total-count"] == str(len(every))
+
+
+def test_best_profile_is_the_cli_json(client: httpx.Client, db: str) -> None:
+    query = {"model": "tiny-target", "hardware": factory.H100[0], "batch_size": 4, "slo_tpot_ms": 1000}
+    response = client.get("/v1/profiles/best", params=query)
+    assert response.status_code == 200, response.text
+    assert response.json() == cli_json("profiles", "best", "--model", "tiny-target", "--hardware", factory.H100[0],
+                                       "--batch-size", "4", "--slo-tpot-ms", "1000", "--db", db)
+    assert response.json()["operating_point"]["batch_size"] == 4
+
+
+def test_best_profile_on_any_machine_by_default(client: httpx.Client) -> None:
+    best = client.get("/v1/profiles/best", params={"model": "tiny-target"}).json()
+    assert best["request"]["hardware"] is None and best["profile"]["hardware"] == factory.H100[0]
+
+
+def test_show_profile_is_the_cli_json(client: httpx.Client, db: str, ids: dict[str, int]) -> None:
+    profile_id = ids["h100-old"]
+    response = client.get(f"/v1/profiles/{profile_id}")
+    assert response.json() == cli_json("profiles", "show", str(profile_id), "--db", db)
+    assert response.json()["id"] == profile_id
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_export_is_the_bytes_the_cli_writes(client: httpx.Client, db: str, ids: dict[str, int], fmt: str,
+                                            tmp_path: Path) -> None:
+    profile_id = str(ids["h100-old"])
+    written = tmp_path / "export"
+    cli_output("export", profile_id, "--format", fmt, "-o", str(written), "--db", db)
+    response = client.get(f"/v1/profiles/{profile_id}/export", params={"format": fmt})
+    assert response.status_code == 200, response.text
+    assert response.content == written.read_bytes()
+    assert response.headers["content-disposition"].startswith('attachment; filename="')
+
+
+def test_export_for_another_trtllm_version(client: httpx.Client, db: str, ids: dict[str, int], tmp_path: Path) -> None:
+    profile_id = str(ids["h100-new"])
+    written = tmp_path / "main.yaml"
+    cli_output("export", profile_id, "--trtllm-version", "main", "-o", str(written), "--db", db)
+    response = client.get(f"/v1/profiles/{profile_id}/export", params={"trtllm_version": "main"})
+    assert response.content == written.read_bytes()
+
+
+def test_studies_and_trials_are_the_cli_json(client: httpx.Client, db: str) -> None:
+    assert client.get("/v1/studies").json() == cli_json("studies", "--db", db)
+    trials = client.get("/v1/studies/h100-old/trials", params={"limit": 1000})
+    assert trials.json() == cli_json("trials", "h100-old", "--db", db)
+    assert trials.headers["x-total-count"] == "86"
+
+
+def test_report_is_the_page_the_cli_writes(client: httpx.Client, db: str, tmp_path: Path) -> None:
+    cli_output("report", "other", "-o", str(tmp_path), "--db", db)
+    response = client.get("/v1/studies/other/report")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    assert response.text == (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "data:image/png;base64," in response.text  # the plots travel inside the page
+
+
+def test_hardware_lists_stored_and_catalog(client: httpx.Client) -> None:
+    data = client.get("/v1/hardware").json()
+    assert {h["fingerprint"] for h in data["stored"]} == {factory.H100[1], factory.CPU[1]}
+    assert "h200" in {a["short_name"] for a in data["catalog"]}
+
+
+def test_plan_is_the_cli_json(client: httpx.Client, db: str) -> None:
+    response = client.get("/v1/plan", params={"hardware": "h200", "model": PLAN_TARGET, "batch_sizes": "1,8",
+                                              "isl": 512, "dtype": "fp8", "engine": "vllm"})
+    assert response.status_code == 200, response.text
+    assert response.json() == cli_json("plan", "--hardware", "h200", "--model", PLAN_TARGET, "--batch-sizes", "1,8",
+                                       "--isl", "512", "--dtype", "fp8", "--engine", "vllm", "--db", db)
+    assert [row["batch_size"] for row in response.json()["per_batch_size"]] == [1, 8]
+
+
+def test_healthz_says_read_only(client: httpx.Client) -> None:
+    health = client.get("/healthz").json()
+    assert health["status"] == "ok" and health["schema_is_head"] is True
+    assert health["read_only"] is True and "AUTOTUNE_API_TOKEN" in health["writes"]
+
+
+def test_openapi_documents_every_route(client: httpx.Client) -> None:
+    spec = client.get("/openapi.json").json()
+    assert set(spec["paths"]) >= {
+        "/healthz", "/metrics", "/v1/profiles", "/v1/profiles/best", "/v1/profiles/{profile_id}",
+        "/v1/profiles/{profile_id}/export", "/v1/studies", "/v1/studies/{name}/trials", "/v1/studies/{name}/report",
+        "/v1/hardware", "/v1/plan"}
+    assert all(set(methods) == {"get"} for methods in spec["paths"].values())  # nothing writes
+    assert "AUTOTUNE_API_TOKEN" in spec["info"]["description"]
+    assert client.get("/docs").status_code == 200
