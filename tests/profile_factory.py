@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
@@ -248,3 +249,13 @@ def profile_data(method: str = "mtp", depth: int = 3, batch_size: int = 1, per_b
         per_batch_size=rows, details=details or {}, measurements=tuple(measurements),
         chosen_phase="confirmation" if confirmed else "screening", **figures,
     )
+
+
+def hostile_profile(name: str):  # noqa: ANN201 - a DeploymentProfile
+    """A draft-model profile whose every name, path and free text is ``name``."""
+    profile = profile_data("draft", 2, 2, {1: ("draft", 2), 2: ("draft", 2), 8: ("none", 0)},
+                                   draft_source=f"{name}-draft", details={"tied_with": ["draft@2", name]})
+    rows = [{**row, "note": name} for row in profile.per_batch_size]
+    return replace(profile, study=replace(profile.study, name=name, workload_name=name),
+                   hardware=replace(profile.hardware, name=name), target=replace(profile.target, name=name, source=name),
+                   draft=replace(profile.draft, name=f"{name} draft"), per_batch_size=rows)

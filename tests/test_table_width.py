@@ -158,11 +158,9 @@ def test_short_hardware_labels(name: str, label: str) -> None:
 def test_names_are_shown_as_written_not_as_markup(tmp_path: Path, name: str) -> None:
     """A name with rich markup or an emoji code is printed literally by every table ("[/]" was a
     MarkupError, an internal error; "[bold red]" restyled the row and ":warning:" became an emoji)."""
-    from test_export_hostile_names import hostile_profile
-
     url = f"sqlite:///{tmp_path / 'autotune.db'}"
     source = tmp_path / "hostile.json"
-    source.write_text(transfer.dumps(hostile_profile(name)))
+    source.write_text(transfer.dumps(factory.hostile_profile(name)))
     stored_id = json.loads(run("profiles", "import", str(source), "--db", url, "--json"))["id"]
     for args in (("profiles", "list"), ("profiles", "show", str(stored_id)), ("studies",)):
         output = run(*args, "--db", url, "--wide", columns=250)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,16 +43,6 @@ HOSTILE = {
     "path traversal": f"../../{SENTINEL}/x",
 }
 SCRIPTS = {"vllm": "vllm", "sglang": "python", "trtllm-bench": "trtllm-bench"}
-
-
-def hostile_profile(name: str):  # noqa: ANN201 - a DeploymentProfile
-    """A draft-model profile whose every name, path and free text is ``name``."""
-    profile = factory.profile_data("draft", 2, 2, {1: ("draft", 2), 2: ("draft", 2), 8: ("none", 0)},
-                                   draft_source=f"{name}-draft", details={"tied_with": ["draft@2", name]})
-    rows = [{**row, "note": name} for row in profile.per_batch_size]
-    return replace(profile, study=replace(profile.study, name=name, workload_name=name),
-                   hardware=replace(profile.hardware, name=name), target=replace(profile.target, name=name, source=name),
-                   draft=replace(profile.draft, name=f"{name} draft"), per_batch_size=rows)
 
 
 def read(path: Path) -> str:
@@ -92,7 +81,7 @@ def test_hostile_names_reach_the_engine_literally_and_run_nothing(name: str, tmp
     work.mkdir()
     monkeypatch.chdir(work)
     db = f"sqlite:///{tmp_path / 'autotune.db'}"
-    profile = hostile_profile(name)
+    profile = factory.hostile_profile(name)
     draft = profile.draft.source
     (tmp_path / "profile.json").write_text(transfer.dumps(profile))
     profile_id = str(json.loads(invoke("profiles", "import", str(tmp_path / "profile.json"), "--json", "--db", db))["id"])
@@ -137,7 +126,7 @@ def test_hostile_names_reach_the_engine_literally_and_run_nothing(name: str, tmp
 def test_a_name_no_script_can_carry_is_refused_at_import(where: str, tmp_path: Path) -> None:
     """A NUL (no shell argument, PostgreSQL text or file name holds one) is refused in one line, and
     the database stays without the profile."""
-    document = json.loads(transfer.dumps(hostile_profile("plain")))
+    document = json.loads(transfer.dumps(factory.hostile_profile("plain")))
     part, key = where.split(".")
     document["profile"][part][key] = "model\x00name"
     path = tmp_path / "profile.json"
