@@ -47,6 +47,8 @@ COMMAND_ARGS = {
     "export": ("1", "--format", "vllm"),
     "plan": ("--hardware", "h200", "--model", "some-model"),
     "report": ("some-study",),
+    # The server opens the database before it listens, so a bad URL never binds the port.
+    "serve": ("--port", "18321"),
 }
 NO_DB_COMMANDS = {"measure", "preflight", "models export-hf"}
 
