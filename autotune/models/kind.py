@@ -31,6 +31,17 @@ def draft_kind(draft_config: Mapping[str, Any]) -> str:
     return DRAFT_TARGET
 
 
+def speculative_kind_of(method: str, draft_config: Mapping[str, Any] | None) -> str | None:
+    """What a serving engine must run for ``method``: None for none, ``mtp`` / ``ngram`` as they are,
+    and for a draft what its config.json says (:func:`draft_kind`); a draft without a config (the
+    built-in one) is a whole model."""
+    if method == "none":
+        return None
+    if method != "draft":
+        return method
+    return draft_kind(draft_config) if draft_config else DRAFT_TARGET
+
+
 def mtp_layers(config: Mapping[str, Any]) -> int:
     """MTP modules a checkpoint ships, from its config.json (0 without)."""
     return max(int(config_param(config, key) or 0) for key in MTP_CONFIG_KEYS)

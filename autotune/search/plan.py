@@ -13,7 +13,7 @@ from autotune.engines.embedded.footprint import cache_positions
 from autotune.engines.registry import engine_adapter
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
-from autotune.models.kind import DRAFT_TARGET, draft_kind
+from autotune.models.kind import speculative_kind_of
 from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, folder_models
 from autotune.search.memory import MemoryPlan, default_batch_sizes, plan_memory
 from autotune.search.objective import Objective
@@ -59,11 +59,8 @@ class StudyPlan:
         rule = engine_adapter(self.engine).off_rule
         if rule is None:
             return 0
-        kind = candidate.method
-        if candidate.method == "draft":  # what the draft folder is; a draft without one (the built-in) is a whole model
-            draft = self.drafts.get(candidate.draft)
-            kind = draft_kind(draft.folder.config) if draft is not None and draft.folder is not None else DRAFT_TARGET
-        return rule.floor(kind)
+        draft = self.drafts.get(candidate.draft) if candidate.method == "draft" else None
+        return rule.floor(speculative_kind_of(candidate.method, draft.folder.config if draft and draft.folder else None))
 
     def infeasibility(self, candidate: Candidate) -> str | None:
         """Why ``candidate`` cannot run on this hardware, or None."""

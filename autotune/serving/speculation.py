@@ -17,7 +17,7 @@ from pathlib import Path
 from autotune.engines.base import EngineConfig
 from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.errors import ConfigurationError
-from autotune.models.kind import DRAFT_TARGET, EAGLE_LEGACY, draft_kind
+from autotune.models.kind import EAGLE_LEGACY, speculative_kind_of
 from autotune.profiles.data import DeploymentProfile, ModelInfo
 
 
@@ -41,14 +41,8 @@ def speculative_kind(profile: DeploymentProfile) -> str | None:
     """What the serving engine must run: None (method none), ``mtp``, ``ngram``, or for method draft
     what the draft is (:func:`autotune.engines.trtllm.mapping.draft_kind` of its stored config.json;
     a built-in draft or one without a config is a whole model)."""
-    if profile.method == "none":
-        return None
-    if profile.method != "draft":
-        return profile.method
     draft = profile.draft
-    if draft is None or draft.is_builtin or not draft.config:
-        return DRAFT_TARGET
-    return draft_kind(draft.config)
+    return speculative_kind_of(profile.method, None if draft is None or draft.is_builtin else draft.config)
 
 
 def engine_kind(profile: DeploymentProfile, engine: str, supported: dict[str, str]) -> str:
