@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 
 from autotune.analysis.decision import (
-    NO_SLO, SIMPLICITY, choose_profile, compare, config_label, decide_batch, deciding_rows, method_verdicts,
+    NO_SLO, PRACTICAL_MARGIN, SIMPLICITY, choose_profile, compare, config_label, decide_batch, deciding_rows, method_verdicts,
     pareto_front, per_batch_size, simplicity, summary_lines,
 )
 from autotune.analysis.intervals import Estimate, mean_interval, paired_ratio_interval
@@ -217,7 +217,7 @@ def test_the_full_preference_order():
      "draft@3", "less memory"),
 ])
 def test_the_tie_sentence_names_both_and_the_reason(truths, recommended, reason):
-    rows = confirmed([BASE, *truths], 8, seed=2)
+    rows = confirmed([BASE, *truths], 8, seed=2, noise=0.02)  # the truths lie within 1 %: tied at this noise
     decision = decide_batch(rows, 8)
     names = {config_label(row) for row in decision.tied}
     assert names == {truth_label for truth_label in map(config_label, rows[1:])}
@@ -436,3 +436,17 @@ def test_a_tied_configuration_whose_speedup_does_not_clear_one_is_not_recommende
     assert compare(weak, decision.leader).high >= 1  # tied with the leader ...
     assert weak.estimate("speedup").low <= 1  # ... but not clearly faster than no speculation
     assert config_label(decision.recommended) == "draft@7"
+
+
+def test_a_configuration_5_percent_behind_is_not_tied_although_its_interval_reaches_one():
+    """Two guided seeds recommended draft@4 over draft@7 on a 0.956 ratio whose interval reached 1;
+    draft@4 was 8.6 % slower (docs/benchmarks.md). The baseline keeps the plain rule."""
+    rows = confirmed([Truth("none", 0, 1440.0), Truth("draft", 7, 1500.0), Truth("draft", 4, 1430.0)], 8, seed=1,
+                     rounds=5, noise=0.06)
+    base, deep, shallow = rows
+    for row in (base, shallow):  # precondition: five rounds cannot separate them from the leader
+        ratio = compare(row, deep)
+        assert ratio.low < 1 < ratio.high and ratio.value < 1 - PRACTICAL_MARGIN
+    decision = decide_batch(rows, 8)
+    assert decision.leader is deep
+    assert shallow not in decision.tied and base in decision.tied
