@@ -11,13 +11,15 @@ study ends by confirming, at each batch size:
   confirm the simple ones near the top to reach the answer a re-run reaches: picking the runners-up
   by screening tokens/s (noise) made two studies confirm different depths of a flat band and
   recommend different ones (docs/benchmarks.md, "Reproducibility").
-* **The best unmeasured point**: the screening stops when the model rules every other point out at
-  z = 1, which still leaves each a chance of up to 16 %; so the unmeasured configuration with the
-  highest prediction at a batch size joins its finalists (beyond ``MAX_FINALISTS``) when its
-  optimistic bound, prediction x exp(GUIDE_Z x sigma), still reaches the best screened tokens/s
-  there. The predictions come in as values (``predicted``, from
-  :func:`autotune.search.guide.unmeasured_predictions`, called by the tuner): this module never
-  builds a model.
+* **The best predicted point**: the screening stops when the model rules every other point out at
+  z = 1, which still leaves each a chance of up to 16 %, and a screened point rests on one pass,
+  which can be a third low without being flagged (vLLM's draft@4 b4 screened 447 tok/s and
+  confirmed 669, so it missed the finalists and the study its answer: docs/benchmarks.md). So the
+  configuration with the highest prediction at a batch size, measured or not, joins its finalists
+  (beyond ``MAX_FINALISTS``) when it is not one yet and its optimistic bound, prediction x
+  exp(GUIDE_Z x sigma), still reaches the best screened tokens/s there. The predictions come in as
+  values (``predicted``, from :func:`autotune.search.guide.point_predictions`, called by the
+  tuner): this module never builds a model.
 * **The floor where none wins**: an engine whose server cannot switch a kind off (TensorRT-LLM's
   one-model MTP / EAGLE-3: :class:`autotune.engines.offstate.OffRule`, the adapter's ``off_rule``)
   serves it at draft length 1 where none leads; so at a batch size whose screening leader is the
@@ -71,7 +73,7 @@ def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any,
               predicted: Mapping[Candidate, Prediction] | None = None,
               floor: Callable[[Candidate], int] | None = None) -> dict[int, list[Candidate]]:
     """The speculative configurations to confirm at each batch size (see the module doc);
-    ``predicted``: the model's predictions of unmeasured configurations; ``floor``: the smallest
+    ``predicted``: the model's predictions of the space's configurations, measured or not; ``floor``: the smallest
     draft length the study's engine serves a candidate's kind at (1: it cannot be switched off)."""
     screened = decision.screening_rows(rows)
     chosen: dict[int, list[Candidate]] = {}
@@ -92,9 +94,9 @@ def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any,
             candidate = Candidate(row.method, row.depth, row.batch_size, row.draft)
             if candidate not in picked and len(picked) < MAX_FINALISTS:
                 picked.append(candidate)
-        unmeasured = _best_unmeasured(predicted or {}, batch_size, incumbent, least, slo)
-        if unmeasured is not None and unmeasured not in picked:
-            picked.append(unmeasured)
+        best_predicted = _best_predicted(predicted or {}, batch_size, incumbent, least, slo, picked)
+        if best_predicted is not None:
+            picked.append(best_predicted)
         if floor is not None and max(pool, key=lambda row: row.tokens_per_s).method == decision.BASELINE:
             picked += [c for c in _floors(screened, batch_size, floor) if c not in picked]
         chosen[batch_size] = picked
@@ -109,13 +111,13 @@ def _floors(screened: Sequence[TrialRow], batch_size: int, floor: Callable[[Cand
     return [c for method, draft in series if floor(c := Candidate(method, 1, batch_size, draft)) >= 1]
 
 
-def _best_unmeasured(predicted: Mapping[Candidate, Prediction], batch_size: int, leader: float, least: float,
-                     slo: Any) -> Candidate | None:
-    """The highest prediction at ``batch_size`` whose optimistic bound reaches ``leader`` and whose
-    predicted latencies miss the SLOs by no more than the screened pool does."""
+def _best_predicted(predicted: Mapping[Candidate, Prediction], batch_size: int, leader: float, least: float,
+                    slo: Any, picked: Sequence[Candidate]) -> Candidate | None:
+    """The highest prediction at ``batch_size`` not in ``picked`` whose optimistic bound reaches
+    ``leader`` and whose predicted latencies miss the SLOs by no more than the screened pool does."""
     reaching = [(prediction.tokens_per_s, candidate) for candidate, prediction in predicted.items()
-                if candidate.batch_size == batch_size and prediction.bound(GUIDE_Z)[1] >= leader
-                and slo.violation(prediction) <= least]
+                if candidate.batch_size == batch_size and candidate not in picked
+                and prediction.bound(GUIDE_Z)[1] >= leader and slo.violation(prediction) <= least]
     return max(reaching, key=lambda entry: entry[0])[1] if reaching else None
 
 

@@ -33,17 +33,22 @@ rows, every time a worker asks (under the study lock, so two workers never pick 
    over its incumbent. A configuration that is open at a batch size but not its most promising
    point waits: measuring the leader there first may close it.
 5. **Stop** when no point is open: the study ends, then the confirmation phase re-measures the
-   finalists with the full protocol, the best unmeasured point per batch size among them when its
-   optimistic bound reaches the leader (:func:`unmeasured_predictions`,
+   finalists with the full protocol, the best predicted point per batch size among them when its
+   optimistic bound reaches the leader, measured or not (:func:`point_predictions`,
    :func:`autotune.search.confirm.finalists`). :func:`ruled_out` says what was closed and how
    likely the closest closed point is to beat its incumbent after all (the tune summary).
 
 Rules and reasons: docs/statistics.md.
 
-**Beyond --max-depth** (unless ``--no-explore-beyond``): the points up to ``BEYOND_DEPTHS`` deeper
-(:meth:`SearchSpace.beyond`) are predicted with the acceptance curves continued past the deepest
-measured position (:mod:`autotune.search.beyond`) and compete with the others under the same rule;
-unlike a point inside the space, one that cannot be predicted is never open there.
+**Beyond --max-depth** (unless ``--no-explore-beyond``): up to ``BEYOND_DEPTHS`` deeper
+(:meth:`SearchSpace.beyond_depths`), one step at a time along the edge (:func:`edge_steps`): a
+proposer whose best screened point sits at the deepest depth measured at its batch size, at or past
+the maximum, may go one depth deeper there, and nowhere else. The step is predicted with the
+acceptance curves continued past the deepest measured position (:mod:`autotune.search.beyond`)
+and competes with the others under the same rule; unlike a point inside the space, one that cannot
+be predicted is never open there. (Every proposer at every batch size two depths deeper cost the
+guided benchmark 4-8 of its 18-27 configurations on the embedded engine and 4 of 14 builds on vLLM,
+and none of them won: docs/benchmarks.md.)
 
 A point the model cannot predict (its proposer has no curve yet, or the engine took no timings)
 is open: ignorance never rules a point out.
@@ -121,18 +126,25 @@ def shrunk_pass(measured: float, predicted: float | None, sigma_predicted: float
 
 
 def incumbents(rows: Iterable[Any], slo: Any, model: PerformanceModel | None = None) -> dict[int, Incumbent]:
-    """Best shrunk tokens/s per batch size among complete screening rows that meet the SLOs. A row
-    is shrunk toward the prediction stored with it (made before it ran), else the model's."""
-    sigma_pass = pass_sigma(model)
+    """Best shrunk tokens/s per batch size among complete screening rows that meet the SLOs
+    (:func:`shrunk_passes`)."""
     best: dict[int, Incumbent] = {}
-    for row in rows:
-        if not (row.state == "complete" and row.phase == "screening" and row.tokens_per_s and slo.is_met(row)):
-            continue
-        predicted, sigma = _prediction_of(row, model)
-        value, left = shrunk_pass(row.tokens_per_s, predicted, sigma, sigma_pass)
-        if row.batch_size not in best or value > best[row.batch_size].tokens_per_s:
-            best[row.batch_size] = Incumbent(value, left)
+    for row, shrunk in shrunk_passes(rows, slo, model):
+        if row.batch_size not in best or shrunk.tokens_per_s > best[row.batch_size].tokens_per_s:
+            best[row.batch_size] = shrunk
     return best
+
+
+def shrunk_passes(rows: Iterable[Any], slo: Any, model: PerformanceModel | None) -> list[tuple[Any, Incumbent]]:
+    """Every complete screening row that meets the SLOs, with its pass shrunk (:func:`shrunk_pass`)
+    toward the prediction stored with it (made before it ran), else the model's."""
+    sigma_pass = pass_sigma(model)
+    shrunk = []
+    for row in rows:
+        if row.state == "complete" and row.phase == "screening" and row.tokens_per_s and slo.is_met(row):
+            predicted, sigma = _prediction_of(row, model)
+            shrunk.append((row, Incumbent(*shrunk_pass(row.tokens_per_s, predicted, sigma, sigma_pass))))
+    return shrunk
 
 
 def pass_sigma(model: PerformanceModel | None) -> float:
@@ -211,7 +223,8 @@ def next_pick(
         if run in untaken:
             return Pick(run, f"acceptance curve of {run.config_label.rsplit('@', 1)[0]} at depth {run.depth}")
     wide = extended_model(model, space.max_depth + BEYOND_DEPTHS) if model is not None and explore_beyond else None
-    past = [c for c in space.beyond() if SearchSpace.params(c) not in taken and feasible(c)] if wide else []
+    past = [c for c in edge_steps(space, rows, slo, model)
+            if SearchSpace.params(c) not in taken and feasible(c)] if wide else []
     scored = [entry for entry in assess(space, model, rows, untaken + past, slo, z, wide) if entry.is_open(z)]
     if not scored:
         return None
@@ -233,16 +246,37 @@ def next_pick(
     return Pick(pick.candidate, why, prediction)
 
 
-def unmeasured_predictions(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[Any],
-                           feasible: Any) -> dict[Candidate, Prediction]:
-    """The model's predictions of the feasible speculative points no screening trial tried (for
-    :func:`autotune.search.confirm.finalists`)."""
+def edge_steps(space: SearchSpace, rows: Sequence[Any], slo: Any, model: PerformanceModel | None) -> list[Candidate]:
+    """The points past ``space.max_depth`` worth predicting: per proposer at most one, a depth
+    deeper than its best screened point, at that point's batch size, when that point is the deepest
+    of the proposer measured there and lies at or past the maximum depth (module doc, "Beyond").
+    The proposer's best is its shrunk pass with the highest ratio to its batch size's incumbent;
+    among equals (it leads several batch sizes) the largest batch size, then the deepest."""
+    shrunk = shrunk_passes(rows, slo, model)
+    best = incumbents(rows, slo, model)
+    beyond = set(space.beyond_depths())
+    steps = []
+    for method, draft in space.proposers():
+        mine = [(row, value.tokens_per_s / best[row.batch_size].tokens_per_s) for row, value in shrunk
+                if row.method == method and (method != "draft" or row.draft == draft)]
+        if not mine:
+            continue
+        top, _ = max(mine, key=lambda entry: (round(entry[1], 9), entry[0].batch_size, entry[0].depth))
+        deepest = max(row.depth for row, _ in mine if row.batch_size == top.batch_size)
+        if top.depth == deepest and top.depth >= space.max_depth and top.depth + 1 in beyond:
+            steps.append(Candidate(method, top.depth + 1, top.batch_size, draft))
+    return steps
+
+
+def point_predictions(space: SearchSpace, model: PerformanceModel | None, feasible: Any) -> dict[Candidate, Prediction]:
+    """The model's predictions of every feasible speculative point of the space, measured or not
+    (for :func:`autotune.search.confirm.finalists`: a measured point's one pass may be far off, and
+    its prediction, fitted on every pass, is the second opinion)."""
     if model is None:
         return {}
-    tried = _tried(rows)
     predictions = {}
     for c in space.candidates():
-        if c.method != BASELINE_METHOD and c not in tried and feasible(c):
+        if c.method != BASELINE_METHOD and feasible(c):
             prediction = model.predict(c.method, c.draft, c.depth, c.batch_size)
             if prediction is not None:
                 predictions[c] = prediction

@@ -383,8 +383,7 @@ class Tuner:
 
     def _measure_finalists(self, rows: list[results.TrialRow]) -> list[confirm.ConfirmedBatch]:
         measured = screening.undisturbed(rows)  # what the model and its predictions rest on, as in _guided
-        predicted = guide.unmeasured_predictions(self.plan.space, self.modeling.model(measured), measured,
-                                                 self._feasible)
+        predicted = guide.point_predictions(self.plan.space, self.modeling.model(measured), self._feasible)
         chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo, predicted,
                                    self.plan.off_floor)
         batches = confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,

@@ -231,6 +231,19 @@ def test_the_best_unmeasured_configuration_whose_optimistic_bound_reaches_the_le
     assert labels(finalists(rows, [4], Slo())[4]) == ["mtp@2"]  # no model: screened finalists only
 
 
+def test_a_measured_configuration_screened_low_joins_on_its_prediction():
+    """vLLM's draft@4 b4 screened a third low (447 against 669 confirmed): its pass x 1.25 missed the
+    leader, its prediction did not (docs/benchmarks.md)."""
+    rows = numbered([row("none", 0, 4, 400.0), row("draft", 3, 4, 654.0), row("draft", 4, 4, 447.0)])
+    d3, d4 = Candidate("draft", 3, 4, "builtin"), Candidate("draft", 4, 4, "builtin")
+    guesses = {d4: predicted(690.0, 0.1), d3: predicted(640.0, 0.1)}
+    assert labels(finalists(rows, [4], Slo())[4]) == ["draft@3"]  # the pass alone: left out
+    assert labels(finalists(rows, [4], Slo(), guesses)[4]) == ["draft@3", "draft@4"]
+    # The best prediction is a finalist already: the next one that reaches joins instead, once.
+    guesses[d3] = predicted(700.0, 0.1)
+    assert labels(finalists(rows, [4], Slo(), guesses)[4]) == ["draft@3", "draft@4"]
+
+
 def test_an_unmeasured_configuration_predicted_to_miss_the_slo_does_not_join():
     rows = numbered([row("none", 0, 4, 900.0, tpot=5.0), row("mtp", 2, 4, 1200.0, tpot=5.0)])
     guesses = {Candidate("mtp", 3, 4): predicted(1300.0, 0.1, tpot=12.0)}

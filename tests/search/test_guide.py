@@ -17,7 +17,7 @@ from autotune.perfmodel.acceptance import AcceptanceCurve, PositionCounts
 from autotune.perfmodel.cost import CostPoint, CostProfile
 from autotune.perfmodel.model import PerformanceModel
 from autotune.search import guide, tune
-from autotune.search.beyond import extended_curve
+from autotune.search.beyond import extended_curve, extended_model
 from autotune.search.objective import Slo
 from autotune.search.options import TuneOptions
 from autotune.search.space import Candidate, SearchSpace
@@ -145,12 +145,11 @@ def test_the_summary_says_what_was_ruled_out_and_how_likely_the_closest_could_wi
         "; the model-guided search measured every point")
 
 
-def test_unmeasured_predictions_leave_out_tried_and_infeasible_points() -> None:
+def test_point_predictions_cover_measured_points_and_leave_out_infeasible_ones() -> None:
     m = model()
-    rows = [row(Candidate("mtp", 2, 1), 100.0), row(Candidate("mtp", 1, 1), 0.0, state="failed")]
-    predicted = guide.unmeasured_predictions(SPACE, m, rows, lambda c: c.batch_size == 1)
-    assert set(predicted) == {Candidate("ngram", 1, 1), Candidate("ngram", 2, 1)}
-    assert guide.unmeasured_predictions(SPACE, None, rows, anything) == {}
+    predicted = guide.point_predictions(SPACE, m, lambda c: c.batch_size == 1)
+    assert set(predicted) == {Candidate(method, depth, 1) for method in ("ngram", "mtp") for depth in (1, 2)}
+    assert guide.point_predictions(SPACE, None, anything) == {}
 
 
 def test_the_configuration_measured_last_goes_on_where_it_leads_its_batch_size() -> None:
@@ -278,24 +277,30 @@ def test_a_curve_is_continued_geometrically_with_a_wider_error() -> None:
     assert extended_curve(curve, 2) is curve
 
 
-def test_the_model_sampler_measures_past_max_depth_where_the_prediction_could_win() -> None:
+def test_the_model_sampler_walks_past_max_depth_along_the_edge_where_the_prediction_could_win() -> None:
     """MTP accepts 95 % of its drafts and costs nothing more per depth: deeper is faster, so with
-    exploration on the guide goes past --max-depth 2 (to 3 and 4, never 5); with it off, it stops."""
+    exploration on the guide goes past --max-depth 2 one depth at a time (3, then 4, never 5), at
+    one batch size only, each step only while the last one measured is the proposer's best; with
+    exploration off, it stops."""
     flat = model({("mtp", None): AcceptanceCurve("mtp", (PositionCounts(1000, 950, 1000), PositionCounts(1000, 900, 1000))),
                   ("ngram", None): AcceptanceCurve("ngram", (PositionCounts(1000, 10, 300), PositionCounts(1000, 5, 300)))},
                  slow_mtp_at_4=False)
+    wide = extended_model(flat, 4)
     measured = [Candidate("none", 0, b) for b in (1, 4)] + [Candidate("mtp", 2, b) for b in (1, 4)]
     rows = [row(c, flat.predict(c.method, c.draft, c.depth, c.batch_size).tokens_per_s) for c in measured]
-    inside = guide.next_pick(SPACE, flat, rows, taken(*measured, Candidate("mtp", 1, 1), Candidate("mtp", 1, 4)),
-                             anything, Slo())
-    assert inside is None  # nothing left inside the space could win
-    picks = []
     done = taken(*measured, Candidate("mtp", 1, 1), Candidate("mtp", 1, 4))
+    assert guide.next_pick(SPACE, flat, rows, done, anything, Slo()) is None  # nothing inside could win
+    picks = []
     while (pick := guide.next_pick(SPACE, flat, rows, done, anything, Slo(), explore_beyond=True)) is not None:
-        picks.append(pick)
+        picks.append(pick.candidate)
         done.append(SearchSpace.params(pick.candidate))
-    assert picks and {p.candidate.depth for p in picks} <= {3, 4} and all(p.candidate.method == "mtp" for p in picks)
-    assert "beyond --max-depth 2" in picks[0].reason and picks[0].prediction is not None
+        c = pick.candidate
+        rows.append(row(c, wide.predict(c.method, c.draft, c.depth, c.batch_size).tokens_per_s))  # as predicted
+    assert [(c.method, c.depth) for c in picks] == [("mtp", 3), ("mtp", 4)]
+    assert picks[0].batch_size == picks[1].batch_size
+    # A step that measures slower than the proposer's best ends the walk.
+    rows[-2] = row(picks[0], 1.0)
+    assert guide.edge_steps(SPACE, rows[:-1], Slo(), flat) == []
 
 
 def test_an_unpredictable_point_past_max_depth_is_never_open() -> None:
