@@ -47,6 +47,11 @@ class EngineAdapter(ABC):
     def spec(self, **kwargs: Any) -> EngineSpec:
         """How an EngineWorker's child builds the engine (see :func:`autotune.engines.registry.engine_spec`)."""
 
+    def depth_refusal(self, method: str, depth: int, target: HfModel | None) -> str | None:
+        """Why the engine refuses ``method`` at ``depth`` for ``target`` (its folder; None for the
+        built-in models) before anything is built, or None (the default: nothing known)."""
+        return None
+
     def folder_support(self) -> FolderSupport | None:
         """Which Hugging Face model folders the engine runs (the preflight's rules for it); None for
         an engine that runs no such folders."""

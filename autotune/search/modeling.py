@@ -68,11 +68,14 @@ class StudyModeling:
     # -- cost ---------------------------------------------------------------------------------------
 
     def timing_configs(self) -> list[tuple[EngineConfig, ConfigKey]]:
-        """What the timing runs load: the baseline, and every proposer at the timed depths."""
+        """What the timing runs load: the baseline, and every proposer at the timed depths its
+        engine runs."""
         space = self.plan.space
         configs: list[tuple[EngineConfig, ConfigKey]] = [(EngineConfig(BASELINE_METHOD), (BASELINE_METHOD, None))]
         for method, draft in space.proposers():
             for depth in timed_depths(space.max_depth):
+                if self.plan.depth_refusal(method, depth):
+                    continue  # the engine would refuse to build it (and the study never runs it)
                 configs.append((Candidate(method, depth, 1, draft).engine_config(self.plan.draft_engine_args),
                                 (method, draft)))
         return configs

@@ -62,9 +62,16 @@ class StudyPlan:
         draft = self.drafts.get(candidate.draft) if candidate.method == "draft" else None
         return rule.floor(speculative_kind_of(candidate.method, draft.folder.config if draft and draft.folder else None))
 
+    def depth_refusal(self, method: str, depth: int) -> str | None:
+        """Why the study's engine refuses ``method`` at ``depth`` for its target, known before any
+        build (:meth:`EngineAdapter.depth_refusal`), or None."""
+        return engine_adapter(self.engine).depth_refusal(method, depth, self.target.folder)
+
     def infeasibility(self, candidate: Candidate) -> str | None:
-        """Why ``candidate`` cannot run on this hardware, or None."""
-        return self.memory.infeasibility(candidate.method, candidate.depth, candidate.batch_size, candidate.draft)
+        """Why ``candidate`` cannot run here, or None: a depth its engine refuses for the target
+        (known before building, :meth:`EngineAdapter.depth_refusal`), or memory."""
+        return self.depth_refusal(candidate.method, candidate.depth) or self.memory.infeasibility(
+            candidate.method, candidate.depth, candidate.batch_size, candidate.draft)
 
     @property
     def planned_only(self) -> bool:

@@ -8,8 +8,10 @@ from autotune.engines.adapter import FolderEngineAdapter
 from autotune.engines.base import Engine
 from autotune.engines.vllm.checks import VLLM_SUPPORT
 from autotune.engines.vllm import require_vllm
-from autotune.engines.vllm.mapping import VLLM_OFF_RULE
+from autotune.engines.vllm.mapping import VLLM_OFF_RULE, mtp_depth_refusal
 from autotune.engines.worker import EngineSpec
+from autotune.models.folder import HfModel
+from autotune.models.kind import mtp_layers
 
 
 class VllmAdapter(FolderEngineAdapter):
@@ -34,3 +36,8 @@ class VllmAdapter(FolderEngineAdapter):
         from autotune.engines.vllm.engine import runner_spec
 
         return runner_spec(**kwargs)
+
+    def depth_refusal(self, method: str, depth: int, target: HfModel | None) -> str | None:
+        if method != "mtp" or target is None:
+            return None
+        return mtp_depth_refusal(depth, mtp_layers(target.config))

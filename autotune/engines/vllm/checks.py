@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autotune.engines.base import BUILTIN_DRAFT, MAX_DEPTH, METHODS, EngineConfig
-from autotune.engines.vllm.mapping import runs_mtp, speculative_config
+from autotune.engines.vllm.mapping import mtp_depth_refusal, runs_mtp, speculative_config
 from autotune.errors import UnsupportedConfigError
 from autotune.models.folder import HfModel, ModelFolders
 from autotune.models.kind import EAGLE_LEGACY, MTP_CONFIG_KEYS, draft_kind, mtp_layers
@@ -37,6 +37,9 @@ def check_config(config: EngineConfig, target: str | Path, folders: ModelFolders
                 f"vLLM has no MTP drafter for {architecture} (model_type {target_config.get('model_type')!r}); "
                 "use draft or ngram"
             )
+        refusal = mtp_depth_refusal(config.depth, mtp_layers(target_config))
+        if refusal:
+            raise UnsupportedConfigError(refusal)
     kind = None
     if config.method == "draft" and config.draft not in (None, BUILTIN_DRAFT):
         kind = draft_kind(folders.get(config.draft, "draft").config)

@@ -25,8 +25,8 @@ from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.kind import DRAFT_TARGET, EAGLE3
 
-__all__ = ["DEFAULT_MAX_NGRAM", "SPECULATIVE_METHODS", "VLLM_OFF_RULE", "engine_arguments", "speculative_config",
-           "speculative_fields"]
+__all__ = ["DEFAULT_MAX_NGRAM", "SPECULATIVE_METHODS", "VLLM_OFF_RULE", "engine_arguments", "mtp_depth_refusal",
+           "speculative_config", "speculative_fields"]
 
 # Speculative kind (the method, or for method draft what the draft folder is:
 # autotune.models.kind.draft_kind) -> vLLM's method.
@@ -115,3 +115,18 @@ def runs_mtp(model_config: dict[str, Any]) -> bool:
     """Whether vLLM has an MTP drafter for a target with this config.json (see MTP_MODEL_TYPES)."""
     architectures = set(model_config.get("architectures") or [])
     return model_config.get("model_type") in MTP_MODEL_TYPES or bool(architectures & MTP_ARCHITECTURES)
+
+
+def mtp_depth_refusal(depth: int, layers: int) -> str | None:
+    """Why vLLM 0.32.0 refuses MTP at ``depth`` for a target with ``layers`` MTP layers, or None.
+
+    ``SpeculativeConfig.__post_init__`` (vllm/config/speculative.py, l.1493-1501) takes the MTP
+    drafter's ``n_predict`` from the target's ``num_nextn_predict_layers`` and raises when
+    ``num_speculative_tokens > n_predict`` and is not a multiple of it: the layers are reused in
+    whole rounds. Known before any build, so the tuner leaves such depths out rather than building
+    an engine to learn it (issue 21's vLLM benchmark built mtp@3 on 2 layers 5 times).
+    """
+    if layers < 1 or depth <= layers or depth % layers == 0:
+        return None
+    return (f"vLLM runs MTP at depths up to the target's {layers} MTP layers or at multiples of {layers} "
+            f"(vllm/config/speculative.py, 0.32.0): depth {depth} is neither")

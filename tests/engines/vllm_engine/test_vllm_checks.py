@@ -6,6 +6,7 @@ import pytest
 
 import hf_model_factory as hf
 from autotune.engines.base import EngineConfig
+from autotune.engines.registry import engine_adapter
 from autotune.engines.vllm.checks import check_config
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.folder import ModelFolders
@@ -91,3 +92,22 @@ def test_an_invalid_configuration(llama_target, draft_folder) -> None:
         check_config(EngineConfig("ngram", 2, str(draft_folder)), llama_target, ModelFolders())
     with pytest.raises(ConfigurationError, match="needs depth >= 1"):
         check_config(EngineConfig("mtp", 0), llama_target, ModelFolders())
+
+
+@pytest.mark.parametrize(("depth", "refused"), [(1, False), (2, False), (3, True), (4, False), (5, True), (6, False)])
+def test_mtp_depths_past_the_layers_must_be_multiples_of_them(tmp_path, depth, refused) -> None:
+    """vLLM 0.32.0 reuses a target's MTP layers in whole rounds (vllm/config/speculative.py
+    l.1493-1501): 2 layers run depths 1, 2, 4, 6, not 3 or 5. The study leaves those out before
+    building (the adapter's depth_refusal, the plan's infeasibility); a measure fails at once."""
+    config = hf.llama_config(architectures=["MiMoForCausalLM"], model_type="mimo", num_nextn_predict_layers=2)
+    target = hf.write_model(tmp_path / "mimo-2", config, weights=False)
+    why = engine_adapter("vllm").depth_refusal("mtp", depth, ModelFolders().get(target, "target"))
+    assert (why is not None) == refused
+    assert engine_adapter("vllm").depth_refusal("draft", depth, ModelFolders().get(target, "target")) is None
+    assert engine_adapter("trtllm").depth_refusal("mtp", depth, ModelFolders().get(target, "target")) is None
+    if refused:
+        assert f"depth {depth} is neither" in why and "2 MTP layers" in why
+        with pytest.raises(UnsupportedConfigError, match=f"depth {depth} is neither"):
+            check_config(EngineConfig("mtp", depth), target, ModelFolders())
+    else:
+        assert check_config(EngineConfig("mtp", depth), target, ModelFolders()) is None
