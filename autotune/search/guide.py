@@ -19,7 +19,8 @@ rows, every time a worker asks (under the study lock, so two workers never pick 
        log(prediction) + GUIDE_Z x sqrt(sigma_prediction^2 + sigma_incumbent^2)
            > log(incumbent x (1 + TIE_MARGIN))
 
-   sigma_prediction holds the acceptance, cost and (leave-one-out) model uncertainty;
+   sigma_prediction is the prediction's error against the true value (:func:`true_sigma`: its
+   acceptance and leave-one-out model uncertainty, less the pass noise the latter holds);
    sigma_incumbent is what is left of one screening pass's noise after the shrinkage. The pass
    noise is this machine's pass-to-pass spread as the cost profile measured it (its kept timing
    rounds, :attr:`CostProfile.spread`): it is there before the first trial, on the same machine
@@ -147,6 +148,27 @@ def shrunk_passes(rows: Iterable[Any], slo: Any, model: PerformanceModel | None)
     return shrunk
 
 
+def true_sigma(sigmas: dict[str, float] | None, sigma: float, sigma_pass: float) -> float:
+    """A prediction's log error against the configuration's *true* tokens/s, from its
+    predict-then-measure-once ``sigma`` and its components ``sigmas`` (acceptance, cost, model).
+
+    A prediction's sigma is the error of "predict, then measure once": the cost term is this
+    machine's pass noise (the spread the pass noise is taken from, :func:`pass_sigma`) and the
+    leave-one-out model term was fitted on single passes, so it holds that noise as well:
+    Var(pass - prediction) = Var(true - prediction) + sigma_pass^2. Pruning compares true values
+    (the incumbent's pass noise is in its own sigma), so the pass noise is taken out of the model
+    term and the cost term is dropped::
+
+        sigma_true^2 = sigma_acceptance^2 + max(sigma_model^2 - sigma_pass^2, sigma_model^2 / 4)
+
+    (at most three quarters of the model's variance is put down to pass noise: it is estimated
+    from few residuals). Without components, ``sigma`` stands."""
+    if not sigmas or "model" not in sigmas:
+        return sigma
+    model = sigmas["model"] ** 2
+    return math.sqrt(sigmas.get("acceptance", 0.0) ** 2 + max(model - sigma_pass ** 2, model / 4))
+
+
 def pass_sigma(model: PerformanceModel | None) -> float:
     """One screening pass's relative noise on this machine: the cost profile's kept timing rounds'
     spread (module doc, step 3); 0 without a model."""
@@ -185,19 +207,19 @@ def assess(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[An
                       if source else None)
         if beyond and prediction is None:
             continue
-        assessed.append(_assess(candidate, prediction, best.get(candidate.batch_size), slo, z))
+        assessed.append(_assess(candidate, prediction, best.get(candidate.batch_size), slo, z, pass_sigma(model)))
     return assessed
 
 
 def _assess(candidate: Candidate, prediction: Prediction | None, incumbent: Incumbent | None, slo: Any,
-            z: float) -> Assessed:
+            z: float, sigma_pass: float) -> Assessed:
     if prediction is None:
         return Assessed(candidate, None, math.inf, math.inf)
     if slo.limits and any(_optimistic(prediction, name, z) > limit for name, limit in slo.limits.items()):
         return Assessed(candidate, prediction, -math.inf, -math.inf)
     if incumbent is None:
         return Assessed(candidate, prediction, math.inf, math.log(prediction.bound(z)[1]))
-    sigma = math.hypot(prediction.sigma, incumbent.sigma)
+    sigma = math.hypot(true_sigma(prediction.sigmas, prediction.sigma, sigma_pass), incumbent.sigma)
     distance = math.log(prediction.tokens_per_s / (incumbent.tokens_per_s * (1 + TIE_MARGIN)))
     margin = distance / sigma if sigma > 0 else math.copysign(math.inf, distance)
     return Assessed(candidate, prediction, margin, distance + z * sigma)
@@ -323,14 +345,17 @@ def _phi(x: float) -> float:
 
 
 def _prediction_of(row: Any, model: PerformanceModel | None) -> tuple[float | None, float | None]:
-    """(tokens/s, sigma) predicted for a measured row: the one stored with it, else the model's."""
+    """(tokens/s, true-value sigma, :func:`true_sigma`) predicted for a measured row: the one
+    stored with it, else the model's."""
     stored = getattr(row, "prediction", None)
+    sigma_pass = pass_sigma(model)
     if isinstance(stored, dict) and isinstance(stored.get("tokens_per_s"), dict) and stored.get("sigma"):
-        return stored["tokens_per_s"].get("value"), stored["sigma"]
+        return stored["tokens_per_s"].get("value"), true_sigma(stored.get("sigmas"), stored["sigma"], sigma_pass)
     if model is None:
         return None, None
     prediction = model.predict(row.method, row.draft, row.depth, row.batch_size)
-    return (None, None) if prediction is None else (prediction.tokens_per_s, prediction.sigma)
+    return (None, None) if prediction is None else (
+        prediction.tokens_per_s, true_sigma(prediction.sigmas, prediction.sigma, sigma_pass))
 
 
 def _optimistic(prediction: Prediction, name: str, z: float) -> float:

@@ -113,19 +113,31 @@ def test_the_incumbent_is_the_best_shrunk_pass_toward_its_stored_prediction() ->
     assert best.tokens_per_s == pytest.approx(1200.0) and best.sigma == pytest.approx(0.1 / 2 ** 0.5)
 
 
-def test_pruning_compares_with_the_combined_sigma_at_z_1() -> None:
+def test_the_true_value_sigma_takes_the_pass_noise_out_once() -> None:
+    """Var(pass - prediction) = Var(true - prediction) + sigma_pass^2: the cost term (the pass
+    noise) goes, and the model term loses the pass noise, to at most three quarters of it."""
+    sigmas = {"acceptance": 0.03, "cost": 0.05, "model": 0.10}
+    total = math.sqrt(sum(v * v for v in sigmas.values()))
+    assert guide.true_sigma(sigmas, total, 0.05) == pytest.approx(math.sqrt(0.03 ** 2 + 0.10 ** 2 - 0.05 ** 2))
+    assert guide.true_sigma(sigmas, total, 0.09) == pytest.approx(math.sqrt(0.03 ** 2 + 0.10 ** 2 / 4))
+    assert guide.true_sigma(sigmas, total, 0.05) < total
+    assert guide.true_sigma(None, 0.12, 0.05) == 0.12  # a stored prediction without components
+
+
+@pytest.mark.parametrize("sigma_pass", [0.0, 0.04])
+def test_pruning_compares_with_the_combined_sigma_at_z_1(sigma_pass) -> None:
     prediction = model().predict("mtp", None, 2, 1)
-    value, sigma = prediction.tokens_per_s, prediction.sigma
+    value, sigma = prediction.tokens_per_s, guide.true_sigma(prediction.sigmas, prediction.sigma, sigma_pass)
     candidate = Candidate("mtp", 2, 1)
     # Just over one combined sigma below the bar: closed; just under: open.
     for sigma_incumbent in (0.0, 0.2):
         combined = math.hypot(sigma, sigma_incumbent)
         bar = value * math.exp(combined * 0.99)
         incumbent = guide.Incumbent(bar / (1 + guide.TIE_MARGIN), sigma_incumbent)
-        assessed = guide._assess(candidate, prediction, incumbent, Slo(), guide.GUIDE_Z)
+        assessed = guide._assess(candidate, prediction, incumbent, Slo(), guide.GUIDE_Z, sigma_pass)
         assert assessed.is_open(1.0) and assessed.margin == pytest.approx(-0.99)
         incumbent = guide.Incumbent(value * math.exp(combined * 1.01) / (1 + guide.TIE_MARGIN), sigma_incumbent)
-        assert not guide._assess(candidate, prediction, incumbent, Slo(), guide.GUIDE_Z).is_open(1.0)
+        assert not guide._assess(candidate, prediction, incumbent, Slo(), guide.GUIDE_Z, sigma_pass).is_open(1.0)
 
 
 def test_the_summary_says_what_was_ruled_out_and_how_likely_the_closest_could_win() -> None:
