@@ -3,12 +3,19 @@
 For a configuration (method, draft, depth) at a batch size the model replays the workload
 (:func:`~autotune.perfmodel.simulate.simulate`) with Omega(depth) tokens per sequence-step from the
 proposer's acceptance curve and the step and prefill costs of the cost profile. That raw
-prediction is then corrected by what the study has measured so far, in two levels, each the
+prediction is then corrected by what the study has measured so far, in three levels, each the
 shrunk mean of its log residuals r = log(measured / raw) (:func:`shrunk_mean`)::
 
     c_all    = exp(shrunk mean of r over every measured configuration)
     c_group  = exp(shrunk mean of r - log c_all over that method's (and draft's) configurations)
-    tokens/s = raw x c_all x c_group
+    c_cell   = exp(shrunk mean of r - log c_all - log c_group over that method's (and draft's)
+                   configurations at the same batch size)
+    tokens/s = raw x c_all x c_group x c_cell
+
+The cell level is there because the raw replay's error depends on the batch size: in the guided
+benchmark drafts were predicted right at batch 8 and ~10 % high at batches 1 and 2, so the method
+level could not correct both, every depth of the flat band at batches 1 and 2 stayed open, and each
+study measured all of them (docs/benchmarks.md).
 
 A level applies only with at least ``MIN_RESIDUALS`` residuals (one residual cannot tell a shift
 from a noisy pass: a single +41 % screening outlier used to raise every later prediction by a
@@ -36,7 +43,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from autotune.engines.base import Measurement
 from autotune.perfmodel.acceptance import AcceptanceCurve
@@ -48,6 +55,7 @@ MIN_RESIDUALS = 2  # a correction level needs at least this many residuals (modu
 PRIOR_SIGMA = 0.10  # before any residual: one screening pass varies ~10 % here (docs/benchmarks.md)
 PRIOR_WEIGHT_SIGMA = 3.0
 ConfigKey = tuple[str, "str | None"]  # (method, draft label or None)
+Residual = tuple[ConfigKey, "int | None", float]  # (group, batch size, log(measured / raw))
 
 
 def config_key(method: str, draft: str | None) -> ConfigKey:
@@ -112,6 +120,7 @@ class PerformanceModel:
         self.lengths = list(lengths)
         self.correction_all = 1.0
         self.corrections: dict[ConfigKey, float] = {}
+        self.cell_corrections: dict[tuple[ConfigKey, int], float] = {}
         self.sigma_model = PRIOR_SIGMA
         self.residuals: list[float] = []
 
@@ -150,7 +159,9 @@ class PerformanceModel:
         if not self.can_predict(method, draft, depth):
             return None
         raw = self.raw(method, draft, depth, batch_size)
-        correction = self.correction_all * self.corrections.get(config_key(method, draft), 1.0)
+        key = config_key(method, draft)
+        correction = (self.correction_all * self.corrections.get(key, 1.0)
+                      * self.cell_corrections.get((key, batch_size), 1.0))
         value = raw.run.tokens_per_s * correction
         sigmas = {"acceptance": raw.sigma_acceptance, "cost": self.cost.spread, "model": self.sigma_model}
         sigma = math.sqrt(sum(s * s for s in sigmas.values()))
@@ -165,16 +176,17 @@ class PerformanceModel:
     def calibrate(self, measured: Iterable[tuple[str, str | None, int, int, float]]) -> None:
         """Learn the corrections and sigma_model from measured (method, draft, depth, batch size,
         tokens/s) points (see the module doc); points the model cannot predict are skipped."""
-        logs: list[tuple[ConfigKey, float]] = []
+        logs: list[Residual] = []
         for method, draft, depth, batch_size, tokens_per_s in measured:
             if tokens_per_s and tokens_per_s > 0 and self.can_predict(method, draft, depth):
                 raw = self.raw(method, draft, depth, batch_size).run.tokens_per_s
-                logs.append((config_key(method, draft), math.log(tokens_per_s / raw)))
+                logs.append((config_key(method, draft), batch_size, math.log(tokens_per_s / raw)))
         if not logs:
             return
-        shift, groups = corrections(logs)
-        self.correction_all = math.exp(shift)
-        self.corrections = {key: math.exp(value) for key, value in groups.items()}
+        fitted = corrections(logs)
+        self.correction_all = math.exp(fitted.shift)
+        self.corrections = {key: math.exp(value) for key, value in fitted.groups.items()}
+        self.cell_corrections = {cell: math.exp(value) for cell, value in fitted.cells.items()}
         self.residuals = loo_errors(logs)
         self.sigma_model = math.sqrt((PRIOR_WEIGHT_SIGMA * PRIOR_SIGMA ** 2 + sum(e * e for e in self.residuals))
                                      / (PRIOR_WEIGHT_SIGMA + len(self.residuals)))
@@ -186,6 +198,8 @@ class PerformanceModel:
             "steps": {_name(key): curve.steps for key, curve in self.curves.items()},
             "correction_all": self.correction_all,
             "corrections": {_name(key): value for key, value in self.corrections.items()},
+            "cell_corrections": {f"{_name(key)} b{batch_size}": value
+                                 for (key, batch_size), value in self.cell_corrections.items()},
             "sigma_model": self.sigma_model,
             "median_abs_loo_error": statistics.median([abs(math.expm1(r)) for r in self.residuals]) if self.residuals else None,
             "cost": self.cost.summary(),
@@ -222,19 +236,34 @@ def shrunk_mean(residuals: Sequence[float]) -> float:
     return mean * max(0.0, 1.0 - noise / (mean * mean))
 
 
-def corrections(logs: Sequence[tuple[ConfigKey, float]]) -> tuple[float, dict[ConfigKey, float]]:
-    """(log c_all, {group: log c_group}) from (group, log residual) pairs (see the module doc)."""
-    shift = shrunk_mean([r for _, r in logs])
+class Corrections(NamedTuple):
+    """The fitted log corrections of the three levels (see the module doc)."""
+
+    shift: float
+    groups: dict[ConfigKey, float]
+    cells: dict[tuple[ConfigKey, int], float]
+
+    def of(self, key: ConfigKey, batch_size: int | None) -> float:
+        """The log correction of ``key`` at ``batch_size``, all three levels summed."""
+        return self.shift + self.groups.get(key, 0.0) + self.cells.get((key, batch_size), 0.0)
+
+
+def corrections(logs: Sequence[Residual]) -> Corrections:
+    """The corrections from (group, batch size, log residual) triples (see the module doc); a
+    batch size of None takes no part in the cell level."""
+    shift = shrunk_mean([r for _, _, r in logs])
     by_group: dict[ConfigKey, list[float]] = defaultdict(list)
-    for key, r in logs:
+    for key, _, r in logs:
         by_group[key].append(r - shift)
-    return shift, {key: shrunk_mean(values) for key, values in by_group.items()}
+    groups = {key: shrunk_mean(values) for key, values in by_group.items()}
+    by_cell: dict[tuple[ConfigKey, int], list[float]] = defaultdict(list)
+    for key, batch_size, r in logs:
+        if batch_size is not None:
+            by_cell[(key, batch_size)].append(r - shift - groups[key])
+    return Corrections(shift, groups, {cell: shrunk_mean(values) for cell, values in by_cell.items()})
 
 
-def loo_errors(logs: list[tuple[ConfigKey, float]]) -> list[float]:
+def loo_errors(logs: list[Residual]) -> list[float]:
     """Leave-one-out log errors: each point's residual minus the correction fitted without it."""
-    errors = []
-    for i, (key, r) in enumerate(logs):
-        shift, groups = corrections(logs[:i] + logs[i + 1:])
-        errors.append(r - shift - groups.get(key, 0.0))
-    return errors
+    return [r - corrections(logs[:i] + logs[i + 1:]).of(key, batch_size)
+            for i, (key, batch_size, r) in enumerate(logs)]
