@@ -677,31 +677,87 @@ def report_command(db_url, study, out_dir) -> None:
     click.echo(str(api.report(db_url, study, out_dir)))
 
 
+model_root_option = click.option(
+    "--model-root", "model_roots", multiple=True, type=click.Path(file_okay=False), metavar="PATH",
+    envvar="AUTOTUNE_MODEL_ROOTS", show_envvar=True,
+    help="A folder jobs may read model and workload files from (repeatable; the variable separates them with "
+         f"'{os.pathsep}'). The built-in models and workload are always allowed.")
+
+
 @command(cli, "serve")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on. Reads need no token: listen beyond this machine only on a trusted network.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8321, show_default=True)
-def serve_command(db_url, host, port) -> None:
-    """Serve the stored results over HTTP: a read-only JSON API until Ctrl-C.
+@model_root_option
+def serve_command(db_url, host, port, model_roots) -> None:
+    """Serve the stored results over HTTP, and queue tunes, until Ctrl-C.
 
     Profiles, the best profile for a request, exports (the bytes `autotune export` writes),
     studies, trials, reports, hardware and what-if plans, in the shapes --json prints; OpenAPI at
-    /docs, Prometheus metrics at /metrics, health at /healthz. Not built yet: queued tunes and
-    workers, token-protected writes, the page.
+    /docs, Prometheus metrics at /metrics, health at /healthz. Jobs: POST /v1/tune queues a tune,
+    GET /v1/jobs follows it. Writes need `Authorization: Bearer $AUTOTUNE_API_TOKEN`; without that
+    variable set the server is read-only. On SQLite the server runs the jobs itself, one at a time;
+    on PostgreSQL `autotune worker` processes do. With --model-root a job naming a file elsewhere is
+    refused at once (422); the workers check their own roots in any case.
 
     \b
     Examples:
       autotune serve
+      AUTOTUNE_API_TOKEN=$(openssl rand -hex 32) autotune serve --model-root /models
       autotune serve --port 9000 --db postgresql://me@dbhost/autotune
       curl 'http://127.0.0.1:8321/v1/profiles/best?model=autotune-byte-target&batch_size=4'
       curl -o serve.yaml 'http://127.0.0.1:8321/v1/profiles/1/export?format=trtllm'
+      curl -H "Authorization: Bearer $AUTOTUNE_API_TOKEN" -H 'Content-Type: application/json' \\
+          -d '{"batch_sizes": [1, 2], "max_depth": 2}' http://127.0.0.1:8321/v1/tune
     """
     try:  # the service is a layer above api, as this module is: it calls the same api functions
+        from autotune.jobs import ModelRoots
         from autotune.service import serve
     except ModuleNotFoundError as exc:  # the web stack is an extra: say which, not a traceback
         raise OneLineError(f"autotune serve needs the serve extra ({exc.name} is missing): "
                            "pip install 'autotune[serve]'") from None
-    serve(db_url, host=host, port=port)
+    roots = ModelRoots.of(model_roots)
+    serve(db_url, host=host, port=port, model_roots=roots if roots.folders else None)
+
+
+@command(cli, "worker")
+@model_root_option
+@click.option("--once", is_flag=True, help="Run the jobs queued now, then exit (default: wait for more until Ctrl-C).")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Jobs run at once (PostgreSQL); one per GPU is the rule.")
+@click.option("--stalled-after", "stalled_after_s", type=click.FloatRange(min=1), default=None,
+              help="Seconds without a heartbeat after which another worker's job is taken again and its study "
+                   "resumed [default: 30 on PostgreSQL, 60 on SQLite]")
+def worker_command(db_url, model_roots, once, concurrency, stalled_after_s) -> None:
+    """Take queued tunes (POST /v1/tune) and run them: one worker per GPU host.
+
+    Each job runs `autotune tune` with the options it was queued with, in the study it names
+    (job-<id> by default), and writes its progress and log tail into the job, which GET /v1/jobs/ID
+    shows; on success the job records the study's profile id. A job naming a file outside the
+    --model-root folders fails with one line. On PostgreSQL the queue is procrastinate's: two
+    workers never take the same job, and the job of a worker killed mid-way is taken again by
+    another once the dead worker's heartbeat is --stalled-after seconds old; its study resumes where
+    it stopped. Ctrl-C stops the worker at once: its job is taken again the same way.
+
+    \b
+    Examples:
+      autotune worker --db postgresql://me@dbhost/autotune --model-root /models
+      AUTOTUNE_MODEL_ROOTS=/models:/data/workloads autotune worker --db postgresql://me@dbhost/autotune
+      autotune worker --once --db postgresql://me@dbhost/autotune
+    """
+    from autotune.jobs import ModelRoots, work
+
+    def echo(line: str) -> None:
+        click.echo(line, err=True)
+
+    try:
+        work(db_url, ModelRoots.of(model_roots), once=once, concurrency=concurrency, stalled_after_s=stalled_after_s,
+             echo=echo)
+    except KeyboardInterrupt:
+        # The job under way runs in a thread that cannot be interrupted; leave it as a killed worker
+        # would: its heartbeat stops and another worker takes it again.
+        click.echo("Interrupted: a job under way is taken again by the next worker, its study resumed.", err=True)
+        os._exit(EXIT_INTERRUPTED)
 
 
 @command(cli, "preflight", uses_db=False)

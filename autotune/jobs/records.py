@@ -145,11 +145,11 @@ def record_progress(session: Session, job_id: int, progress: dict[str, Any], log
     return bool(session.scalar(select(JobRecord.cancel_requested).where(JobRecord.id == job_id)))
 
 
-def finish(session: Session, job_id: int, status: str, **values: Any) -> None:
-    """End the running job with ``status`` (``profile_id``, ``error``, ``progress``, ``log_tail``
-    as known)."""
+def finish(session: Session, job_id: int, status: str, states: tuple[str, ...] = (RUNNING,), **values: Any) -> None:
+    """End the job (running, unless ``states`` say otherwise) with ``status`` (``profile_id``,
+    ``error``, ``progress``, ``log_tail`` as known)."""
     assert status in FINAL, status
-    _set(session, job_id, (RUNNING,), status=status, finished_at=utcnow(), **values)
+    _set(session, job_id, states, status=status, finished_at=utcnow(), **values)
 
 
 def _set(session: Session, job_id: int, states: tuple[str, ...], *conditions: Any, **values: Any) -> bool:

@@ -61,13 +61,15 @@ def install(app: FastAPI, redact: Redactor) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_parameter(_request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = exc.errors()
-        fields = [str(p["loc"][-1]) for p in problems]
-        message = "; ".join(f"{_where(p['loc'])} {p['loc'][-1]!r}: {p['msg']}" for p in problems)
+        fields = [_field(p["loc"]) for p in problems]
+        message = "; ".join(f"{_where(p['loc'])} {field!r}: {p['msg']}" for p, field in zip(problems, fields))
         return error_response(422, message, field=fields[0])
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
-        return error_response(exc.status_code, str(exc.detail))
+        response = error_response(exc.status_code, str(exc.detail))
+        response.headers.update(exc.headers or {})  # e.g. a 401's WWW-Authenticate
+        return response
 
     @app.exception_handler(AutotuneError)
     async def library_error(request: Request, exc: AutotuneError) -> JSONResponse:
@@ -83,6 +85,12 @@ def install(app: FastAPI, redact: Redactor) -> None:
         return error_response(500, INTERNAL_ERROR)
 
     app.add_middleware(CatchAll, redact=redact)
+
+
+def _field(loc: tuple) -> str:
+    """The parameter or body field at fault: the name after the location (``("body", "batch_sizes",
+    1)``, an item of a list, names ``batch_sizes``)."""
+    return str(loc[1] if len(loc) > 1 else loc[0])
 
 
 def _where(loc: tuple) -> str:
