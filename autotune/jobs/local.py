@@ -10,13 +10,15 @@ killed) is queued again before the next job is taken, and its study resumes.
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 from collections.abc import Callable
 
 from autotune.jobs import records
 from autotune.jobs.roots import ModelRoots
 from autotune.jobs.runner import HEARTBEAT_S, run_job
-from autotune.store import Database, open_database
+from autotune.store import open_database
 from autotune.store.redact import Redactor
 
 LOG = logging.getLogger("autotune.jobs")
@@ -24,28 +26,27 @@ POLL_S = 1.0  # how often an idle loop looks for a queued job
 STALE_AFTER_S = 6 * HEARTBEAT_S  # a running job silent this long lost its process
 
 
-def run_next(database: Database, roots: ModelRoots, stale_after_s: float = STALE_AFTER_S,
-             echo: Callable[[str], None] | None = None) -> int | None:
-    """Queue again the jobs whose process died, then run the oldest queued job to its end; its id,
-    or None when no job was queued."""
-    with database.session() as session:
-        if records.requeue_stale(session, stale_after_s):
-            LOG.info("queued again the jobs whose worker stopped sending heartbeats")
-        job_id = records.next_queued(session)
-    if job_id is not None:
-        run_job(database.url, job_id, roots, echo=echo)  # None: another loop took it first
-    return job_id
-
-
 def work(db_url: str | None, roots: ModelRoots, *, once: bool = False, stale_after_s: float = STALE_AFTER_S,
          echo: Callable[[str], None] | None = None, stop: threading.Event | None = None) -> None:
-    """Run queued jobs one at a time until ``stop`` is set (``once``: until none is queued)."""
+    """Run queued jobs one at a time until ``stop`` is set (``once``: until none is queued). The
+    jobs whose process died are queued again first, and then every quarter of ``stale_after_s``
+    (not at every poll: on SQLite an UPDATE takes the database's write lock even when it matches
+    nothing)."""
     stop = stop or threading.Event()
+    checked = -math.inf
     with open_database(db_url) as database:
         while not stop.is_set():
-            if run_next(database, roots, stale_after_s, echo) is None:
-                if once:
-                    return
+            with database.session() as session:
+                if time.monotonic() - checked >= stale_after_s / 4:
+                    checked = time.monotonic()
+                    if records.requeue_stale(session, stale_after_s):
+                        LOG.info("queued again the jobs whose worker stopped sending heartbeats")
+                job_id = records.next_queued(session)
+            if job_id is not None:
+                run_job(database.url, job_id, roots, echo=echo)  # None: another loop took it first
+            elif once:
+                return
+            else:
                 stop.wait(POLL_S)
 
 

@@ -45,9 +45,9 @@ def run_job(db_url: str | None, job_id: int, roots: ModelRoots, *, states: tuple
                 return None
             row = records.get(session, job_id)
             request, study, attempt = dict(row.request), row.study_name, row.attempts
-        progress = JobProgress(database, job_id, echo)
+        progress = JobProgress(database, job_id, None if echo is None else lambda line: echo(f"job {job_id}: {line}"))
         redact = Redactor.for_database(db_url)
-        progress.say(f"job {job_id} taken by {worker}, attempt {attempt}"
+        progress.say(f"taken by {worker}, attempt {attempt}"
                      + (f": resuming study {study}" if attempt > 1 else f": study {study}"))
         with _heartbeat(database, job_id):
             status, values = _tune(db_url, request, study, roots, progress)
@@ -73,6 +73,8 @@ def _tune(db_url: str | None, request: dict, study: str, roots: ModelRoots,
         roots.check(model_paths(options))  # before validate(), which looks at the files
         options.validate()
         result = api.tune(options, progress)
+        progress.state.update(builds=result.analysis.model_loads, study_status=result.status)
+        profiles = api.list_profiles(db_url, study=study)
     except JobCancelled:
         return records.CANCELLED, {}
     except AutotuneError as exc:
@@ -80,8 +82,6 @@ def _tune(db_url: str | None, request: dict, study: str, roots: ModelRoots,
     except Exception as exc:  # noqa: BLE001 - a bug must fail the job, not the worker that runs the others
         LOG.exception("job in study %s: internal error", study)
         return records.FAILED, {"error": _one_line(f"internal error: {type(exc).__name__}: {exc}")}
-    progress.state.update(builds=result.analysis.model_loads, study_status=result.status)
-    profiles = api.list_profiles(db_url, study=study)
     if not profiles:
         return records.FAILED, {"error": "the study stored no profile: no configuration was measured (see the log)"}
     return records.SUCCEEDED, {"profile_id": profiles[0].id}

@@ -20,6 +20,7 @@ from autotune.jobs.records import STATUSES
 from autotune.jobs.roots import ModelRoots
 from autotune.planning import MAX_BATCH_SIZE
 from autotune.service.auth import AUTH_RESPONSES, BearerToken
+from autotune.service.errors import ERROR_RESPONSES
 from autotune.service.limits import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_LENGTH
 from autotune.service.routes import json_response
 
@@ -71,7 +72,7 @@ class TuneRequest(BaseModel):
 def build_router(db_url: str | None, roots: ModelRoots | None, auth: BearerToken) -> APIRouter:
     """The job routes over the database at ``db_url``; ``roots``: the model roots the server knows
     (None: the workers alone check the paths)."""
-    router = APIRouter(tags=["jobs"])
+    router = APIRouter(tags=["jobs"], responses=ERROR_RESPONSES)
     writes = {"dependencies": [Depends(auth)], "responses": AUTH_RESPONSES}
 
     @router.post("/v1/tune", status_code=202, summary="Queue a tune (`autotune tune`): needs the bearer token",

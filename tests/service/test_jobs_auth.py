@@ -85,7 +85,6 @@ def test_a_file_outside_the_model_roots_is_422_naming_the_field(client: httpx.Cl
                         ({"target": str(roots / ".." / "tiny.jsonl")}, "target"), ({"draft": ["/etc/passwd"]}, "draft")]:
         answer = client.post("/v1/tune", json=body, headers=AUTH)
         assert "model roots" in error_of(answer, 422) and answer.json()["error"]["field"] == field
-        assert str(roots) not in answer.json()["error"]["message"].replace(str(roots / "escape.jsonl"), "")
     assert job_count(client) == 0
 
 

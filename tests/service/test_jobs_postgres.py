@@ -47,7 +47,7 @@ def test_a_worker_runs_a_job_and_its_profile_exports(postgres_url: str, served: 
     assert job["status"] == "succeeded" and job["attempts"] == 1, job
     assert "trial 3/3" in log and job["progress"]["trials_done"] == 3
     exported = client.get(f"/v1/profiles/{job['profile_id']}/export?format=json")
-    assert exported.status_code == 200 and exported.json()["study"]["name"] == job["study"]
+    assert exported.status_code == 200 and exported.json()["profile"]["study"]["name"] == job["study"]
 
 
 def test_two_workers_never_take_the_same_job(postgres_url: str, served: tuple[httpx.Client, Path]) -> None:
