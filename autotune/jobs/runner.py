@@ -59,7 +59,7 @@ def run_job(db_url: str | None, job_id: int, roots: ModelRoots, *, states: tuple
         with database.session() as session:
             records.finish(session, job_id, status, progress=progress.state,
                            log_tail=[redact(line) for line in progress.tail.lines], **values)
-        LOG.info("job %d %s", job_id, status)
+        LOG.info("job %d %s%s", job_id, status, f": {values['error']}" if "error" in values else "")
         return status
 
 
@@ -80,7 +80,6 @@ def _tune(db_url: str | None, request: dict, study: str, roots: ModelRoots,
     except AutotuneError as exc:
         return records.FAILED, {"error": _one_line(str(exc))}
     except Exception as exc:  # noqa: BLE001 - a bug must fail the job, not the worker that runs the others
-        LOG.exception("job in study %s: internal error", study)
         return records.FAILED, {"error": _one_line(f"internal error: {type(exc).__name__}: {exc}")}
     if not profiles:
         return records.FAILED, {"error": "the study stored no profile: no configuration was measured (see the log)"}
