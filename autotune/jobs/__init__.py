@@ -44,7 +44,10 @@ def submit(db_url: str | None, request: dict[str, Any], roots: ModelRoots | None
     options = tune_options(request, db_url)
     if roots is not None:
         roots.check(model_paths(options))
-    options.validate() if here else options.validate_values()
+    if here:
+        options.validate()
+    else:
+        options.validate_values()
     with open_database(db_url) as database:
         with database.session() as session:
             job_id = records.create(session, request).id

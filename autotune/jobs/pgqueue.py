@@ -58,8 +58,7 @@ def conninfo(db_url: str | None) -> str:
 
 def ensure_schema(db_url: str | None) -> None:
     """Create procrastinate's tables unless the database has them (see the module doc)."""
-    procrastinate = _procrastinate()
-    app = procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo(db_url)))
+    app = _sync_app(db_url)
     with open_database(db_url) as database, named_lock(database.engine, SCHEMA_LOCK), app.open():
         present = app.connector.execute_query_one(query="SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present")
         if not present["present"]:
@@ -68,7 +67,7 @@ def ensure_schema(db_url: str | None) -> None:
 
 
 def _sync_app(db_url: str | None) -> Any:
-    """An app for deferring and cancelling from synchronous code (the server's routes)."""
+    """An app for synchronous code (the server's routes, the schema check): one connection."""
     procrastinate = _procrastinate()
     return procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo(db_url), min_size=1,
                                                                           max_size=1))
