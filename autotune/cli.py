@@ -338,27 +338,27 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 
 
 @command(cli, "tune")
-@click.option("--study", "study_name", default=None, help="Study name (default: derived from hardware, target, workload); reuse it to resume.")
+@click.option("--study", default=None, help="Study name (default: derived from hardware, target, workload); reuse it to resume.")
 @click.option("--target", default=None, type=click.Path(),
               help="Target model file (default: built-in); with --engine trtllm/vllm, a Hugging Face model folder.")
-@click.option("--draft", "drafts", multiple=True,
+@click.option("--draft", multiple=True,
               help="Draft candidate (repeatable; default: the built-in draft); folders with --engine trtllm/vllm.")
-@click.option("--method", "methods", multiple=True, type=click.Choice(["none", "mtp", "draft", "ngram"]),
+@click.option("--method", multiple=True, type=click.Choice(["none", "mtp", "draft", "ngram"]),
               help="Methods to search (repeatable; default: all the target supports).")
 @click.option("--max-depth", type=int, default=8, show_default=True, help="Deepest speculation (draft tokens per step) to try.")
 @click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two that fit).")
 @click.option("--sampler", type=click.Choice(["model", "tpe", "random", "grid"]), default=None,
               help="model (default, every engine): time step costs, calibrate a performance model, then measure only what "
                    "it cannot rule out; tpe/random: Optuna samplers (no timings needed); grid: every configuration once.")
-@click.option("--no-explore-beyond", "no_explore_beyond", is_flag=True,
+@click.option("--no-explore-beyond", is_flag=True,
               help="Model sampler: measure no depth past --max-depth (by default it predicts two more depths and measures "
                    "there when the prediction says one could win).")
 @click.option("--seed", type=int, default=None, help="Seed for a reproducible search.")
-@click.option("--trials", "n_trials", type=int, default=None, help="Study-wide number of trials.")
-@click.option("--timeout", "timeout_s", type=float, default=None,
+@click.option("--trials", type=int, default=None, help="Study-wide number of trials.")
+@click.option("--timeout", type=float, default=None,
               help="Wall-clock budget of the whole study in seconds (step timings, screening and confirmation): nothing "
                    "new starts after it, and what the confirmation measured by then is stored.")
-@click.option("--trial-timeout", "trial_timeout_s", type=float, default=None,
+@click.option("--trial-timeout", type=float, default=None,
               help="Seconds per engine call (model load or one measurement) before the worker is killed [default: 600; 1800 for trtllm and vllm]")
 @click.option("--objective", type=click.Choice(["throughput", "pareto"]), default="throughput", show_default=True,
               help="throughput: most output tokens/s; pareto: also report the throughput/TPOT front.")
@@ -371,7 +371,7 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
               help="Measure a configuration whose worker crashed, hung or ran out of memory up to this many more times: "
                    "a baseline right away, any other once nothing untried is left (each retry counts against --trials; "
                    "infeasible and unsupported configurations are never retried; 0: failures are final) [default: 1]")
-@click.option("--no-confirm", "no_confirm", is_flag=True,
+@click.option("--no-confirm", is_flag=True,
               help="Skip the confirmation phase: figures stay single screening runs, without intervals.")
 @click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
               help="Confirmation: target relative half-width of the 95 % intervals (0.05 = ±5 %).")
@@ -383,9 +383,7 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
               help="No progress on stderr (by default a bar on a terminal, one line per phase and trial elsewhere).")
 @engine_option
 @json_option
-def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_sizes, sampler, no_explore_beyond, seed,
-                 n_trials, timeout_s, trial_timeout_s, objective, slo_tpot_ms, slo_ttft_ms, slo_percentile, workload,
-                 retry_failed, no_confirm, precision, max_repetitions, confirm_seconds, quiet, engine, as_json) -> None:
+def tune_command(db_url, batch_sizes, slo_percentile, quiet, as_json, **request) -> None:
     """Search method, depth and batch size with Optuna; confirm the finalists; store every trial and
     the recommended profile.
 
@@ -414,23 +412,16 @@ def tune_command(db_url, study_name, target, drafts, methods, max_depth, batch_s
       autotune tune --engine trtllm --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --batch-sizes 1,8,32
       autotune tune --engine vllm --target hf/autotune-byte-target --draft hf/autotune-byte-draft --batch-sizes 1,2,4
     """
-    from autotune.search.objective import Slo
-    from autotune.search.options import TuneOptions
+    from autotune.search.request import tune_options
     from autotune.tune_progress import tune_progress
 
     try:
         # `--batch-sizes ""` is a typo, not a request for the defaults: it must not start a study.
-        sizes = tuple(int(s) for s in batch_sizes.split(",")) if batch_sizes is not None else None
+        sizes = [int(s) for s in batch_sizes.split(",")] if batch_sizes is not None else None
     except ValueError:
         raise OneLineError(f"--batch-sizes must be comma-separated integers, got {batch_sizes!r}") from None
-    options = TuneOptions(
-        db_url=db_url, study_name=study_name, target=target, drafts=tuple(drafts) or TuneOptions.drafts,
-        methods=tuple(methods) or None, max_depth=max_depth, batch_sizes=sizes, sampler=sampler, seed=seed,
-        n_trials=n_trials, timeout_s=timeout_s, objective=objective,
-        slo=Slo(slo_tpot_ms, slo_ttft_ms, int(slo_percentile)), trial_timeout_s=trial_timeout_s,
-        workload=workload, engine=engine, retry_failed=retry_failed, confirm=not no_confirm, precision=precision,
-        max_repetitions=max_repetitions, confirm_seconds=confirm_seconds, explore_beyond=not no_explore_beyond,
-    )
+    # The options by their request names, as POST /v1/tune takes them: one conversion for both.
+    options = tune_options({**request, "batch_sizes": sizes, "slo_percentile": int(slo_percentile)}, db_url)
     with tune_progress(enabled=not (as_json or quiet)) as progress:
         result = api.tune(options, progress)
     emit(result, as_json, lambda r: render.print_lines(r.summary_lines()))
@@ -686,31 +677,87 @@ def report_command(db_url, study, out_dir) -> None:
     click.echo(str(api.report(db_url, study, out_dir)))
 
 
+model_root_option = click.option(
+    "--model-root", "model_roots", multiple=True, type=click.Path(file_okay=False), metavar="PATH",
+    envvar="AUTOTUNE_MODEL_ROOTS", show_envvar=True,
+    help="A folder jobs may read model and workload files from (repeatable; the variable separates them with "
+         f"'{os.pathsep}'). The built-in models and workload are always allowed.")
+
+
 @command(cli, "serve")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on. Reads need no token: listen beyond this machine only on a trusted network.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8321, show_default=True)
-def serve_command(db_url, host, port) -> None:
-    """Serve the stored results over HTTP: a read-only JSON API until Ctrl-C.
+@model_root_option
+def serve_command(db_url, host, port, model_roots) -> None:
+    """Serve the stored results over HTTP, and queue tunes, until Ctrl-C.
 
     Profiles, the best profile for a request, exports (the bytes `autotune export` writes),
     studies, trials, reports, hardware and what-if plans, in the shapes --json prints; OpenAPI at
-    /docs, Prometheus metrics at /metrics, health at /healthz. Not built yet: queued tunes and
-    workers, token-protected writes, the page.
+    /docs, Prometheus metrics at /metrics, health at /healthz. Jobs: POST /v1/tune queues a tune,
+    GET /v1/jobs follows it. Writes need `Authorization: Bearer $AUTOTUNE_API_TOKEN`; without that
+    variable set the server is read-only. On SQLite the server runs the jobs itself, one at a time;
+    on PostgreSQL `autotune worker` processes do. With --model-root a job naming a file elsewhere is
+    refused at once (422); the workers check their own roots in any case.
 
     \b
     Examples:
       autotune serve
+      AUTOTUNE_API_TOKEN=$(openssl rand -hex 32) autotune serve --model-root /models
       autotune serve --port 9000 --db postgresql://me@dbhost/autotune
       curl 'http://127.0.0.1:8321/v1/profiles/best?model=autotune-byte-target&batch_size=4'
       curl -o serve.yaml 'http://127.0.0.1:8321/v1/profiles/1/export?format=trtllm'
+      curl -H "Authorization: Bearer $AUTOTUNE_API_TOKEN" -H 'Content-Type: application/json' \\
+          -d '{"batch_sizes": [1, 2], "max_depth": 2}' http://127.0.0.1:8321/v1/tune
     """
     try:  # the service is a layer above api, as this module is: it calls the same api functions
+        from autotune.jobs import ModelRoots
         from autotune.service import serve
     except ModuleNotFoundError as exc:  # the web stack is an extra: say which, not a traceback
         raise OneLineError(f"autotune serve needs the serve extra ({exc.name} is missing): "
                            "pip install 'autotune[serve]'") from None
-    serve(db_url, host=host, port=port)
+    roots = ModelRoots.of(model_roots)
+    serve(db_url, host=host, port=port, model_roots=roots if roots.folders else None)
+
+
+@command(cli, "worker")
+@model_root_option
+@click.option("--once", is_flag=True, help="Run the jobs queued now, then exit (default: wait for more until Ctrl-C).")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Jobs run at once (PostgreSQL); one per GPU is the rule.")
+@click.option("--stalled-after", "stalled_after_s", type=click.FloatRange(min=1), default=None,
+              help="Seconds without a heartbeat after which another worker's job is taken again and its study "
+                   "resumed [default: 30 on PostgreSQL, 60 on SQLite]")
+def worker_command(db_url, model_roots, once, concurrency, stalled_after_s) -> None:
+    """Take queued tunes (POST /v1/tune) and run them: one worker per GPU host.
+
+    Each job runs `autotune tune` with the options it was queued with, in the study it names
+    (job-<id> by default), and writes its progress and log tail into the job, which GET /v1/jobs/ID
+    shows; on success the job records the study's profile id. A job naming a file outside the
+    --model-root folders fails with one line. On PostgreSQL the queue is procrastinate's: two
+    workers never take the same job, and the job of a worker killed mid-way is taken again by
+    another once the dead worker's heartbeat is --stalled-after seconds old; its study resumes where
+    it stopped. Ctrl-C stops the worker at once: its job is taken again the same way.
+
+    \b
+    Examples:
+      autotune worker --db postgresql://me@dbhost/autotune --model-root /models
+      AUTOTUNE_MODEL_ROOTS=/models:/data/workloads autotune worker --db postgresql://me@dbhost/autotune
+      autotune worker --once --db postgresql://me@dbhost/autotune
+    """
+    from autotune.jobs import ModelRoots, work
+
+    def echo(line: str) -> None:
+        click.echo(line, err=True)
+
+    try:
+        work(db_url, ModelRoots.of(model_roots), once=once, concurrency=concurrency, stalled_after_s=stalled_after_s,
+             echo=echo)
+    except KeyboardInterrupt:
+        # The job under way runs in a thread that cannot be interrupted; leave it as a killed worker
+        # would: its heartbeat stops and another worker takes it again.
+        click.echo("Interrupted: a job under way is taken again by the next worker, its study resumed.", err=True)
+        os._exit(EXIT_INTERRUPTED)
 
 
 @command(cli, "preflight", uses_db=False)

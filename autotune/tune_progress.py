@@ -88,12 +88,19 @@ class ProgressLines:
             line += f" ({event.reason})"
         if event.best:
             line += f" · best {event.best}"
-        left = max(0, event.trials_total - event.trials_done)
-        if left and self.trial_seconds:
-            # An upper bound: the model-guided search stops once nothing it has not measured can win.
-            eta = sum(self.trial_seconds) / len(self.trial_seconds) * left
-            line += f" · at most {left} more, ~{clock_time(eta)}"
+        eta = self.eta_s(event)
+        if eta is not None:
+            line += f" · at most {event.trials_total - event.trials_done} more, ~{clock_time(eta)}"
         return line
+
+    def eta_s(self, event: Any) -> float | None:
+        """Seconds the trials left should take at this process's mean so far (None: none left, or
+        none measured yet). An upper bound: the model-guided search stops once nothing it has not
+        measured can win."""
+        left = max(0, event.trials_total - event.trials_done)
+        if not (left and self.trial_seconds):
+            return None
+        return sum(self.trial_seconds) / len(self.trial_seconds) * left
 
     def _print(self, now: float, text: str) -> None:
         print(f"[{clock_time(now - self.started)}] {text}", file=self.out, flush=True)

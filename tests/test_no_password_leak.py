@@ -49,6 +49,7 @@ COMMAND_ARGS = {
     "report": ("some-study",),
     # The server opens the database before it listens, so a bad URL never binds the port.
     "serve": ("--port", "18321"),
+    "worker": ("--once",),
 }
 NO_DB_COMMANDS = {"measure", "preflight", "models export-hf"}
 
@@ -184,7 +185,8 @@ def test_no_command_shows_the_password(secret_url: str, tmp_path: Path,
     succeed += [("export", profile, "--format", fmt, "-o", f"export-{fmt}") for fmt in
                 ("trtllm", "trtllm-bench", "vllm", "sglang", "json")]
     succeed += [("plan", "--hardware", "h200", "--model", plannable, "--export", "vllm", "-o", "plan.sh"),
-                ("report", "h100-old", "-o", "report"), tune, (*tune, "--json")]
+                ("report", "h100-old", "-o", "report"), tune, (*tune, "--json"),
+                ("worker", "--once")]  # procrastinate's connection and logs (caplog at DEBUG) included
     for args in succeed:
         result = invoke(*args, "--db", secret_url)
         assert_hidden(result, args)

@@ -148,12 +148,18 @@ class TuneOptions:
         from autotune.engines.registry import check_engine
 
         check_engine(self.engine)  # unknown engine, or trtllm / vllm not installed: one line, at once
+        self._validate_models()
+        self.validate_values()
+
+    def validate_values(self) -> None:
+        """The checks of :meth:`validate` that hold on any machine: everything but whether the
+        engine is installed and the model files exist here. A service that queues the tune for
+        another machine checks these; the machine that runs it checks the rest."""
         if self.study_name is not None and not (0 < len(self.study_name.strip()) <= MAX_STUDY_NAME):
             raise ConfigurationError(f"study name must have 1..{MAX_STUDY_NAME} characters, got {self.study_name!r}")
         for method in self.methods or ():
             if method not in METHODS:
                 raise ConfigurationError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
-        self._validate_models()
         if len(set(self.drafts)) != len(self.drafts):
             raise ConfigurationError("a draft model is listed twice; list each draft once")
         _require_int("max depth", self.max_depth, 1, MAX_DEPTH)

@@ -3,29 +3,59 @@ metrics for one database."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from autotune import __version__
-from autotune.service import errors
+from autotune.errors import AutotuneError
+from autotune.jobs.roots import ModelRoots
+from autotune.service import errors, jobs
+from autotune.service.auth import BearerToken, server_token
 from autotune.service.limits import RequestLimits
 from autotune.service.metrics import Metrics
 from autotune.service.routes import READ_ONLY, build_router
 
 DESCRIPTION = (
-    "The results autotune stored (deployment profiles, studies and their trials, hardware) and "
-    "its what-if planner, in the JSON shapes `autotune ... --json` prints. " + READ_ONLY +
+    "The results autotune stored (deployment profiles, studies and their trials, hardware), its "
+    "what-if planner, and queued tunes (jobs), in the JSON shapes `autotune ... --json` prints. " + READ_ONLY +
     " Errors have one shape: `{\"error\": {\"status\": ..., \"message\": ...}}` (404: unknown study, "
-    "profile, model or hardware; 422: an invalid parameter, named in `field`)."
+    "profile, job, model or hardware; 422: an invalid parameter, named in `field`)."
 )
 
 
-def create_app(db_url: str | None = None) -> FastAPI:
-    """The read API over the database at ``db_url`` (None: autotune's default, as for the CLI).
-    Nothing is opened here: each request opens the database, as each CLI command does."""
+def create_app(db_url: str | None = None, *, model_roots: ModelRoots | None = None, run_jobs: bool = True) -> FastAPI:
+    """The API over the database at ``db_url`` (None: autotune's default, as for the CLI). Nothing
+    is opened here: each request opens the database, as each CLI command does. Writes take the
+    token of ``AUTOTUNE_API_TOKEN`` (none: read-only). ``model_roots``: where jobs may read files
+    (None: not known here, the workers check). ``run_jobs``: on SQLite, run the queued jobs in a
+    thread while the app runs (:mod:`autotune.jobs.local`)."""
+    auth = BearerToken(server_token())
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        from autotune.jobs import runs_jobs_itself
+        from autotune.jobs.local import LocalRunner
+
+        try:
+            local = run_jobs and runs_jobs_itself(db_url)
+        except AutotuneError:  # a malformed URL: every request answers 503, and no job can be queued
+            local = False
+        runner = LocalRunner(db_url, model_roots or ModelRoots.of()) if local else None
+        if runner is not None:
+            runner.start()
+        try:
+            yield
+        finally:
+            if runner is not None:
+                runner.close()
+
     app = FastAPI(title="autotune", version=__version__, description=DESCRIPTION, docs_url="/docs",
-                  openapi_url="/openapi.json", redoc_url=None)
+                  openapi_url="/openapi.json", redoc_url=None, lifespan=lifespan)
     metrics = Metrics()
-    app.include_router(build_router(db_url))
+    app.include_router(build_router(db_url, auth.writable))
+    app.include_router(jobs.build_router(db_url, model_roots, auth))
     app.include_router(metrics.router)
     # Starlette wraps the last added outermost: metrics see every answer, the 500s of CatchAll and
     # the refusals of RequestLimits included.

@@ -5,34 +5,26 @@ Status by cause: an unknown study, profile, model or hardware (:class:`~autotune
 is 404; any other invalid option (:class:`~autotune.errors.ConfigurationError`) or a parameter
 that fails validation is 422 (the latter with ``"field"``); an unreachable database is 503; a bug
 is 500. Library messages are written for the user and kept, with any URL, the database's
-password and (SQLite) its file replaced by :data:`REDACTED`: a DatabaseError names its URL (in
+password and (SQLite) its file replaced by :data:`autotune.store.redact.REDACTED`: a DatabaseError names its URL (in
 the driver's spelling, ``postgresql+psycopg://``), an SQLite error its file. Tracebacks are never sent and never logged.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from autotune.errors import AutotuneError, ConfigurationError, DatabaseError, NotFoundError
-from autotune.store import resolve_database_url
-from autotune.store.database import display_url
+from autotune.store.redact import Redactor
 
 LOG = logging.getLogger("autotune.service")
-REDACTED = "[database]"
-# Any URL: scheme://, then everything up to a blank or a quote.
-URL_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]*")
 DATABASE_UNAVAILABLE = "the database is unreachable or not at this autotune's schema revision (the server log says why)"
 INTERNAL_ERROR = "internal error (the server log says which)"
 
@@ -62,33 +54,6 @@ def error_response(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"status": status, "message": message, **extra}}, status_code=status)
 
 
-class Redactor:
-    """Replaces every URL, and the database's URL as given, password and (SQLite) file, in a text."""
-
-    def __init__(self, secrets: Iterable[str | None]) -> None:
-        # Longest first, so that a URL is replaced whole before its file path inside it.
-        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
-
-    @classmethod
-    def for_database(cls, db_url: str | None) -> Redactor:
-        resolved = resolve_database_url(db_url)
-        secrets = [db_url, resolved]
-        try:
-            url = make_url(resolved)
-        except ArgumentError:  # a malformed URL is refused when opened; hide it whole meanwhile
-            return cls(secrets)
-        secrets += [display_url(url), url.render_as_string(hide_password=False), url.password]
-        if url.get_backend_name() == "sqlite":
-            secrets.append(url.database)
-        return cls(secrets)
-
-    def __call__(self, text: str) -> str:
-        text = URL_PATTERN.sub(REDACTED, text)
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
-
-
 def install(app: FastAPI, redact: Redactor) -> None:
     """Answer validation errors, HTTP errors (unknown route, wrong method) and the library's
     errors in the one shape, and anything else as a 500 through :class:`CatchAll`."""
@@ -96,27 +61,36 @@ def install(app: FastAPI, redact: Redactor) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_parameter(_request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = exc.errors()
-        fields = [str(p["loc"][-1]) for p in problems]
-        message = "; ".join(f"{_where(p['loc'])} {p['loc'][-1]!r}: {p['msg']}" for p in problems)
+        fields = [_field(p["loc"]) for p in problems]
+        message = "; ".join(f"{_where(p['loc'])} {field!r}: {p['msg']}" for p, field in zip(problems, fields))
         return error_response(422, message, field=fields[0])
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
-        return error_response(exc.status_code, str(exc.detail))
+        response = error_response(exc.status_code, str(exc.detail))
+        response.headers.update(exc.headers or {})  # e.g. a 401's WWW-Authenticate
+        return response
 
     @app.exception_handler(AutotuneError)
     async def library_error(request: Request, exc: AutotuneError) -> JSONResponse:
         message = redact(str(exc))
         if isinstance(exc, NotFoundError):
             return error_response(404, message)
-        if isinstance(exc, ConfigurationError):
-            return error_response(422, message)
+        if isinstance(exc, ConfigurationError):  # one that knows its request field names it
+            field = getattr(exc, "field", None)
+            return error_response(422, message, **({"field": field} if field else {}))
         LOG.error("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, message)
         if isinstance(exc, DatabaseError):
             return error_response(503, DATABASE_UNAVAILABLE)
         return error_response(500, INTERNAL_ERROR)
 
     app.add_middleware(CatchAll, redact=redact)
+
+
+def _field(loc: tuple) -> str:
+    """The parameter or body field at fault: the name after the location (``("body", "batch_sizes",
+    1)``, an item of a list, names ``batch_sizes``)."""
+    return str(loc[1] if len(loc) > 1 else loc[0])
 
 
 def _where(loc: tuple) -> str:

@@ -25,9 +25,10 @@ from autotune.serving import FORMATS
 # The media type of each export format; the bytes are those `autotune export` writes.
 EXPORT_MEDIA_TYPES = {"trtllm": "application/yaml", "trtllm-bench": "text/x-shellscript",
                       "vllm": "text/x-shellscript", "sglang": "text/x-shellscript", "json": "application/json"}
-READ_ONLY = ("This API only reads. It has no write routes yet; when it gets them (queued tunes, "
-             "cancellation) they will need the bearer token AUTOTUNE_API_TOKEN, and without it set "
-             "the API stays read-only.")
+READ_ONLY = ("Reads need no token. The writes (`POST /v1/tune`, `POST /v1/jobs/{id}/cancel`) need "
+             "`Authorization: Bearer <token>` matching the server's AUTOTUNE_API_TOKEN (401 without the header, "
+             "403 with a wrong token); a server started without AUTOTUNE_API_TOKEN is read-only and answers "
+             "every write 403.")
 
 Method = Literal[METHODS]  # type: ignore[valid-type]
 ExportFormat = Literal[FORMATS]  # type: ignore[valid-type]
@@ -52,17 +53,18 @@ def listing(items: list, limit: int) -> Response:
     return json_response(items[:limit], headers={"X-Total-Count": str(len(items))})
 
 
-def build_router(db_url: str | None) -> APIRouter:
-    """The read routes over the database at ``db_url`` (None: autotune's default)."""
+def build_router(db_url: str | None, writable: bool = False) -> APIRouter:
+    """The read routes over the database at ``db_url`` (None: autotune's default); ``writable``:
+    whether the server takes writes (it has a token), for /healthz to say."""
     router = APIRouter(responses=ERROR_RESPONSES)
 
     @router.get("/healthz", tags=["service"], summary="Liveness and database reachability")
     def healthz() -> Response:
         """200 when the database answers; says whether its schema is this autotune's newest, and
-        that the API is read-only."""
+        whether the API takes writes."""
         status = api.db_status(db_url)
         return json_response({"status": "ok", "version": __version__, "schema_is_head": status.is_head,
-                              "read_only": True, "writes": READ_ONLY})
+                              "read_only": not writable, "writes": READ_ONLY})
 
     @router.get("/v1/profiles", tags=["profiles"], summary="List deployment profiles (`autotune profiles list`)")
     def profiles(hardware: Annotated[str | None, Query(max_length=MAX_NAME_LENGTH, description=HARDWARE_HELP)] = None,

@@ -9,7 +9,9 @@ import uvicorn
 from fastapi import FastAPI
 
 from autotune import api
+from autotune.jobs.roots import ModelRoots
 from autotune.service.app import create_app
+from autotune.service.auth import ENV_API_TOKEN, server_token
 
 LOG = logging.getLogger("autotune.service")
 DEFAULT_HOST = "127.0.0.1"
@@ -26,13 +28,17 @@ def server_config(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PO
                           log_level="info")
 
 
-def serve(db_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+def serve(db_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+          model_roots: ModelRoots | None = None) -> None:
     """Check that the database answers (a bad URL fails here, as one line), then serve until
-    interrupted."""
+    interrupted; on SQLite, run the queued jobs meanwhile. ``model_roots``: where a job may read
+    files (None: not checked here, the workers check)."""
     api.db_status(db_url)
     if not _loopback(host):
         LOG.warning("listening on %s: every client that can reach it reads every stored result", host)
-    uvicorn.Server(server_config(create_app(db_url), host, port)).run()
+    LOG.info("writes (queued tunes, cancellations) %s", "need the bearer token" if server_token() else
+             f"are refused: {ENV_API_TOKEN} is not set")
+    uvicorn.Server(server_config(create_app(db_url, model_roots=model_roots), host, port)).run()
 
 
 def _loopback(host: str) -> bool:

@@ -12,6 +12,7 @@ Shape of the data::
     tuning_studies    1──1 deployment_profiles      (the winning configuration: at most one per study)
     model_artifacts   1──* acceptance_profiles      (a proposer's acceptance on a workload: any hardware)
     hardware_profiles 1──* cost_profiles            (a target's step costs on one machine kind and engine)
+    jobs                                            (queued tunes of the service: autotune.jobs)
 """
 
 from __future__ import annotations
@@ -326,3 +327,28 @@ class CostProfileRecord(Base):
 
     hardware: Mapped[HardwareRecord] = relationship()
     target_model: Mapped[ModelRecord] = relationship()
+
+
+class JobRecord(Base):
+    """A tune queued through the service (:mod:`autotune.jobs`): its request, where it stands and
+    what it produced. The same table on SQLite and PostgreSQL; on PostgreSQL procrastinate's own
+    job (``queue_job_id``) is what workers claim, this row is what everyone reads."""
+
+    __tablename__ = "autotune_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)  # queued | running | succeeded | failed | cancelled
+    request: Mapped[dict[str, Any]] = mapped_column(default=dict)  # the tune options, as POSTed
+    study_name: Mapped[str] = mapped_column(String(255))
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # how many times a worker took it
+    worker: Mapped[str | None] = mapped_column(String(255))  # host:pid of the last worker that took it
+    queue_job_id: Mapped[int | None] = mapped_column(BigInteger)  # procrastinate's job id (PostgreSQL)
+    progress: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    log_tail: Mapped[list[Any]] = mapped_column(default=list)
+    profile_id: Mapped[int | None] = mapped_column(Integer)  # not a foreign key: a rerun of the study replaces it
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)
+    started_at: Mapped[dt.datetime | None] = mapped_column()
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column()
+    finished_at: Mapped[dt.datetime | None] = mapped_column()

@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 from contextlib import contextmanager
 
 import httpx
@@ -40,13 +41,14 @@ def fill(url: str) -> dict[str, int]:
 
 
 @contextmanager
-def live_server(db_url: str | None) -> Iterator[httpx.Client]:
-    """``autotune serve``'s app on a free loopback port; an httpx client on it. Always stopped."""
+def live_server(db_url: str | None, **app_options: Any) -> Iterator[httpx.Client]:
+    """``autotune serve``'s app (``create_app(db_url, **app_options)``) on a free loopback port; an
+    httpx client on it. Always stopped."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(server_config(create_app(db_url), "127.0.0.1", port))
+    server = uvicorn.Server(server_config(create_app(db_url, **app_options), "127.0.0.1", port))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

@@ -130,7 +130,9 @@ def test_openapi_documents_every_route(client: httpx.Client) -> None:
     assert set(spec["paths"]) >= {
         "/healthz", "/metrics", "/v1/profiles", "/v1/profiles/best", "/v1/profiles/{profile_id}",
         "/v1/profiles/{profile_id}/export", "/v1/studies", "/v1/studies/{name}/trials", "/v1/studies/{name}/report",
-        "/v1/hardware", "/v1/plan"}
-    assert all(set(methods) == {"get"} for methods in spec["paths"].values())  # nothing writes
+        "/v1/hardware", "/v1/plan", "/v1/tune", "/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/cancel"}
+    writes = {path: set(methods) for path, methods in spec["paths"].items() if set(methods) != {"get"}}
+    assert writes == {"/v1/tune": {"post"}, "/v1/jobs/{job_id}/cancel": {"post"}}  # only these write
+    assert all({401, 403} <= set(map(int, spec["paths"][path]["post"]["responses"])) for path in writes)
     assert "AUTOTUNE_API_TOKEN" in spec["info"]["description"]
     assert client.get("/docs").status_code == 200

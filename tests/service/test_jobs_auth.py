@@ -1,0 +1,116 @@
+"""The write routes' guards, on a live server: no token header is 401, a wrong one 403, a server
+without AUTOTUNE_API_TOKEN read-only (403 saying so); an invalid option, an unknown one or a file
+outside the model roots is 422 naming the field; a body too large is 413, declared or streamed.
+None of them writes a job; the token never shows in a response."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from autotune.jobs.roots import ModelRoots
+from autotune.service.limits import MAX_BODY_BYTES
+from jobs_support import AUTH, TOKEN, tiny_request, write_workload
+from service_support import error_of, live_server
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> Path:
+    (tmp_path / "models").mkdir()
+    return tmp_path / "models"
+
+
+@pytest.fixture
+def client(sqlite_url: str, roots: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[httpx.Client]:
+    """A writable server that queues but runs nothing (run_jobs=False): the jobs stay queued."""
+    monkeypatch.setenv("AUTOTUNE_API_TOKEN", TOKEN)
+    with live_server(sqlite_url, model_roots=ModelRoots.of([str(roots)]), run_jobs=False) as http:
+        yield http
+
+
+def job_count(client: httpx.Client) -> int:
+    return int(client.get("/v1/jobs").headers["X-Total-Count"])
+
+
+def test_writes_need_the_token(client: httpx.Client) -> None:
+    for path in ("/v1/tune", "/v1/jobs/1/cancel"):
+        missing = client.post(path, json={})
+        assert "bearer" in error_of(missing, 401).lower() and missing.headers["WWW-Authenticate"] == "Bearer"
+        error_of(client.post(path, json={}, headers={"Authorization": "Basic " + TOKEN}), 401)
+        wrong = client.post(path, json={}, headers={"Authorization": "Bearer " + TOKEN + "x"})
+        assert TOKEN not in error_of(wrong, 403)
+    assert job_count(client) == 0
+    assert client.get("/healthz").json()["read_only"] is False
+
+
+def test_a_server_without_a_token_is_read_only(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AUTOTUNE_API_TOKEN", raising=False)
+    with live_server(sqlite_url, run_jobs=False) as client:
+        assert "read-only" in error_of(client.post("/v1/tune", json={}, headers=AUTH), 403)
+        assert "read-only" in error_of(client.post("/v1/jobs/1/cancel", headers=AUTH), 403)
+        assert client.get("/healthz").json()["read_only"] is True
+        assert job_count(client) == 0
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"max_depth": 0}, "max_depth"),
+    ({"batch_sizes": [1, -2]}, "batch_sizes"),  # the list is named, not its item
+    ({"method": ["warp"]}, "method"),
+    ({"slo_percentile": 75}, "slo_percentile"),
+    ({"no_such_option": 1}, "no_such_option"),
+    ({"trials": "many"}, "trials"),
+])
+def test_an_invalid_option_is_422_naming_it_and_writes_nothing(client: httpx.Client, body: dict, field: str) -> None:
+    answer = client.post("/v1/tune", json=body, headers=AUTH)
+    assert repr(field) in error_of(answer, 422) and answer.json()["error"]["field"] == field
+    assert job_count(client) == 0
+
+
+def test_what_only_the_tune_checks_is_422_too(client: httpx.Client, roots: Path) -> None:
+    for body, words in [({"sampler": "annealing"}, "sampler"), ({"objective": "latency"}, "objective"),
+                        ({"draft": ["builtin", "builtin"]}, "listed twice"),
+                        ({"target": str(roots / "missing.safetensors")}, "does not exist")]:
+        assert words in error_of(client.post("/v1/tune", json=body, headers=AUTH), 422)
+    assert job_count(client) == 0
+
+
+def test_a_file_outside_the_model_roots_is_422_naming_the_field(client: httpx.Client, roots: Path,
+                                                                tmp_path: Path) -> None:
+    outside = write_workload(tmp_path)
+    (roots / "escape.jsonl").symlink_to(outside)
+    for body, field in [({"workload": str(outside)}, "workload"), ({"workload": str(roots / "escape.jsonl")}, "workload"),
+                        ({"target": str(roots / ".." / "tiny.jsonl")}, "target"), ({"draft": ["/etc/passwd"]}, "draft")]:
+        answer = client.post("/v1/tune", json=body, headers=AUTH)
+        assert "model roots" in error_of(answer, 422) and answer.json()["error"]["field"] == field
+    assert job_count(client) == 0
+
+
+def test_a_body_too_large_is_413_declared_or_streamed(client: httpx.Client) -> None:
+    padding = {"study": "x" * (MAX_BODY_BYTES + 1)}
+    error_of(client.post("/v1/tune", json=padding, headers=AUTH), 413)
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: chunked transfer encoding
+        yield b'{"study": "'
+        for _ in range(MAX_BODY_BYTES // 1024 + 1):
+            yield b"x" * 1024
+        yield b'"}'
+
+    error_of(client.post("/v1/tune", content=chunks(), headers={**AUTH, "Content-Type": "application/json"}), 413)
+    assert job_count(client) == 0
+
+
+def test_a_queued_job_is_cancelled_at_once(client: httpx.Client, roots: Path) -> None:
+    queued = client.post("/v1/tune", json=tiny_request(write_workload(roots)), headers=AUTH)
+    assert queued.status_code == 202 and queued.headers["Location"] == f"/v1/jobs/{queued.json()['id']}"
+    job = queued.json()
+    assert (job["status"], job["study"], job["request"]["max_depth"]) == ("queued", f"job-{job['id']}", 2)
+    cancelled = client.post(f"/v1/jobs/{job['id']}/cancel", headers=AUTH).json()
+    assert cancelled["status"] == "cancelled" and cancelled["finished_at"]
+    assert client.post(f"/v1/jobs/{job['id']}/cancel", headers=AUTH).json()["status"] == "cancelled"  # idempotent
+    error_of(client.post("/v1/jobs/999/cancel", headers=AUTH), 404)
+    error_of(client.get("/v1/jobs/999"), 404)
+    assert [j["id"] for j in client.get("/v1/jobs?status=cancelled").json()] == [job["id"]]
+    error_of(client.get("/v1/jobs?status=lost"), 422)
