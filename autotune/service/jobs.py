@@ -79,8 +79,9 @@ def build_router(db_url: str | None, roots: ModelRoots | None, auth: BearerToken
                  **writes)
     def tune(request: TuneRequest) -> Response:
         """Checks the options as `autotune tune` does (422 naming the field; nothing is written),
-        then queues the job and answers 202 with it. On SQLite the server runs it; on PostgreSQL an
-        `autotune worker` takes it. Follow it at `/v1/jobs/{id}`."""
+        then queues the job and answers 202 with it. On a single-file database the server runs it
+        itself; on a team database an `autotune worker` takes it. Follow it at `/v1/jobs/{id}`.
+        (The answer names no database kind: tests/service/test_errors.py.)"""
         job = jobs.submit(db_url, request.model_dump(exclude_unset=True), roots)
         response = json_response(job.to_dict(), headers={"Location": f"/v1/jobs/{job.id}"})
         response.status_code = 202
