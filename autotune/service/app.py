@@ -7,6 +7,7 @@ from fastapi import FastAPI
 
 from autotune import __version__
 from autotune.service import errors
+from autotune.service.databases import KeepDatabasesOpen
 from autotune.service.limits import RequestLimits
 from autotune.service.metrics import Metrics
 from autotune.service.routes import READ_ONLY, build_router
@@ -21,7 +22,8 @@ DESCRIPTION = (
 
 def create_app(db_url: str | None = None) -> FastAPI:
     """The read API over the database at ``db_url`` (None: autotune's default, as for the CLI).
-    Nothing is opened here: each request opens the database, as each CLI command does."""
+    Nothing is opened here: the first request opens the database, later ones reuse its engine
+    (:class:`KeepDatabasesOpen`) and check its schema revision, as each CLI command does."""
     app = FastAPI(title="autotune", version=__version__, description=DESCRIPTION, docs_url="/docs",
                   openapi_url="/openapi.json", redoc_url=None)
     metrics = Metrics()
@@ -30,6 +32,7 @@ def create_app(db_url: str | None = None) -> FastAPI:
     # Starlette wraps the last added outermost: metrics see every answer, the 500s of CatchAll and
     # the refusals of RequestLimits included.
     app.add_middleware(RequestLimits)
+    app.add_middleware(KeepDatabasesOpen)
     errors.install(app, errors.Redactor.for_database(db_url))
     app.add_middleware(metrics.middleware)
     return app
