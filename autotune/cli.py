@@ -695,8 +695,8 @@ def serve_command(db_url, host, port) -> None:
 
     Profiles, the best profile for a request, exports (the bytes `autotune export` writes),
     studies, trials, reports, hardware and what-if plans, in the shapes --json prints; OpenAPI at
-    /docs, Prometheus metrics at /metrics, health at /healthz. Not built yet: queued tunes and
-    workers, token-protected writes, the page.
+    /docs, Prometheus metrics at /metrics, health at /healthz, and a page for people at /. Not
+    built yet: queued tunes and workers, token-protected writes.
 
     \b
     Examples:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from autotune import __version__
-from autotune.service import errors
+from autotune.service import errors, page
 from autotune.service.databases import KeepDatabasesOpen
 from autotune.service.limits import RequestLimits
 from autotune.service.metrics import Metrics
@@ -29,6 +29,7 @@ def create_app(db_url: str | None = None) -> FastAPI:
     metrics = Metrics()
     app.include_router(build_router(db_url))
     app.include_router(metrics.router)
+    page.install(app)
     # Starlette wraps the last added outermost: metrics see every answer, the 500s of CatchAll and
     # the refusals of RequestLimits included.
     app.add_middleware(RequestLimits)
