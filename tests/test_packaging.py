@@ -1,4 +1,5 @@
-"""The wheel carries everything the package needs at run time: migrations, weights, workloads."""
+"""The wheel carries everything the package needs at run time: migrations, weights, workloads, the
+service's page."""
 
 from __future__ import annotations
 
@@ -40,3 +41,4 @@ def test_wheel_ships_migrations_weights_and_workloads(tmp_path: Path) -> None:
     assert "autotune/engines/embedded/weights/target.safetensors" in names
     assert "autotune/engines/embedded/weights/draft.safetensors" in names
     assert "autotune/workloads/default.jsonl" in names
+    assert {"autotune/service/page_files/index.html", "autotune/service/page_files/assets/page.js"} <= names

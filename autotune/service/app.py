@@ -11,8 +11,9 @@ from fastapi import FastAPI
 from autotune import __version__
 from autotune.errors import AutotuneError
 from autotune.jobs.roots import ModelRoots
-from autotune.service import errors, jobs
+from autotune.service import errors, jobs, page
 from autotune.service.auth import BearerToken, server_token
+from autotune.service.databases import KeepDatabasesOpen
 from autotune.service.limits import RequestLimits
 from autotune.service.metrics import Metrics
 from autotune.service.routes import READ_ONLY, build_router
@@ -27,7 +28,8 @@ DESCRIPTION = (
 
 def create_app(db_url: str | None = None, *, model_roots: ModelRoots | None = None, run_jobs: bool = True) -> FastAPI:
     """The API over the database at ``db_url`` (None: autotune's default, as for the CLI). Nothing
-    is opened here: each request opens the database, as each CLI command does. Writes take the
+    is opened here: the first request opens the database, later ones reuse its engine
+    (:class:`KeepDatabasesOpen`) and check its schema revision, as each CLI command does. Writes take the
     token of ``AUTOTUNE_API_TOKEN`` (none: read-only). ``model_roots``: where jobs may read files
     (None: not known here, the workers check). ``run_jobs``: on SQLite, run the queued jobs in a
     thread while the app runs (:mod:`autotune.jobs.local`)."""
@@ -57,9 +59,11 @@ def create_app(db_url: str | None = None, *, model_roots: ModelRoots | None = No
     app.include_router(build_router(db_url, auth.writable))
     app.include_router(jobs.build_router(db_url, model_roots, auth))
     app.include_router(metrics.router)
+    page.install(app)
     # Starlette wraps the last added outermost: metrics see every answer, the 500s of CatchAll and
     # the refusals of RequestLimits included.
     app.add_middleware(RequestLimits)
+    app.add_middleware(KeepDatabasesOpen)
     errors.install(app, errors.Redactor.for_database(db_url))
     app.add_middleware(metrics.middleware)
     return app

@@ -15,10 +15,19 @@ def open_database(url: str | None = None, *, migrate: bool = True) -> Database:
     With ``migrate`` a database without our tables is created at the newest revision (zero
     configuration); one at an older or unknown revision is refused with a DatabaseError before
     anything is written. Without ``migrate`` (the ``db`` commands) the schema is left alone.
+
+    Inside :meth:`autotune.store.shared.SharedDatabases.active` (a server's request) the engine is
+    the one kept open for the URL, and closing the Database leaves it open.
     """
-    from autotune.store import database, migrate as migrations
+    from autotune.store import database, migrate as migrations, shared
 
     resolved = resolve_database_url(url)
+    kept = shared.active()
+    if kept is not None:
+        opened = kept.get(resolved, create_parent=resolved == default_database_url())
+        if migrate:
+            migrations.ensure_schema(opened.engine)
+        return opened
     engine = database.create_db_engine(resolved, create_parent=resolved == default_database_url())
     try:
         if migrate:

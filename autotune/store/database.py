@@ -232,6 +232,8 @@ class Database:
 
     url: str = field(repr=False)  # as given, password included: for connecting, never for showing
     engine: Engine
+    # Kept open by a server (autotune.store.shared): closing it at the end of one call is a no-op.
+    shared: bool = False
 
     def __post_init__(self) -> None:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -257,7 +259,8 @@ class Database:
             session.close()
 
     def close(self) -> None:
-        self.engine.dispose()
+        if not self.shared:
+            self.engine.dispose()
 
     def __enter__(self) -> Database:
         return self

@@ -7,6 +7,7 @@ Optuna's own ``alembic_version`` in the same database is never touched.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import resources
 
@@ -45,9 +46,16 @@ def alembic_config(engine: Engine | None = None) -> Config:
     return config
 
 
+@functools.cache
+def shipped_scripts() -> ScriptDirectory:
+    """The shipped migration scripts, read once per process: they cannot change under a running
+    autotune, and reading them was most of the time a server spent opening the database per request."""
+    return ScriptDirectory.from_config(alembic_config())
+
+
 def head_revision() -> str:
     """The newest revision this version of autotune knows."""
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = shipped_scripts().get_current_head()
     assert head is not None, "no migrations shipped"
     return head
 
@@ -85,8 +93,7 @@ class SchemaStatus:
 def schema_status(engine: Engine) -> SchemaStatus:
     """Compare the database's revision with the shipped head."""
     current = current_revision(engine)
-    scripts = ScriptDirectory.from_config(alembic_config())
-    known = current is None or _is_known(scripts, current)
+    known = current is None or _is_known(shipped_scripts(), current)
     return SchemaStatus(display_url(engine.url), current, head_revision(), known)
 
 

@@ -1,6 +1,7 @@
 """Helpers of the service tests: a live ``autotune serve`` (uvicorn on 127.0.0.1 at a free port, in
 a thread of the test process), the database it serves (the profile tests' four studies and their
-profiles, plus a target ``/v1/plan`` can plan) and the check of the error shape."""
+profiles, plus a target ``/v1/plan`` can plan), the check of the error shape and the CLI's output
+for the same question."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from contextlib import contextmanager
 
 import httpx
 import uvicorn
+from click.testing import CliRunner
+from fastapi import FastAPI
 
 import profile_factory as factory
+from autotune.cli import cli
 from autotune.service import create_app
 from autotune.service.server import server_config
 from autotune.store import open_database, performance, results
@@ -41,14 +45,14 @@ def fill(url: str) -> dict[str, int]:
 
 
 @contextmanager
-def live_server(db_url: str | None, **app_options: Any) -> Iterator[httpx.Client]:
-    """``autotune serve``'s app (``create_app(db_url, **app_options)``) on a free loopback port; an
-    httpx client on it. Always stopped."""
+def live_server(db_url: str | None, app: FastAPI | None = None, **app_options: Any) -> Iterator[httpx.Client]:
+    """``autotune serve``'s app on a free loopback port (``app``: one made by a test, else
+    ``create_app(db_url, **app_options)``); an httpx client on it. Always stopped."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(server_config(create_app(db_url, **app_options), "127.0.0.1", port))
+    server = uvicorn.Server(server_config(app or create_app(db_url, **app_options), "127.0.0.1", port))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -71,3 +75,10 @@ def error_of(response: httpx.Response, status: int) -> str:
     assert set(body) == {"error"} and body["error"]["status"] == status, body
     assert isinstance(body["error"]["message"], str) and body["error"]["message"]
     return body["error"]["message"]
+
+
+def cli_output(*args: str) -> str:
+    """What ``autotune ARGS`` prints (it must succeed)."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output

@@ -9,23 +9,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from click.testing import CliRunner
 
 import profile_factory as factory
-from autotune.cli import cli
 from autotune.serving import FORMATS
-from service_support import PLAN_TARGET
+from service_support import PLAN_TARGET, cli_output
 
 
 @pytest.fixture(scope="module")
 def db(stored: tuple[str, dict[str, int]]) -> str:
     return stored[0]
-
-
-def cli_output(*args: str) -> str:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def cli_json(*args: str) -> object:

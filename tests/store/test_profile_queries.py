@@ -59,7 +59,7 @@ def test_key_lookup_prefers_fingerprint_then_name_then_unique_prefix(db_url: str
 @pytest.mark.parametrize("batch_size, max_tpot_ms", [(None, None), (8, None), (4, 9.0), (None, 6.0), (2, 0.001), (3, None)])
 def test_best_measurement_matches_brute_force(populated, batch_size, max_tpot_ms, monkeypatch) -> None:  # noqa: ANN001
     url, _ = populated
-    monkeypatch.setattr(profile_queries, "STUDIES_PER_QUERY", 2)  # several statements, combined
+    monkeypatch.setattr(profile_queries, "STUDIES_PER_QUERY", 2)  # SQLite: several statements, combined
     with open_database(url) as database, database.session() as session:
         study_ids = [s.id for s in (profile_queries.find_study(session, n) for n in ("h100-old", "h100-new", "cpu"))]
         got = profile_queries.best_measurement(session, study_ids, batch_size=batch_size, max_tpot_ms=max_tpot_ms)
@@ -123,7 +123,7 @@ def test_find_study_by_name_or_id(populated) -> None:  # noqa: ANN001
 def test_best_trial_query_reads_the_throughput_index(sqlite_url: str) -> None:
     """The per-study question is answered from ix_autotune_measurements_throughput (SQLite's plan)."""
     factory.populate(sqlite_url)
-    sql = profile_queries._fastest_fit_sql(2, True, True).text
+    sql = profile_queries._fastest_fit_union_sql(2, True, True).text
     with open_database(sqlite_url) as database, database.engine.connect() as connection:
         plan = connection.execute(text("EXPLAIN QUERY PLAN " + sql), {
             "study_0": 1, "study_1": 2, "state": "complete", "phase": "confirmation", "batch_size": 8,
@@ -132,3 +132,4 @@ def test_best_trial_query_reads_the_throughput_index(sqlite_url: str) -> None:
     details = " ".join(row[-1] for row in plan)
     assert "ix_autotune_measurements_throughput" in details
     assert "COVERING INDEX" in details
+

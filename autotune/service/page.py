@@ -1,0 +1,36 @@
+"""The page at ``/``: one static HTML file and a small script that read the JSON API in the
+browser (studies, profiles, the best profile per model and hardware, a study's report, exports,
+jobs). No build step and nothing fetched from elsewhere: the files are in ``page_files/`` (the
+script and style in its ``assets/``).
+
+Stored names are user input, so the script only ever sets text (never HTML), and the page is sent
+with a Content-Security-Policy that runs no script but its own: a name that slipped into markup
+still could not run. A study's report is shown in a sandboxed frame (no script runs in it).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+FILES = resources.files("autotune.service") / "page_files"
+ASSETS_PATH = "/assets"
+# Script, style and the report's frame from this server only; the report's plots are data: URIs.
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                           "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+                           "frame-ancestors 'none'")
+
+
+def install(app: FastAPI) -> None:
+    """Serve the page at ``/`` and its script and style under :data:`ASSETS_PATH`."""
+    index = (FILES / "index.html").read_text(encoding="utf-8")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> HTMLResponse:
+        return HTMLResponse(index, headers={"Content-Security-Policy": CONTENT_SECURITY_POLICY,
+                                            "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"})
+
+    app.mount(ASSETS_PATH, StaticFiles(directory=str(FILES / "assets")), name="assets")
