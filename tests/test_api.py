@@ -29,8 +29,9 @@ def test_every_command_has_its_function() -> None:
     commands = {f"{group} {name}" if group else name
                 for group, command in [("", cli), *((n, c) for n, c in cli.commands.items() if hasattr(c, "commands"))]
                 for name, sub in command.commands.items() if not hasattr(sub, "commands")}
-    # `serve` runs autotune.service, a layer above api like the CLI, whose routes call the functions above.
-    assert commands == set(names) | {"serve"}
+    # `serve` runs autotune.service and `worker` autotune.jobs: layers above api like the CLI, whose
+    # routes and jobs call the functions above (a job runs api.tune).
+    assert commands == set(names) | {"serve", "worker"}
     assert all(callable(getattr(api, function)) for function in names.values())
 
 
