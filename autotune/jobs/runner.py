@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from autotune import api
 from autotune.errors import AutotuneError
+from autotune.periodic import repeating
 from autotune.jobs import records
 from autotune.jobs.progress import JobCancelled, JobProgress
 from autotune.jobs.roots import ModelRoots
@@ -94,20 +94,12 @@ def _one_line(text: str) -> str:
 def _heartbeat(database: Database, job_id: int) -> Iterator[None]:
     """Refresh the job's ``heartbeat_at`` every :data:`HEARTBEAT_S` while the block runs: a job
     whose heartbeat stops (its worker was killed) is taken again (:func:`records.requeue_stale`)."""
-    stop = threading.Event()
-
     def beat() -> None:
-        while not stop.wait(HEARTBEAT_S):
-            try:
-                with database.session() as session:
-                    records.beat(session, job_id)
-            except AutotuneError as exc:  # the database away for a while: the next beat may pass
-                LOG.warning("job %d: heartbeat failed: %s", job_id, exc)
+        try:
+            with database.session() as session:
+                records.beat(session, job_id)
+        except AutotuneError as exc:  # the database away for a while: the next beat may pass
+            LOG.warning("job %d: heartbeat failed: %s", job_id, exc)
 
-    thread = threading.Thread(target=beat, name=f"autotune-job-{job_id}-heartbeat", daemon=True)
-    thread.start()
-    try:
+    with repeating(beat, HEARTBEAT_S, name=f"autotune-job-{job_id}-heartbeat"):
         yield
-    finally:
-        stop.set()
-        thread.join()

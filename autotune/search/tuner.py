@@ -47,7 +47,6 @@ the study runs.
 from __future__ import annotations
 
 import random
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -61,6 +60,7 @@ from optuna.trial import TrialState
 from sqlalchemy import select
 
 from autotune.analysis import decision
+from autotune.periodic import repeating
 from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
 from autotune.search import budget, confirm, guide, screening
@@ -539,21 +539,11 @@ def heartbeat(storage: RDBStorage, trial_id: int) -> Iterator[None]:
     if interval is None:
         yield
         return
-    stop = threading.Event()
-
     def beat() -> None:
-        while True:
-            try:
-                storage.record_heartbeat(trial_id)
-            except Exception:  # noqa: BLE001 - a missed beat is retried; the trial must go on
-                pass
-            if stop.wait(interval):
-                return
+        try:
+            storage.record_heartbeat(trial_id)
+        except Exception:  # noqa: BLE001 - a missed beat is retried; the trial must go on
+            pass
 
-    thread = threading.Thread(target=beat, name="autotune-heartbeat", daemon=True)
-    thread.start()
-    try:
+    with repeating(beat, interval, name="autotune-heartbeat", at_start=True):
         yield
-    finally:
-        stop.set()
-        thread.join()
