@@ -46,6 +46,8 @@ FAILURE_ATTR = "autotune_failure"
 REPEAT_ATTR = "repeat_of"
 RETRY_OF_ATTR = "retry_of"
 ATTEMPT_ATTR = "attempt"
+# STATE_ATTR of a failed trial that has no result of ours: failed as stale (no state), or given up.
+UNRESOLVED_STATES = (None, "interrupted", "abandoned")
 OWNER_ATTR = "autotune_owner"  # system attribute: the process running the trial (see claim)
 # Failures that can pass (the worker crashed, hung or ran out of memory); an unsupported
 # configuration, an engine error or an unusable measurement would fail the same way again.
@@ -159,15 +161,14 @@ def _ask(study: optuna.Study) -> optuna.Trial:
 def fail_stale_trials(study: optuna.Study) -> None:
     """Fail (and re-queue) trials whose worker stopped sending heartbeats, as Study.optimize does,
     and at once those whose worker ran on this machine and is gone (see :func:`claim`): a rerun
-    right after a ``kill -9`` need not wait out the heartbeat's grace period."""
+    right after a ``kill -9`` need not wait out the heartbeat's grace period. Then re-queue what a
+    cut-off re-queue left behind (:func:`requeue_unresolved_failures`). The caller holds the study lock."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
         here = _process_identity(os.getpid())
-        if here is None:
-            return
         storage = study._storage
-        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if here is not None else ():
             owner = trial.system_attrs.get(OWNER_ATTR)
             if owner is None or owner["machine"] != here["machine"] or _process_identity(owner["pid"]) == owner:
                 continue
@@ -179,6 +180,27 @@ def fail_stale_trials(study: optuna.Study) -> None:
             callback = storage.get_heartbeat_stale_trial_callback()
             if callback is not None:
                 callback(study, storage.get_trial(trial._trial_id))
+        requeue_unresolved_failures(study)
+
+
+def requeue_unresolved_failures(study: optuna.Study) -> None:
+    """Re-queue failed trials that have no result of ours and no retry.
+
+    Failing a trial and queueing its retry are two writes (Optuna's tell, then
+    RetryHeartbeatStaleTrialCallback's add_trial): a connection lost between them leaves a failed
+    trial that counts against the budget with no measurement row and nothing to measure it again.
+    Such a trial has no outcome of ours (no :data:`STATE_ATTR`, or interrupted / abandoned); its
+    retry is queued here, under the study lock, so it is queued once. The callback keeps its
+    ``max_retry`` bound."""
+    callback = study._storage.get_heartbeat_stale_trial_callback()
+    if callback is None:
+        return
+    trials = study.get_trials(deepcopy=False)
+    retired = retired_numbers(trials)
+    for trial in trials:
+        if (trial.state == TrialState.FAIL and trial.number not in retired and REPEAT_ATTR not in trial.user_attrs
+                and trial.user_attrs.get(STATE_ATTR) in UNRESOLVED_STATES):
+            callback(study, trial)
 
 
 def claim(study: optuna.Study, trial: optuna.Trial) -> None:

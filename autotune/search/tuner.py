@@ -322,13 +322,16 @@ class Tuner:
         self.worker.stop(force=True)
         try:
             if trial is not None and self.storage.get_trial(trial._trial_id).state == TrialState.RUNNING:
-                trial.set_user_attr(STATE_ATTR, "interrupted" if interrupted else "abandoned")
-                self.study.tell(trial, state=TrialState.FAIL)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                    RetryHeartbeatStaleTrialCallback(max_retry=self.options.max_retry)(
-                        self.study, self.storage.get_trial(trial._trial_id)
-                    )
+                # Under the study lock, as budget.requeue_unresolved_failures, which completes a
+                # re-queue cut off here: between the two, the retry is queued once.
+                with named_lock(self.database.engine, self.plan.name):
+                    trial.set_user_attr(STATE_ATTR, "interrupted" if interrupted else "abandoned")
+                    self.study.tell(trial, state=TrialState.FAIL)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                        RetryHeartbeatStaleTrialCallback(max_retry=self.options.max_retry)(
+                            self.study, self.storage.get_trial(trial._trial_id)
+                        )
             if interrupted:
                 with self.database.session() as session:
                     results.set_study_status(session, self.study_id, "interrupted")

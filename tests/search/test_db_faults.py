@@ -161,9 +161,7 @@ def read_until_or_end(process, prefix: str) -> list[str]:  # noqa: ANN001 - a Po
     return lines
 
 
-@pytest.mark.parametrize("kills", ["twice", pytest.param("storm", marks=pytest.mark.xfail(
-    strict=False, reason="known race, 1 run in 4 on 2026-12-05: a storm of killed connections can leave a trial "
-                         "Optuna counts without its row (trial 1 of 6); to be fixed next, see the stop note"))])
+@pytest.mark.parametrize("kills", ["twice", "storm"])
 def test_postgres_restarted_mid_study_loses_no_trial(options, postgres_url, tmp_path, kills) -> None:
     """``twice``: every connection killed while trials 2 and 4 run; ``storm``: killed again and
     again for three seconds, so that some query is cut off mid-way. The run either completes or
