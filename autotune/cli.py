@@ -689,7 +689,10 @@ model_root_option = click.option(
               help="Address to listen on. Reads need no token: listen beyond this machine only on a trusted network.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8321, show_default=True)
 @model_root_option
-def serve_command(db_url, host, port, model_roots) -> None:
+@click.option("--answer-cache-s", type=click.FloatRange(0, 3600), metavar="SECONDS",
+              help="Keep each /v1/profiles/best answer this long (its Age header says how old; default 2); "
+                   "0 asks the database on every request.")
+def serve_command(db_url, host, port, model_roots, answer_cache_s) -> None:
     """Serve the stored results over HTTP, and queue tunes, until Ctrl-C.
 
     Profiles, the best profile for a request, exports (the bytes `autotune export` writes),
@@ -717,7 +720,8 @@ def serve_command(db_url, host, port, model_roots) -> None:
         raise OneLineError(f"autotune serve needs the serve extra ({exc.name} is missing): "
                            "pip install 'autotune[serve]'") from None
     roots = ModelRoots.of(model_roots)
-    serve(db_url, host=host, port=port, model_roots=roots if roots.folders else None)
+    serve(db_url, host=host, port=port, model_roots=roots if roots.folders else None,
+          **({} if answer_cache_s is None else {"answer_cache_s": answer_cache_s}))
 
 
 @command(cli, "worker")

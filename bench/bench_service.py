@@ -4,7 +4,7 @@ Issue 23's benchmark: a scratch PostgreSQL database holding 100,000 measurements
 studies of bench_profiles_best.py, bulk-inserted after the migrations: 4 machines, 5 target
 models, 7 batch sizes, half of the studies on one hot pair), a live ``autotune serve`` on it (its
 own process, as shipped: uvicorn, access log on, written to a file), and N concurrent clients
-(asyncio, one keep-alive connection each) each sending M requests back to back (a closed loop)
+(asyncio, one keep-alive connection each, a bare HTTP/1.1 client: see :func:`client`) each sending M requests back to back (a closed loop)
 that cycle through the five best-profile questions of bench_profiles_best.py. Prints p50 and p99
 latency with 95 % order-statistic intervals, the spread of p99 over ten consecutive slices of the
 run, throughput, errors (any answer but 200, or no answer), the CPU seconds the machine, the server
@@ -16,6 +16,7 @@ every client), which is why the per-slice p99 range is printed too.
     python bench/bench_service.py                                  # 50 clients x 2,000 requests
     python bench/bench_service.py --clients 50 --requests 200      # 10,000 requests
     python bench/bench_service.py --measurements 20000 --clients 4 --requests 100  # a quick try
+    python bench/bench_service.py --answer-cache-s 0 --requests 100  # every request asks PostgreSQL
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 
 from bench_profiles_best import DEFAULT_POSTGRES, REQUESTS, fill, postgres_database
 
+HOST = "127.0.0.1"
 PATH = "/v1/profiles/best"
 SLICES = 10
 Z95 = 1.96
@@ -47,12 +50,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(db_url: str, port: int, log: Path) -> subprocess.Popen:
-    """``autotune serve`` (the console script next to this Python) on ``port``, its log in ``log``;
-    returns once /healthz answers."""
+def start_server(db_url: str, port: int, log: Path, answer_cache_s: float | None) -> subprocess.Popen:
+    """``autotune serve`` (the console script next to this Python) on ``port``, its log in ``log``,
+    keeping answers ``answer_cache_s`` (None: its default); returns once /healthz answers."""
     command = shutil.which("autotune", path=str(Path(sys.executable).parent)) or "autotune"
+    cache = [] if answer_cache_s is None else ["--answer-cache-s", str(answer_cache_s)]
     with log.open("wb") as out:
-        server = subprocess.Popen([command, "serve", "--db", db_url, "--port", str(port)], stdout=out,
+        server = subprocess.Popen([command, "serve", "--db", db_url, "--port", str(port), *cache], stdout=out,
                                   stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -79,27 +83,50 @@ def machine_busy_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
-async def client(base: str, requests: int, offset: int, samples: list[tuple[float, float]], errors: list[str]) -> None:
-    """One client: ``requests`` questions back to back on one connection; (start, latency in ms) per answer."""
-    questions = list(REQUESTS.values())
-    async with httpx.AsyncClient(base_url=base, timeout=30, limits=httpx.Limits(max_connections=1)) as http:
+def request_bytes(host: str, port: int, params: dict) -> bytes:
+    """One keep-alive GET of :data:`PATH` with ``params``, encoded once."""
+    return (f"GET {PATH}?{urlencode(params)} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            "Accept: application/json\r\n\r\n").encode("ascii")
+
+
+async def client(host: str, port: int, requests: int, offset: int, samples: list[tuple[float, float]],
+                 errors: list[str]) -> None:
+    """One client: ``requests`` questions back to back on one keep-alive connection; (start,
+    latency in ms) per answer.
+
+    A bare HTTP/1.1 client on asyncio streams rather than httpx: httpx's AsyncClient cost 2.1 ms
+    of CPU a request here, more than the server's 1.5 (2026-12-05, 50 x 2,000), so the clients,
+    sharing the server's 2 cores, were what the benchmark measured. This one sends pre-encoded
+    requests and reads the status line, the headers and Content-Length bytes of body."""
+    encoded = [request_bytes(host, port, params) for params in REQUESTS.values()]
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
         for i in range(requests):
             start = time.perf_counter()
             try:
-                response = await http.get(PATH, params=questions[(offset + i) % len(questions)])
-            except httpx.HTTPError as exc:
+                writer.write(encoded[(offset + i) % len(encoded)])
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                await reader.readexactly(length)
+            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, StopIteration) as exc:
                 errors.append(type(exc).__name__)
+                writer.close()
+                reader, writer = await asyncio.open_connection(host, port)
                 continue
             samples.append((start, (time.perf_counter() - start) * 1000))
-            if response.status_code != 200:
-                errors.append(str(response.status_code))
+            status = head.split(b" ", 2)[1]
+            if status != b"200":
+                errors.append(status.decode("ascii", "replace"))
+    finally:
+        writer.close()
 
 
-async def load(base: str, clients: int, requests: int) -> tuple[list[tuple[float, float]], list[str], float]:
+async def load(port: int, clients: int, requests: int) -> tuple[list[tuple[float, float]], list[str], float]:
     samples: list[tuple[float, float]] = []
     errors: list[str] = []
     start = time.perf_counter()
-    await asyncio.gather(*(client(base, requests, c, samples, errors) for c in range(clients)))
+    await asyncio.gather(*(client(HOST, port, requests, c, samples, errors) for c in range(clients)))
     return samples, errors, time.perf_counter() - start
 
 
@@ -126,6 +153,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50, help="concurrent clients")
     parser.add_argument("--requests", type=int, default=2_000, help="requests per client")
     parser.add_argument("--warmup", type=int, default=20, help="requests per client before timing")
+    parser.add_argument("--answer-cache-s", type=float, default=None,
+                        help="the server's --answer-cache-s (default: its own; 0: every request asks PostgreSQL)")
     parser.add_argument("--postgres-url", default=os.environ.get("AUTOTUNE_TEST_POSTGRES_URL", DEFAULT_POSTGRES))
     args = parser.parse_args()
 
@@ -134,15 +163,14 @@ def main() -> None:
         fill(url, args.measurements)
         print(f"PostgreSQL: {args.measurements:,} measurements stored in {time.perf_counter() - started:.1f} s")
         port = free_port()
-        server = start_server(url, port, Path(folder) / "serve.log")
+        server = start_server(url, port, Path(folder) / "serve.log", args.answer_cache_s)
         try:
-            base = f"http://127.0.0.1:{port}"
-            _, warm_errors, _ = asyncio.run(load(base, args.clients, args.warmup))
+            _, warm_errors, _ = asyncio.run(load(port, args.clients, args.warmup))
             if warm_errors:
                 raise SystemExit(f"errors while warming up: {sorted(set(warm_errors))}")
             load_before = os.getloadavg()
             cpu_before = machine_busy_seconds(), cpu_seconds(server.pid), time.process_time()
-            samples, errors, wall = asyncio.run(load(base, args.clients, args.requests))
+            samples, errors, wall = asyncio.run(load(port, args.clients, args.requests))
             cpu = [after - before for after, before in
                    zip((machine_busy_seconds(), cpu_seconds(server.pid), time.process_time()), cpu_before)]
             load_after = os.getloadavg()
@@ -157,6 +185,8 @@ def report(args: argparse.Namespace, samples: list[tuple[float, float]], errors:
     """Print the figures; ``cpu``: busy CPU seconds of the machine, the server and the clients during the run."""
     total = args.clients * args.requests
     ordered = sorted(ms for _, ms in samples)
+    cache = "its default" if args.answer_cache_s is None else f"{args.answer_cache_s:g} s"
+    print(f"server: autotune serve, answers kept {cache}")
     print(f"{args.clients} clients x {args.requests:,} requests = {total:,} to {PATH} in {wall:.1f} s: "
           f"{len(samples) / wall:,.0f} answers/s; errors {len(errors)}"
           + (f" ({', '.join(sorted(set(errors)))})" if errors else ""))

@@ -12,11 +12,12 @@ from autotune import __version__
 from autotune.errors import AutotuneError
 from autotune.jobs.roots import ModelRoots
 from autotune.service import errors, jobs, page
+from autotune.service.answers import AnswerCache
 from autotune.service.auth import BearerToken, server_token
 from autotune.service.databases import KeepDatabasesOpen
 from autotune.service.limits import RequestLimits
 from autotune.service.metrics import Metrics
-from autotune.service.routes import READ_ONLY, build_router
+from autotune.service.routes import BEST_PATH, READ_ONLY, build_router
 
 DESCRIPTION = (
     "The results autotune stored (deployment profiles, studies and their trials, hardware), its "
@@ -26,13 +27,15 @@ DESCRIPTION = (
 )
 
 
-def create_app(db_url: str | None = None, *, model_roots: ModelRoots | None = None, run_jobs: bool = True) -> FastAPI:
+def create_app(db_url: str | None = None, *, model_roots: ModelRoots | None = None, run_jobs: bool = True,
+               answer_cache_s: float = 0.0) -> FastAPI:
     """The API over the database at ``db_url`` (None: autotune's default, as for the CLI). Nothing
     is opened here: the first request opens the database, later ones reuse its engine
     (:class:`KeepDatabasesOpen`) and check its schema revision, as each CLI command does. Writes take the
     token of ``AUTOTUNE_API_TOKEN`` (none: read-only). ``model_roots``: where jobs may read files
     (None: not known here, the workers check). ``run_jobs``: on SQLite, run the queued jobs in a
-    thread while the app runs (:mod:`autotune.jobs.local`)."""
+    thread while the app runs (:mod:`autotune.jobs.local`). ``answer_cache_s``: how long a best-profile
+    answer is kept (:mod:`autotune.service.answers`; 0: every request asks the database)."""
     auth = BearerToken(server_token())
 
     @asynccontextmanager
@@ -56,12 +59,17 @@ def create_app(db_url: str | None = None, *, model_roots: ModelRoots | None = No
     app = FastAPI(title="autotune", version=__version__, description=DESCRIPTION, docs_url="/docs",
                   openapi_url="/openapi.json", redoc_url=None, lifespan=lifespan)
     metrics = Metrics()
-    app.include_router(build_router(db_url, auth.writable))
+    answers = AnswerCache(answer_cache_s)
+    reads = build_router(db_url, auth.writable, answers)
+    app.include_router(reads)
     app.include_router(jobs.build_router(db_url, model_roots, auth))
     app.include_router(metrics.router)
     page.install(app)
     # Starlette wraps the last added outermost: metrics see every answer, the 500s of CatchAll and
-    # the refusals of RequestLimits included.
+    # the refusals of RequestLimits included; kept answers are given inside the open databases, which
+    # their recomputations use.
+    best_route = next(route for route in reads.routes if getattr(route, "path", None) == BEST_PATH)
+    app.add_middleware(answers.middleware(BEST_PATH, best_route))
     app.add_middleware(RequestLimits)
     app.add_middleware(KeepDatabasesOpen)
     errors.install(app, errors.Redactor.for_database(db_url))

@@ -3,12 +3,14 @@ makes for the same question and answers with what ``--json`` prints (:mod:`autot
 
 Parameters are declared with their bounds and choices, so that a bad one is a 422 naming it
 before the library runs; the library checks again, as for the CLI. The routes are plain
-functions: FastAPI runs them in its thread pool, the database calls block there.
+functions: FastAPI runs them in its thread pool, the database calls block there. The best-profile
+route, asked by every deployment pipeline, answers from :class:`~autotune.service.answers.AnswerCache`
+and reaches the thread pool only to compute.
 """
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse
 
 from autotune import __version__, api, json_shapes
@@ -20,6 +22,7 @@ from autotune.profiles.data import METHODS
 from autotune.profiles.query import MAX_ID
 from autotune.service.errors import ERROR_RESPONSES
 from autotune.service.limits import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_LENGTH
+from autotune.service.answers import AnswerCache, question_of
 from autotune.serving import FORMATS
 
 # The media type of each export format; the bytes are those `autotune export` writes.
@@ -40,6 +43,7 @@ StudyName = Annotated[str, Path(min_length=1, max_length=MAX_NAME_LENGTH, descri
 ProfileId = Annotated[int, Path(ge=1, le=MAX_ID, description="The profile's id (`autotune profiles list`).")]
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"At most this many items (newest first); the "
                              "X-Total-Count header says how many there are.")]
+BEST_PATH = "/v1/profiles/best"
 HARDWARE_HELP = "NAME or FINGERPRINT of stored hardware, or 'current' (the server's machine)."
 
 
@@ -53,10 +57,12 @@ def listing(items: list, limit: int) -> Response:
     return json_response(items[:limit], headers={"X-Total-Count": str(len(items))})
 
 
-def build_router(db_url: str | None, writable: bool = False) -> APIRouter:
+def build_router(db_url: str | None, writable: bool = False, answers: AnswerCache | None = None) -> APIRouter:
     """The read routes over the database at ``db_url`` (None: autotune's default); ``writable``:
-    whether the server takes writes (it has a token), for /healthz to say."""
+    whether the server takes writes (it has a token), for /healthz to say; ``answers``: where the
+    best-profile answers are kept (None: nothing is kept)."""
     router = APIRouter(responses=ERROR_RESPONSES)
+    answers = answers or AnswerCache(0)
 
     @router.get("/healthz", tags=["service"], summary="Liveness and database reachability")
     def healthz() -> Response:
@@ -74,16 +80,21 @@ def build_router(db_url: str | None, writable: bool = False) -> APIRouter:
         return listing(json_shapes.profile_list(found), limit)
 
     # Before /v1/profiles/{profile_id}, which would take "best" for an id.
-    @router.get("/v1/profiles/best", tags=["profiles"], summary="The best stored profile (`autotune profiles best`)")
-    def best(model: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH, description="Target model name or fingerprint.")],
+    @router.get(BEST_PATH, tags=["profiles"], summary="The best stored profile (`autotune profiles best`)")
+    async def best(request: Request, model: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH, description="Target model name or fingerprint.")],
              hardware: Annotated[str | None, Query(max_length=MAX_NAME_LENGTH,
                                                    description=HARDWARE_HELP + " Default: any machine.")] = None,
              batch_size: Annotated[int | None, Query(ge=1, le=MAX_BATCH_SIZE)] = None,
              slo_tpot_ms: Annotated[float | None, Query(gt=0, le=1e6)] = None) -> Response:
         """The profile with the highest tokens/s, or with a batch size and/or TPOT limit the
-        fastest stored operating point that meets them. 404 names the nearest stored match."""
-        found = api.best_profile(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
-        return json_response(found.to_dict())
+        fastest stored operating point that meets them. 404 names the nearest stored match. The
+        server may keep answers a few seconds (`autotune serve --answer-cache-s`); `Age` says how old one is."""
+        def compute() -> bytes:
+            found = api.best_profile(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
+            return json_shapes.dumps(found.to_dict()).encode("utf-8")
+
+        body, age = await answers.get(question_of(request.scope), compute)
+        return Response(body, media_type="application/json", headers={"Age": str(int(age))})
 
     @router.get("/v1/profiles/{profile_id}", tags=["profiles"], summary="One profile (`autotune profiles show`)")
     def profile(profile_id: ProfileId) -> Response:

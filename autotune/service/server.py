@@ -19,6 +19,9 @@ DEFAULT_PORT = 8321
 MAX_HEADER_BYTES = 16 * 1024
 # Beyond this many open connections and requests uvicorn answers 503 rather than queue without end.
 MAX_CONCURRENCY = 256
+# How long `autotune serve` keeps a best-profile answer (autotune/service/answers.py says why a few
+# seconds of staleness is fine for that question).
+DEFAULT_ANSWER_CACHE_S = 2.0
 
 
 def server_config(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> uvicorn.Config:
@@ -29,16 +32,18 @@ def server_config(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PO
 
 
 def serve(db_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          model_roots: ModelRoots | None = None) -> None:
+          model_roots: ModelRoots | None = None, answer_cache_s: float = DEFAULT_ANSWER_CACHE_S) -> None:
     """Check that the database answers (a bad URL fails here, as one line), then serve until
     interrupted; on SQLite, run the queued jobs meanwhile. ``model_roots``: where a job may read
-    files (None: not checked here, the workers check)."""
+    files (None: not checked here, the workers check); ``answer_cache_s``: how long a best-profile
+    answer is kept (0: never)."""
     api.db_status(db_url)
     if not _loopback(host):
         LOG.warning("listening on %s: every client that can reach it reads every stored result", host)
     LOG.info("writes (queued tunes, cancellations) %s", "need the bearer token" if server_token() else
              f"are refused: {ENV_API_TOKEN} is not set")
-    uvicorn.Server(server_config(create_app(db_url, model_roots=model_roots), host, port)).run()
+    app = create_app(db_url, model_roots=model_roots, answer_cache_s=answer_cache_s)
+    uvicorn.Server(server_config(app, host, port)).run()
 
 
 def _loopback(host: str) -> bool:
