@@ -67,7 +67,8 @@ class JobProgress:
         elif event.kind == "trial":
             self.state["phase"] = "screening"
         self.state.update(current=event.current, trials_done=event.trials_done, trials_total=event.trials_total,
-                          best=event.best or self.state["best"], eta_s=self.lines.eta_s(event))
+                          best=event.best or self.state["best"], eta_s=self.lines.eta_s(event),
+                          builds=event.builds if event.builds is not None else self.state["builds"])
         # A note comes from within a measurement: only a phase or a trial's start or end is a boundary.
         if self.save() and event.kind != "note":
             raise JobCancelled(f"job {self.job_id} was cancelled")

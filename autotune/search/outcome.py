@@ -42,6 +42,7 @@ class TuneProgress:
     kind: str = "trial"
     tokens_per_s: float | None = None  # a finished trial's measured figure
     predicted_tokens_per_s: float | None = None  # what the model predicted for it before it ran
+    builds: int | None = None  # engine builds (model loads) of this process's run so far
 
 
 @dataclass(frozen=True)

@@ -400,7 +400,7 @@ class Tuner:
     def _say(self, text: str, kind: str = "phase") -> None:
         """Progress that is not a trial: a phase (timings, confirmation) or a note within one."""
         done = budget.finished_count(self.study.get_trials(deepcopy=False))
-        self.progress(TuneProgress(done, self.plan.n_trials, text, kind=kind))
+        self.progress(TuneProgress(done, self.plan.n_trials, text, kind=kind, builds=self.worker.loads))
 
     def _note(self, text: str) -> None:
         """A line for the summary that the progress shows at once too."""
@@ -514,7 +514,8 @@ class Tuner:
                 tokens_per_s: float | None = None, predicted: float | None = None) -> None:
         done = budget.finished_count(self.study.get_trials(deepcopy=False))
         self.progress(TuneProgress(done, self.plan.n_trials, label, finished, reason, best,
-                                   tokens_per_s=tokens_per_s, predicted_tokens_per_s=predicted))
+                                   tokens_per_s=tokens_per_s, predicted_tokens_per_s=predicted,
+                                   builds=self.worker.loads))
 
 
 def _confirmed(rows: list[results.TrialRow], screened: int) -> bool:
