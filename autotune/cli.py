@@ -692,7 +692,11 @@ model_root_option = click.option(
 @click.option("--answer-cache-s", type=click.FloatRange(0, 3600), metavar="SECONDS",
               help="Keep each /v1/profiles/best answer this long (its Age header says how old; default 2); "
                    "0 asks the database on every request.")
-def serve_command(db_url, host, port, model_roots, answer_cache_s) -> None:
+@click.option("--access-log/--no-access-log", default=False, show_default=True,
+              help="A line per request (method, path, status; never headers). Off by default, as in gunicorn: it "
+                   "costs about a third of the CPU of a kept /v1/profiles/best answer, and /metrics counts requests "
+                   "by route and status either way.")
+def serve_command(db_url, host, port, model_roots, answer_cache_s, access_log) -> None:
     """Serve the stored results over HTTP, and queue tunes, until Ctrl-C.
 
     Profiles, the best profile for a request, exports (the bytes `autotune export` writes),
@@ -720,7 +724,7 @@ def serve_command(db_url, host, port, model_roots, answer_cache_s) -> None:
         raise OneLineError(f"autotune serve needs the serve extra ({exc.name} is missing): "
                            "pip install 'autotune[serve]'") from None
     roots = ModelRoots.of(model_roots)
-    serve(db_url, host=host, port=port, model_roots=roots if roots.folders else None,
+    serve(db_url, host=host, port=port, model_roots=roots if roots.folders else None, access_log=access_log,
           **({} if answer_cache_s is None else {"answer_cache_s": answer_cache_s}))
 
 

@@ -3,7 +3,7 @@
 Issue 23's benchmark: a scratch PostgreSQL database holding 100,000 measurements (the synthetic
 studies of bench_profiles_best.py, bulk-inserted after the migrations: 4 machines, 5 target
 models, 7 batch sizes, half of the studies on one hot pair), a live ``autotune serve`` on it (its
-own process, as shipped: uvicorn, access log on, written to a file), and N concurrent clients
+own process, as shipped: uvicorn, the access log off unless --access-log, output to a file), and N concurrent clients
 (asyncio, one keep-alive connection each, a bare HTTP/1.1 client: see :func:`client`) each sending M requests back to back (a closed loop)
 that cycle through the five best-profile questions of bench_profiles_best.py. Prints p50 and p99
 latency with 95 % order-statistic intervals, the spread of p99 over ten consecutive slices of the
@@ -50,11 +50,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(db_url: str, port: int, log: Path, answer_cache_s: float | None) -> subprocess.Popen:
+def start_server(db_url: str, port: int, log: Path, answer_cache_s: float | None,
+                 access_log: bool = False) -> subprocess.Popen:
     """``autotune serve`` (the console script next to this Python) on ``port``, its log in ``log``,
     keeping answers ``answer_cache_s`` (None: its default); returns once /healthz answers."""
     command = shutil.which("autotune", path=str(Path(sys.executable).parent)) or "autotune"
     cache = [] if answer_cache_s is None else ["--answer-cache-s", str(answer_cache_s)]
+    cache += ["--access-log"] if access_log else []
     with log.open("wb") as out:
         server = subprocess.Popen([command, "serve", "--db", db_url, "--port", str(port), *cache], stdout=out,
                                   stderr=subprocess.STDOUT)
@@ -155,6 +157,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20, help="requests per client before timing")
     parser.add_argument("--answer-cache-s", type=float, default=None,
                         help="the server's --answer-cache-s (default: its own; 0: every request asks PostgreSQL)")
+    parser.add_argument("--access-log", action="store_true",
+                        help="the server's --access-log (a line per request; off as shipped)")
     parser.add_argument("--postgres-url", default=os.environ.get("AUTOTUNE_TEST_POSTGRES_URL", DEFAULT_POSTGRES))
     args = parser.parse_args()
 
@@ -163,7 +167,7 @@ def main() -> None:
         fill(url, args.measurements)
         print(f"PostgreSQL: {args.measurements:,} measurements stored in {time.perf_counter() - started:.1f} s")
         port = free_port()
-        server = start_server(url, port, Path(folder) / "serve.log", args.answer_cache_s)
+        server = start_server(url, port, Path(folder) / "serve.log", args.answer_cache_s, args.access_log)
         try:
             _, warm_errors, _ = asyncio.run(load(port, args.clients, args.warmup))
             if warm_errors:
@@ -186,7 +190,7 @@ def report(args: argparse.Namespace, samples: list[tuple[float, float]], errors:
     total = args.clients * args.requests
     ordered = sorted(ms for _, ms in samples)
     cache = "its default" if args.answer_cache_s is None else f"{args.answer_cache_s:g} s"
-    print(f"server: autotune serve, answers kept {cache}")
+    print(f"server: autotune serve, answers kept {cache}, access log {'on' if args.access_log else 'off'}")
     print(f"{args.clients} clients x {args.requests:,} requests = {total:,} to {PATH} in {wall:.1f} s: "
           f"{len(samples) / wall:,.0f} answers/s; errors {len(errors)}"
           + (f" ({', '.join(sorted(set(errors)))})" if errors else ""))

@@ -24,26 +24,29 @@ MAX_CONCURRENCY = 256
 DEFAULT_ANSWER_CACHE_S = 2.0
 
 
-def server_config(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> uvicorn.Config:
-    """uvicorn's configuration for ``app``: the bounds above, no Server header."""
+def server_config(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                  access_log: bool = True) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: the bounds above, no Server header; ``access_log``: a
+    line per request (method, path, status; never headers)."""
     return uvicorn.Config(app, host=host, port=port, limit_concurrency=MAX_CONCURRENCY,
                           h11_max_incomplete_event_size=MAX_HEADER_BYTES, server_header=False,
-                          log_level="info")
+                          log_level="info", access_log=access_log)
 
 
 def serve(db_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          model_roots: ModelRoots | None = None, answer_cache_s: float = DEFAULT_ANSWER_CACHE_S) -> None:
+          model_roots: ModelRoots | None = None, answer_cache_s: float = DEFAULT_ANSWER_CACHE_S,
+          access_log: bool = False) -> None:
     """Check that the database answers (a bad URL fails here, as one line), then serve until
     interrupted; on SQLite, run the queued jobs meanwhile. ``model_roots``: where a job may read
     files (None: not checked here, the workers check); ``answer_cache_s``: how long a best-profile
-    answer is kept (0: never)."""
+    answer is kept (0: never); ``access_log``: a line per request."""
     api.db_status(db_url)
     if not _loopback(host):
         LOG.warning("listening on %s: every client that can reach it reads every stored result", host)
     LOG.info("writes (queued tunes, cancellations) %s", "need the bearer token" if server_token() else
              f"are refused: {ENV_API_TOKEN} is not set")
     app = create_app(db_url, model_roots=model_roots, answer_cache_s=answer_cache_s)
-    uvicorn.Server(server_config(app, host, port)).run()
+    uvicorn.Server(server_config(app, host, port, access_log)).run()
 
 
 def _loopback(host: str) -> bool:
