@@ -636,7 +636,10 @@ def validate_command(db_url, profile_id, engine, concurrency, runs, vllm_python,
     options = ValidationOptions(engine=engine, concurrency=parse_concurrency(concurrency), runs=runs,
                                 vllm_python=vllm_python, port=port, start_timeout_s=start_timeout_s,
                                 workload=workload, server_args=tuple(server_args))
-    result = api.validate(db_url, profile_id, options, progress=lambda line: click.echo(line, err=True))
+    # Progress as the other long commands show it: a transient status line on a terminal, nothing when
+    # piped, so that a failure is one line on stderr.
+    with render.status_spinner(enabled=not as_json) as progress:
+        result = api.validate(db_url, profile_id, options, progress=progress)
     if as_json:
         click.echo(json_shapes.dumps(result.to_dict()))
         return
