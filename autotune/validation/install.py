@@ -69,7 +69,7 @@ def find_vllm(python: str | Path | None, launcher_dir: Path) -> VllmInstall:
         last = (check.stderr.strip().splitlines() or ["no output"])[-1]
         raise EngineError(f"{candidate} cannot import vLLM ({last}); {INSTALL_HINT}")
     version = check.stdout.strip().splitlines()[-1]
-    return VllmInstall(candidate, version, _path_with_vllm(candidate, launcher_dir))
+    return VllmInstall(candidate, version, path_with_vllm(candidate, launcher_dir))
 
 
 def _default_python() -> Path | None:
@@ -85,8 +85,9 @@ def _default_python() -> Path | None:
         return None
 
 
-def _path_with_vllm(python: Path, launcher_dir: Path) -> str:
-    """PATH with the venv's bin folder first, and a launcher before it where ``vllm`` cannot start."""
+def path_with_vllm(python: Path, launcher_dir: Path) -> str:
+    """PATH with the venv of ``python`` first, and a ``vllm`` launcher written into ``launcher_dir``
+    before it where the venv's own ``vllm`` cannot start (module doc)."""
     path = f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}"
     check = subprocess.run([str(python), "-c", "import importlib.metadata as m; m.version('vllm')"],
                            capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)

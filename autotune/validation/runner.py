@@ -81,12 +81,17 @@ def validate(db_url: str | None, profile_id: int, options: ValidationOptions = V
     variants = server_variants(profile)
     levels = sorted(set(options.concurrency or serving_batch_sizes(profile)))
     work = Path(tempfile.mkdtemp(prefix="autotune-validate-"))
-    vllm = find_vllm(options.vllm_python, work / "bin")
-    say(f"validating profile {profile_id} on vLLM {vllm.version}: {', '.join(v.label for v in variants)} at "
-        f"concurrency {', '.join(map(str, levels))}, {options.runs} run(s) each; work files in {work}")
-    dataset = write_dataset(workload, work / "workload.jsonl")
-    servers = [_measure_server(variant, vllm, dataset, workload, levels, options, profile, work, say)
-               for variant in variants]
+    try:
+        vllm = find_vllm(options.vllm_python, work / "bin")
+        say(f"validating profile {profile_id} on vLLM {vllm.version}: {', '.join(v.label for v in variants)} at "
+            f"concurrency {', '.join(map(str, levels))}, {options.runs} run(s) each; work files in {work}")
+        dataset = write_dataset(workload, work / "workload.jsonl")
+        servers = [_measure_server(variant, vllm, dataset, workload, levels, options, profile, work, say)
+                   for variant in variants]
+    except BaseException:
+        if not any(work.glob("*.log")):  # nothing started: nothing to read; a server's log is kept
+            shutil.rmtree(work, ignore_errors=True)
+        raise
     tuned = {c: tuned_tokens_per_s(profile, c) for c in levels}
     reference = next((s for s in servers if s.name == SCHEDULE), servers[0])
     gaps = {c: _gap(reference.point(c), tuned[c]) for c in levels}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import profile_factory as factory
 from autotune.cli import cli
 from autotune.store import open_database
 from autotune.validation.runner import store_validation
+import validation_support
 from validation_support import a_result
 
 
@@ -30,12 +32,7 @@ def stored_profile(url: str, folder: Path, target_folder: bool = True, draft_fol
         if wanted:
             paths[role].mkdir(parents=True)
             (paths[role] / "config.json").write_text("{}")
-    with open_database(url) as database, database.session() as session:
-        hardware = factory.hardware(session, *factory.CPU)
-        target = factory.model(session, paths["target"].name, "t" * 16, source=str(paths["target"]))
-        draft = factory.model(session, paths["draft"].name, "d" * 16, role="draft", source=str(paths["draft"]))
-        return factory.study(session, "validate-cli", hardware, target, draft, methods=("none", "draft"),
-                             batch_sizes=(1, 2)).id
+    return validation_support.stored_profile(url, paths["target"], paths["draft"], "validate-cli")
 
 
 def validations_stored(url: str) -> int:
@@ -68,10 +65,18 @@ def test_a_builtin_target_is_refused_with_what_to_do(sqlite_url: str) -> None:
     assert_refused(result, "autotune models export-hf", sqlite_url)
 
 
-def test_vllm_not_installed_is_one_line(sqlite_url: str, tmp_path: Path) -> None:
+def test_vllm_not_installed_is_one_line_and_leaves_no_work_folder(sqlite_url: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    tempfile.tempdir = None  # read TMPDIR again
     profile_id = stored_profile(sqlite_url, tmp_path)
-    result = run("validate", str(profile_id), "--db", sqlite_url, "--vllm-python", str(tmp_path / "no-python"))
+    try:
+        result = run("validate", str(profile_id), "--db", sqlite_url, "--vllm-python", str(tmp_path / "no-python"))
+    finally:
+        tempfile.tempdir = None
     assert_refused(result, "vLLM is not installed", sqlite_url)
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_a_python_without_vllm_is_one_line(sqlite_url: str, tmp_path: Path) -> None:
