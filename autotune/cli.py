@@ -599,7 +599,8 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
 @click.argument("profile_id", type=int)
 @click.option("--engine", type=click.Choice(["vllm"]), default="vllm", show_default=True,
               help="Serving engine (TensorRT-LLM's validation is scripts/gpu_smoke_trtllm.sh, docs/validation.md).")
-@click.option("--concurrency", default=None, help="Comma-separated concurrency levels (default: the profile's batch sizes).")
+@click.option("--concurrency", default=None,
+              help="Comma-separated concurrency levels (default: the profile's batch sizes).")
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Timed runs per server and concurrency level (each figure's interval is over these).")
 @click.option("--vllm-python", type=click.Path(dir_okay=False), default=None,
@@ -610,7 +611,8 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
 @click.option("--workload", type=click.Path(dir_okay=False), default=None,
               help="The study's JSONL workload, when it was not the built-in one.")
 @click.option("--server-arg", "server_args", multiple=True,
-              help="An argument appended to every server's command line (repeatable), e.g. --server-arg=--enforce-eager.")
+              help="An argument appended to every server's command line (repeatable), "
+                   "e.g. --server-arg=--enforce-eager.")
 @json_option
 def validate_command(db_url, profile_id, engine, concurrency, runs, vllm_python, port, start_timeout_s, workload,
                      server_args, as_json) -> None:

@@ -90,7 +90,8 @@ for name in schedule fixed none; do
         for run in $(seq "$RUNS"); do
             "$PYTHON" -m tensorrt_llm.serve.scripts.benchmark_serving --backend openai --model "$TARGET" \
                 --base-url "http://127.0.0.1:$PORT" --dataset-name random --random-ids \
-                --random-input-len "$ISL" --random-output-len "$OSL" --ignore-eos --num-prompts $((4 * c > 16 ? 4 * c : 16)) \
+                --random-input-len "$ISL" --random-output-len "$OSL" --ignore-eos \
+                --num-prompts $((4 * c > 16 ? 4 * c : 16)) \
                 --max-concurrency "$c" --percentile-metrics ttft,tpot --metric-percentiles 50,99 --disable-tqdm \
                 --save-result --result-dir "$OUT" --result-filename "$name-c$c-r$run.json"
         done

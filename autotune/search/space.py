@@ -66,7 +66,8 @@ class Candidate:
         """The engine's configuration; ``draft_paths`` maps draft labels to what the engine loads."""
         draft = draft_paths[self.draft] if self.method == "draft" else None
         # Depth 0 of a speculative method is only ever the confirmation's off-state point (confirm.py).
-        return EngineConfig(self.method, self.depth, draft, off_state=self.method != BASELINE_METHOD and self.depth == 0)
+        off_state = self.method != BASELINE_METHOD and self.depth == 0
+        return EngineConfig(self.method, self.depth, draft, off_state=off_state)
 
 
 @dataclass(frozen=True)

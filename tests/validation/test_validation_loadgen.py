@@ -60,8 +60,10 @@ def test_a_short_workload_is_repeated_to_keep_every_client_busy() -> None:
 def test_figures_of_a_saved_run() -> None:
     figures = read_result(FIXTURE)
     assert figures.output_tokens_per_s == pytest.approx(95.352, abs=1e-3)
-    assert figures.tpot_ms_p50 == pytest.approx(9.555, abs=1e-3) and figures.tpot_ms_p99 == pytest.approx(11.327, abs=1e-3)
-    assert figures.ttft_ms_p50 == pytest.approx(84.332, abs=1e-3) and figures.ttft_ms_p99 == pytest.approx(121.596, abs=1e-3)
+    assert figures.tpot_ms_p50 == pytest.approx(9.555, abs=1e-3)
+    assert figures.tpot_ms_p99 == pytest.approx(11.327, abs=1e-3)
+    assert figures.ttft_ms_p50 == pytest.approx(84.332, abs=1e-3)
+    assert figures.ttft_ms_p99 == pytest.approx(121.596, abs=1e-3)
     assert figures.requests_per_s == pytest.approx(1.0144, abs=1e-4)
     assert figures.goodput_requests_per_s is None  # the study had no SLO
     assert (figures.completed, figures.failed) == (16, 0)

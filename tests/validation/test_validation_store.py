@@ -55,7 +55,8 @@ def test_the_migration_adds_and_removes_the_table_only(empty_db_url: str) -> Non
     with open_database(empty_db_url, migrate=False) as database:
         assert migrate.upgrade(database.engine, "head").current == "0008_validation_runs"
         columns = {c["name"] for c in inspect(database.engine).get_columns(TABLE)}
-        assert columns == {"id", "profile_id", "engine", "engine_version", "runs", "concurrency", "result", "created_at"}
+        assert columns == {"id", "profile_id", "engine", "engine_version", "runs", "concurrency", "result",
+                           "created_at"}
     store_validation(empty_db_url, a_result(profile_id))
     with open_database(empty_db_url, migrate=False) as database:
         assert migrate.downgrade(database.engine, "0007_jobs").current == "0007_jobs"
