@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # these import torch, Optuna or matplotlib: load them only wh
     from autotune.profiles import BestProfile, DeploymentProfile
     from autotune.profiles.data import HardwareInfo
     from autotune.search import StudySummary, TrialListing, TrialRow, TuneOptions, TuneProgress, TuneResult
+    from autotune.validation import ValidationOptions, ValidationResult
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,23 @@ def export(db_url: str | None, profile_id: int, fmt: str = "trtllm", *, output: 
     from autotune.serving import write_export
 
     return write_export(db_url, profile_id, fmt, output=output, force=force, trtllm_version=trtllm_version)
+
+
+def validate(db_url: str | None, profile_id: int, options: ValidationOptions | None = None,
+             progress: Callable[[str], None] | None = None) -> ValidationResult:
+    """Serve stored profile ``profile_id``'s vLLM export as written, next to its best fixed depth and
+    no speculation, under vLLM's load generator at each concurrency level; store and return the
+    figures with their intervals and the tuned-vs-served gap (docs/validation.md)."""
+    from autotune.validation import ValidationOptions as Options, validate as run_validation
+
+    return run_validation(db_url, profile_id, options or Options(), progress)
+
+
+def profile_validations(db_url: str | None, profile_id: int) -> list[ValidationResult]:
+    """The stored validations of profile ``profile_id``, newest first (``autotune profiles show``)."""
+    from autotune.validation.runner import load_validations
+
+    return load_validations(db_url, profile_id)
 
 
 @dataclass(frozen=True)

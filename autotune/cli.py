@@ -504,8 +504,9 @@ def profiles_list_command(db_url, hardware, model, method, study, as_json, wide)
 def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
     """Show one deployment profile: tokens/s and speedup with their 95 % intervals and n, whether
     the confirmation phase measured it, the configurations tied with it, the depth to serve at
-    each batch size (0: speculation off), and where none won, what a TensorRT-LLM or vLLM
-    speculative server runs there instead, with its cost against none or "unmeasured".
+    each batch size (0: speculation off), where none won, what a TensorRT-LLM or vLLM
+    speculative server runs there instead, with its cost against none or "unmeasured", and the
+    newest `autotune validate` of the profile (served figures with intervals, the tuned-vs-served gap).
 
     \b
     Example:
@@ -515,10 +516,19 @@ def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
 
     profile = api.show_profile(db_url, profile_id)
     off_state = off_state_report(profile)
+    validations = api.profile_validations(db_url, profile_id)
     if as_json:
-        click.echo(json_shapes.dumps(json_shapes.profile_detail(profile, off_state)))
-    else:
-        render.print_profile(profile, wide, off_state)
+        click.echo(json_shapes.dumps(json_shapes.profile_detail(profile, off_state, validations)))
+        return
+    render.print_profile(profile, wide, off_state)
+    if validations:
+        from autotune.validation.table import COLUMNS, OPTIONAL, gap_lines, title, validation_rows
+
+        newest = validations[0]  # the older ones are in --json
+        render.print_rows(validation_rows(newest), COLUMNS, title=f"Served: {title(newest)}", optional=OPTIONAL,
+                          wide=wide)
+        for line in gap_lines(newest):
+            click.echo(line)
 
 
 @command(profiles_group, "best")
@@ -583,6 +593,61 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
       autotune export 1 --format vllm -o serve.sh --force
     """
     click.echo(str(api.export(db_url, profile_id, fmt, output=output, force=force, trtllm_version=trtllm_version)))
+
+
+@command(cli, "validate")
+@click.argument("profile_id", type=int)
+@click.option("--engine", type=click.Choice(["vllm"]), default="vllm", show_default=True,
+              help="Serving engine (TensorRT-LLM's validation is scripts/gpu_smoke_trtllm.sh, docs/validation.md).")
+@click.option("--concurrency", default=None,
+              help="Comma-separated concurrency levels (default: the profile's batch sizes).")
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Timed runs per server and concurrency level (each figure's interval is over these).")
+@click.option("--vllm-python", type=click.Path(dir_okay=False), default=None,
+              help="Python of the venv with vLLM (default: the venv of the vllm on PATH).")
+@click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port on 127.0.0.1 (default: a free one).")
+@click.option("--start-timeout", "start_timeout_s", type=float, default=600.0, show_default=True,
+              help="Seconds a server may take to answer /health.")
+@click.option("--workload", type=click.Path(dir_okay=False), default=None,
+              help="The study's JSONL workload, when it was not the built-in one.")
+@click.option("--server-arg", "server_args", multiple=True,
+              help="An argument appended to every server's command line (repeatable), "
+                   "e.g. --server-arg=--enforce-eager.")
+@json_option
+def validate_command(db_url, profile_id, engine, concurrency, runs, vllm_python, port, start_timeout_s, workload,
+                     server_args, as_json) -> None:
+    """Serve a profile's vLLM export as written and check its figures under load.
+
+    Starts the exported script (the bytes `autotune export --format vllm` writes) on 127.0.0.1,
+    then the best single fixed depth and no speculation, one server at a time; drives each with
+    vLLM's own load generator (`vllm bench serve`) on the study's prompts at each concurrency level,
+    warm-up requests first, --runs times. Prints output tok/s, TPOT and TTFT p50/p99, acceptance
+    (vLLM's /metrics counters) and goodput under the study's SLO, each with its 95 % interval over
+    the runs, and per concurrency the gap between the served and the tuned tok/s; stores it all
+    with the profile (`autotune profiles show`). Every server is stopped, whatever happens.
+
+    \b
+    Examples:
+      autotune validate 3 --engine vllm
+      autotune validate 3 --concurrency 1,2,4 --runs 5 --json
+      autotune validate 3 --concurrency 1 --runs 1 --server-arg=--enforce-eager --vllm-python .venv-vllm/bin/python
+    """
+    from autotune.validation import ValidationOptions
+    from autotune.validation.table import COLUMNS, OPTIONAL, gap_lines, parse_concurrency, title, validation_rows
+
+    options = ValidationOptions(engine=engine, concurrency=parse_concurrency(concurrency), runs=runs,
+                                vllm_python=vllm_python, port=port, start_timeout_s=start_timeout_s,
+                                workload=workload, server_args=tuple(server_args))
+    # Progress as the other long commands show it: a transient status line on a terminal, nothing when
+    # piped, so that a failure is one line on stderr.
+    with render.status_spinner(enabled=not as_json) as progress:
+        result = api.validate(db_url, profile_id, options, progress=progress)
+    if as_json:
+        click.echo(json_shapes.dumps(result.to_dict()))
+        return
+    render.print_rows(validation_rows(result), COLUMNS, title=title(result), optional=OPTIONAL)
+    for line in gap_lines(result):
+        click.echo(line)
 
 
 def _accelerator_names() -> str:

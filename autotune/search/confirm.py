@@ -25,7 +25,11 @@ study ends by confirming, at each batch size:
   serves it at draft length 1 where none leads; so at a batch size whose screening leader is the
   baseline, depth 1 of every such screened configuration joins the finalists (beyond
   ``MAX_FINALISTS``), and the export carries that measured floor against none. ``floor`` (from the
-  tuner) says a candidate's floor; without it nothing is added.
+  tuner) says a candidate's floor; without it nothing is added. An engine whose server can run
+  K = 0 but pays for it (vLLM: the drafter still runs every step) gets K = 0 measured there the same
+  way (``zero``, from the tuner): a candidate at depth 0, run as :class:`EngineConfig` ``off_state``
+  and stored with ``extra["off_state"]``, which prices the off state and never decides
+  (:func:`autotune.analysis.decision.deciding_rows`).
 * **Protocol**: the finalists and the baseline, per batch size, in interleaved rounds with racing
   (:mod:`autotune.engines.protocol`): a finalist is dropped as soon as its paired interval to the
   leader falls below 1. The study's worker runs every batch size: an engine that manages its
@@ -71,10 +75,12 @@ MAX_FINALISTS = 4
 
 def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any,
               predicted: Mapping[Candidate, Prediction] | None = None,
-              floor: Callable[[Candidate], int] | None = None) -> dict[int, list[Candidate]]:
+              floor: Callable[[Candidate], int] | None = None,
+              zero: Callable[[Candidate], bool] | None = None) -> dict[int, list[Candidate]]:
     """The speculative configurations to confirm at each batch size (see the module doc);
     ``predicted``: the model's predictions of the space's configurations, measured or not; ``floor``: the smallest
-    draft length the study's engine serves a candidate's kind at (1: it cannot be switched off)."""
+    draft length the study's engine serves a candidate's kind at (1: it cannot be switched off); ``zero``: whether
+    its K = 0 must be measured where none leads."""
     screened = decision.screening_rows(rows)
     chosen: dict[int, list[Candidate]] = {}
     for batch_size in batch_sizes:
@@ -97,18 +103,27 @@ def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any,
         best_predicted = _best_predicted(predicted or {}, batch_size, incumbent, least, slo, picked)
         if best_predicted is not None:
             picked.append(best_predicted)
-        if floor is not None and max(pool, key=lambda row: row.tokens_per_s).method == decision.BASELINE:
-            picked += [c for c in _floors(screened, batch_size, floor) if c not in picked]
+        if (floor or zero) and max(pool, key=lambda row: row.tokens_per_s).method == decision.BASELINE:
+            picked += [c for c in _floors(screened, batch_size, floor, zero) if c not in picked]
         chosen[batch_size] = picked
     return chosen
 
 
-def _floors(screened: Sequence[TrialRow], batch_size: int, floor: Callable[[Candidate], int]) -> list[Candidate]:
-    """Depth 1 at ``batch_size`` of every screened configuration (method and draft, at any batch
-    size) whose engine cannot switch it off: what its server runs where none leads."""
+def _floors(screened: Sequence[TrialRow], batch_size: int, floor: Callable[[Candidate], int] | None,
+            zero: Callable[[Candidate], bool] | None) -> list[Candidate]:
+    """What the server of every screened configuration (method and draft, at any batch size) runs
+    at ``batch_size`` where none leads, when that must be measured: depth 1 where its engine cannot
+    switch it off (``floor``), depth 0 (K = 0) where it can but pays for it (``zero``)."""
     series = sorted({(row.method, row.draft) for row in screened if row.method != decision.BASELINE},
                     key=lambda key: (key[0], key[1] or ""))
-    return [c for method, draft in series if floor(c := Candidate(method, 1, batch_size, draft)) >= 1]
+    found = []
+    for method, draft in series:
+        one = Candidate(method, 1, batch_size, draft)
+        if floor is not None and floor(one) >= 1:
+            found.append(one)
+        elif zero is not None and zero(one):
+            found.append(Candidate(method, 0, batch_size, draft))
+    return found
 
 
 def _best_predicted(predicted: Mapping[Candidate, Prediction], batch_size: int, leader: float, least: float,

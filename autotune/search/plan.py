@@ -62,6 +62,13 @@ class StudyPlan:
         draft = self.drafts.get(candidate.draft) if candidate.method == "draft" else None
         return rule.floor(speculative_kind_of(candidate.method, draft.folder.config if draft and draft.folder else None))
 
+    def zero_to_measure(self, candidate: Candidate) -> bool:
+        """Whether the study's engine serves ``candidate``'s kind at K = 0 where none leads and that
+        K = 0 must be measured to be written (its adapter's ``off_rule``: vLLM, whose drafter still
+        runs at K = 0)."""
+        rule = engine_adapter(self.engine).off_rule
+        return rule is not None and rule.zero_needs_measurement and self.off_floor(candidate) == 0
+
     def depth_refusal(self, method: str, depth: int) -> str | None:
         """Why the study's engine refuses ``method`` at ``depth`` for its target, known before any
         build (:meth:`EngineAdapter.depth_refusal`), or None."""

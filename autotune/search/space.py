@@ -65,7 +65,9 @@ class Candidate:
     def engine_config(self, draft_paths: Mapping[str, str]) -> EngineConfig:
         """The engine's configuration; ``draft_paths`` maps draft labels to what the engine loads."""
         draft = draft_paths[self.draft] if self.method == "draft" else None
-        return EngineConfig(self.method, self.depth, draft)
+        # Depth 0 of a speculative method is only ever the confirmation's off-state point (confirm.py).
+        off_state = self.method != BASELINE_METHOD and self.depth == 0
+        return EngineConfig(self.method, self.depth, draft, off_state=off_state)
 
 
 @dataclass(frozen=True)

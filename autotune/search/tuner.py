@@ -60,6 +60,7 @@ from optuna.trial import TrialState
 from sqlalchemy import select
 
 from autotune.analysis import decision
+from autotune.analysis.decision import OFF_STATE_KEY
 from autotune.periodic import repeating
 from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
@@ -388,7 +389,7 @@ class Tuner:
         measured = screening.undisturbed(rows)  # what the model and its predictions rest on, as in _guided
         predicted = guide.point_predictions(self.plan.space, self.modeling.model(measured), self._feasible)
         chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo, predicted,
-                                   self.plan.off_floor)
+                                   self.plan.off_floor, self.plan.zero_to_measure)
         batches = confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
                                   self.options.protocol, self._say, 1 + self.options.retries, self.deadline,
                                   lambda text: self._say(text, kind="note"))
@@ -435,6 +436,8 @@ class Tuner:
             for measured in batch.result.measurements:
                 candidate = by_config.get(measured.config, Candidate("none", 0, batch.batch_size))
                 fields = confirm.row_fields(measured)
+                if measured.config.off_state:  # K = 0 inside the server: prices the off state, never decides
+                    fields["extra"] = {**fields["extra"], OFF_STATE_KEY: True}
                 results.record_trial(
                     session, self.study_id, trial_number=number, method=candidate.method, depth=candidate.depth,
                     batch_size=batch.batch_size, state="complete", draft=candidate.draft,

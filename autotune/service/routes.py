@@ -98,7 +98,8 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
 
     @router.get("/v1/profiles/{profile_id}", tags=["profiles"], summary="One profile (`autotune profiles show`)")
     def profile(profile_id: ProfileId) -> Response:
-        return json_response(json_shapes.profile_detail(api.show_profile(db_url, profile_id)))
+        return json_response(json_shapes.profile_detail(api.show_profile(db_url, profile_id),
+                                                         validations=api.profile_validations(db_url, profile_id)))
 
     @router.get("/v1/profiles/{profile_id}/export", tags=["profiles"], response_class=Response,
                 summary="A profile as a serving config (`autotune export`: the same bytes)")

@@ -352,3 +352,24 @@ class JobRecord(Base):
     started_at: Mapped[dt.datetime | None] = mapped_column()
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column()
     finished_at: Mapped[dt.datetime | None] = mapped_column()
+
+
+class ValidationRunRecord(Base):
+    """One ``autotune validate`` of a deployment profile (migration 0008): the exported schedule,
+    the best fixed depth and none served side by side under a load generator. ``result`` holds the
+    servers' figures with their intervals per concurrency level, in the shape of
+    :meth:`autotune.validation.results.ValidationResult.to_dict` (without id, profile and time, which
+    are columns). Deleted with its profile: it says how that profile held when served."""
+
+    __tablename__ = "autotune_validation_runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    profile_id: Mapped[int] = mapped_column(
+        ForeignKey("autotune_deployment_profiles.id", ondelete="CASCADE"), index=True
+    )
+    engine: Mapped[str] = mapped_column(String(16))
+    engine_version: Mapped[str] = mapped_column(String(64))
+    runs: Mapped[int] = mapped_column(Integer)
+    concurrency: Mapped[list[Any]] = mapped_column(default=list)
+    result: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)

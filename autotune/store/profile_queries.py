@@ -207,8 +207,11 @@ def _fits(study: str, by_batch_size: bool, by_tpot: bool) -> str:
     """The per-study question: id and tokens/s of the fastest fitting trial of the study whose id
     the SQL expression ``study`` gives."""
     m = MeasurementRecord
+    # A speculative method at depth 0 is a K = 0 row (drafter loaded, nothing drafted: the off state
+    # an engine's server runs where none won, autotune/engines/offstate.py): measured to price that
+    # off state, never a configuration to deploy, so never an answer here.
     conditions = [f"{m.study_id.key} = {study}", f"{m.state.key} = :state", f"{m.phase.key} = :phase",
-                  f"{m.tokens_per_s.key} IS NOT NULL"]
+                  f"{m.tokens_per_s.key} IS NOT NULL", f"({m.method.key} = 'none' OR {m.depth.key} > 0)"]
     if by_batch_size:
         conditions.append(f"{m.batch_size.key} = :batch_size")
     if by_tpot:

@@ -280,3 +280,31 @@ def test_the_study_plan_asks_its_engines_rule_for_the_floor():
                        for m, d in (("mtp", None), ("draft", "head"), ("draft", "small"), ("ngram", None))]
               for engine in ("trtllm", "vllm", "embedded")}
     assert floors == {"trtllm": [1, 1, 0, 0], "vllm": [0, 0, 0, 0], "embedded": [0, 0, 0, 0]}
+
+
+def test_where_none_leads_on_vllm_k_0_inside_the_server_joins():
+    """vLLM serves a 0 in its schedule with the drafter still running (VLLM_OFF_RULE), so where none
+    leads the confirmation measures that K = 0 (a candidate at depth 0) to price the off state."""
+    rows = numbered([
+        row("none", 0, 2, 500.0), row("draft", 2, 2, 700.0),
+        row("none", 0, 8, 1000.0), row("draft", 2, 8, 650.0), row("ngram", 2, 8, 600.0),  # none leads at 8
+    ])
+    chosen = finalists(rows, [2, 8], Slo(), floor=lambda c: 0, zero=lambda c: c.method == "draft")
+    assert labels(chosen[2]) == ["draft@2"]  # speculation leads: nothing added
+    assert chosen[8] == [Candidate("draft", 0, 8, "builtin")]  # draft@2 and ngram@2 are too slow to be finalists
+    assert chosen[8][0].engine_config({"builtin": "/d"}).off_state  # run as K = 0 inside the speculative server
+
+
+def test_the_study_plan_measures_k_0_on_vllm_only():
+    from autotune.search.plan import StudyPlan
+
+    whole = SimpleNamespace(folder=SimpleNamespace(config={"architectures": ["LlamaForCausalLM"]}))
+
+    def measured(engine: str) -> list[bool]:
+        plan = SimpleNamespace(engine=engine, drafts={"small": whole})
+        plan.off_floor = lambda c: StudyPlan.off_floor(plan, c)
+        return [StudyPlan.zero_to_measure(plan, Candidate(m, 1, 8, d))
+                for m, d in (("mtp", None), ("draft", "small"), ("ngram", None))]
+
+    assert {engine: measured(engine) for engine in ("trtllm", "vllm", "embedded")} == {
+        "trtllm": [False, False, False], "vllm": [True, True, True], "embedded": [False, False, False]}

