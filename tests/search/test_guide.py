@@ -332,3 +332,51 @@ def test_a_trial_past_max_depth_is_enqueued_and_read_back_without_changing_the_s
         warnings.simplefilter("error")  # an out-of-range fixed parameter would warn
         assert SPACE.suggest(study.ask()) == deep
     assert SPACE.to_dict() == {"methods": ["none", "mtp", "ngram"], "drafts": [], "max_depth": 2, "batch_sizes": [1, 4]}
+
+
+def test_the_depth_shape_sigma_starts_at_the_models_and_shrinks_as_cells_show_the_shape_holds() -> None:
+    m = model()
+    m.sigma_model = 0.12
+    prior = guide.true_sigma({"model": 0.12}, 0.12, guide.pass_sigma(m))
+    one_each = [row(Candidate("mtp", 2, b), 100.0) for b in (1, 4)]  # no cell holds two depths
+    assert guide.shape_sigma(m, one_each, Slo()) == pytest.approx(prior)
+    # Two depths per cell, each measured exactly at its prediction times a shared cell factor:
+    # the shape is right, so the within-cell spread is 0 and the prior keeps k / (k + d) of its weight.
+    exact = [row(Candidate("mtp", d, b), m.predict("mtp", None, d, b).tokens_per_s * f)
+             for b, f in ((1, 1.3), (4, 0.8)) for d in (1, 2)]
+    expected = prior * math.sqrt(guide.SHAPE_PRIOR_WEIGHT / (guide.SHAPE_PRIOR_WEIGHT + 2))
+    assert guide.shape_sigma(m, exact, Slo()) == pytest.approx(expected)
+    assert guide.shape_sigma(None, exact, Slo()) is None
+
+
+def test_a_depth_predicted_level_with_its_measured_sibling_can_only_tie_and_closes() -> None:
+    m = model()
+    m.sigma_model = 0.12  # a model this uncertain keeps every point near the incumbent open ...
+    point, sibling = Candidate("mtp", 1, 1), Candidate("mtp", 2, 1)
+    prediction, sibling_prediction = m.predict("mtp", None, 1, 1), m.predict("mtp", None, 2, 1)
+    level = guide.Incumbent(prediction.tokens_per_s, 0.03, sibling)
+    assert guide._assess(point, prediction, level, Slo(), 1.0, 0.0).is_open(1.0)
+    # ... but against its own sibling, predicted level, only the ratio's error counts.
+    same = replace(sibling_prediction, tokens_per_s=prediction.tokens_per_s)
+    assert not guide._assess(point, prediction, level, Slo(), 1.0, 0.0, guide.Sibling(same, 0.01)).is_open(1.0)
+    # A sibling predicted well below the point leaves it open: it could beat the incumbent.
+    low = replace(sibling_prediction, tokens_per_s=prediction.tokens_per_s / 1.2)
+    assert guide._assess(point, prediction, level, Slo(), 1.0, 0.0, guide.Sibling(low, 0.01)).is_open(1.0)
+    # A shape as uncertain as the model: the plain comparison stands.
+    wide = guide._assess(point, prediction, level, Slo(), 1.0, 0.0, guide.Sibling(same, 0.5))
+    assert wide.margin == guide._assess(point, prediction, level, Slo(), 1.0, 0.0).margin
+
+
+def test_assess_compares_with_a_sibling_only_of_the_same_proposer() -> None:
+    m = model()
+    m.sigma_model = 0.12
+    rows = [row(Candidate("mtp", 2, 1), m.predict("mtp", None, 2, 1).tokens_per_s)]
+    mtp, ngram = Candidate("mtp", 1, 1), Candidate("ngram", 1, 1)
+    scored = {entry.candidate: entry for entry in guide.assess(SPACE, m, rows, [mtp, ngram], Slo())}
+    incumbent = guide.incumbents(rows, Slo(), m)[1]
+    assert incumbent.candidate == Candidate("mtp", 2, 1)
+    ngram_plain = guide._assess(ngram, m.predict("ngram", None, 1, 1), incumbent, Slo(), 1.0, guide.pass_sigma(m))
+    assert scored[ngram].margin == ngram_plain.margin
+    sibling = guide.Sibling(m.predict("mtp", None, 2, 1), guide.shape_sigma(m, rows, Slo()))
+    assert scored[mtp].margin == guide._assess(mtp, m.predict("mtp", None, 1, 1), incumbent, Slo(), 1.0,
+                                               guide.pass_sigma(m), sibling).margin
