@@ -27,10 +27,7 @@ rows, every time a worker asks (under the study lock, so two workers never pick 
    and in the same session, whereas the study's repeated passes (confirmation) come only after
    the pruning is over. At GUIDE_Z = 1 a closed point has at most a 16 % chance of beating its
    incumbent by the tie margin. With SLOs, a point is open only if its optimistic TPOT and TTFT
-   meet them. Where the incumbent is another depth of the point's own proposer, the comparison
-   can instead be the ratio of the two predictions, whose errors the two share and cancel
-   (:func:`shape_sigma`, :func:`_assess`): a band of depths the model predicts level with their
-   measured best can only tie it, and closes without a pass each.
+   meet them.
 4. **Order for loads.** The configuration measured last goes on at another batch size where it is
    the most promising open point (the worker keeps that engine loaded, so a configuration runs at
    its batch sizes before the next load); otherwise the open point with the largest optimistic gain
@@ -76,9 +73,6 @@ GUIDE_Z = 1.0
 # Gains below this are ties on our machines (a confirmation resolves ~5 % at best, docs/benchmarks.md):
 # measuring a point that can only tie the incumbent cannot change the recommendation's quality.
 TIE_MARGIN = 0.05
-# Pseudo-degrees of freedom of the depth-shape sigma's prior, the model's own sigma (:func:`shape_sigma`):
-# two cells' worth of depth pairs before the data weigh as much as the prior.
-SHAPE_PRIOR_WEIGHT = 2
 
 
 @dataclass(frozen=True)
@@ -105,12 +99,10 @@ def calibration_runs(space: SearchSpace, model: PerformanceModel | None, feasibl
 @dataclass(frozen=True)
 class Incumbent:
     """The best measured point of a batch size, shrunk (see :func:`shrunk_pass`): tokens/s and
-    the log standard deviation left around it; ``candidate``: the point (for :func:`_assess`'s
-    sibling comparison)."""
+    the log standard deviation left around it."""
 
     tokens_per_s: float
     sigma: float
-    candidate: Candidate | None = None
 
 
 def shrunk_pass(measured: float, predicted: float | None, sigma_predicted: float | None,
@@ -152,8 +144,7 @@ def shrunk_passes(rows: Iterable[Any], slo: Any, model: PerformanceModel | None)
     for row in rows:
         if row.state == "complete" and row.phase == "screening" and row.tokens_per_s and slo.is_met(row):
             predicted, sigma = _prediction_of(row, model)
-            point = Candidate(row.method, row.depth, row.batch_size, row.draft)
-            shrunk.append((row, Incumbent(*shrunk_pass(row.tokens_per_s, predicted, sigma, sigma_pass), point)))
+            shrunk.append((row, Incumbent(*shrunk_pass(row.tokens_per_s, predicted, sigma, sigma_pass))))
     return shrunk
 
 
@@ -176,42 +167,6 @@ def true_sigma(sigmas: dict[str, float] | None, sigma: float, sigma_pass: float)
         return sigma
     model = sigmas["model"] ** 2
     return math.sqrt(sigmas.get("acceptance", 0.0) ** 2 + max(model - sigma_pass ** 2, model / 4))
-
-
-def shape_sigma(model: PerformanceModel | None, rows: Iterable[Any], slo: Any) -> float | None:
-    """The model's log error on the ratio of two depths of one proposer at one batch size (its
-    depth *shape*), against true values; None without a model.
-
-    What the model gets wrong about a proposer at a batch size (the verify cost at that size, the
-    rejection work the timings never see, the corrections of its cell) is mostly shared by its
-    depths, and cancels in their ratio. What is left shows in the spread of the residuals of the
-    proposer's points *within* a (proposer, batch size) cell, about their cell mean: with n_c points
-    in cell c and d = sum (n_c - 1) degrees of freedom,
-
-        s_w^2 = sum_c sum_i (r_ci - mean_c)^2 / d,   E[s_w^2] = sigma_shape^2 + sigma_pass^2
-
-    (residuals r = log(pass / prediction) of single passes). The estimate is shrunk toward the
-    model's own true-value variance by :data:`SHAPE_PRIOR_WEIGHT` pseudo-degrees of freedom, so
-    that with no cell of two points the shape is as uncertain as the model itself::
-
-        sigma_shape^2 = (k sigma_true^2 + d max(s_w^2 - sigma_pass^2, 0)) / (k + d)
-    """
-    if model is None:
-        return None
-    cells: dict[tuple[str, str | None, int], list[float]] = {}
-    for row in rows:
-        if (row.state == "complete" and row.phase == "screening" and row.tokens_per_s and slo.is_met(row)
-                and row.method != BASELINE_METHOD):
-            prediction = model.predict(row.method, row.draft, row.depth, row.batch_size)
-            if prediction is not None and prediction.tokens_per_s > 0:
-                cells.setdefault((row.method, row.draft, row.batch_size), []).append(
-                    math.log(row.tokens_per_s / prediction.tokens_per_s))
-    sigma_pass = pass_sigma(model)
-    prior = true_sigma({"model": model.sigma_model}, model.sigma_model, sigma_pass) ** 2
-    squares = sum((r - sum(cell) / len(cell)) ** 2 for cell in cells.values() for r in cell)
-    freedom = sum(len(cell) - 1 for cell in cells.values())
-    within = max(squares / freedom - sigma_pass ** 2, 0.0) if freedom else 0.0
-    return math.sqrt((SHAPE_PRIOR_WEIGHT * prior + freedom * within) / (SHAPE_PRIOR_WEIGHT + freedom))
 
 
 def pass_sigma(model: PerformanceModel | None) -> float:
@@ -242,7 +197,6 @@ def assess(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[An
     predicts the points there; one it cannot predict is left out (ignorance opens points inside the
     space only)."""
     best = incumbents(rows, slo, model)
-    shape = shape_sigma(model, rows, slo)
     assessed = []
     for candidate in untaken:
         if candidate.method == BASELINE_METHOD:
@@ -253,34 +207,12 @@ def assess(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[An
                       if source else None)
         if beyond and prediction is None:
             continue
-        incumbent = best.get(candidate.batch_size)
-        sibling = incumbent.candidate if incumbent is not None else None
-        sibling_prediction = (source.predict(sibling.method, sibling.draft, sibling.depth, sibling.batch_size)
-                              if source and sibling and _same_proposer(sibling, candidate) else None)
-        assessed.append(_assess(candidate, prediction, incumbent, slo, z, pass_sigma(model),
-                                Sibling(sibling_prediction, shape) if sibling_prediction and shape is not None
-                                else None))
+        assessed.append(_assess(candidate, prediction, best.get(candidate.batch_size), slo, z, pass_sigma(model)))
     return assessed
 
 
-@dataclass(frozen=True)
-class Sibling:
-    """The incumbent's own prediction, when it is a depth of the assessed point's proposer, and the
-    model's depth-shape sigma (:func:`shape_sigma`)."""
-
-    prediction: Prediction
-    shape_sigma: float
-
-
 def _assess(candidate: Candidate, prediction: Prediction | None, incumbent: Incumbent | None, slo: Any,
-            z: float, sigma_pass: float, sibling: Sibling | None = None) -> Assessed:
-    """Score ``candidate`` against ``incumbent`` (module doc, step 3). Where the incumbent is a depth
-    of the same proposer (``sibling``), the question "does it beat the incumbent by the tie margin"
-    is also one about the ratio of their true values, which the model predicts with the errors
-    they share cancelled: log(p_c / p_i) against log(1 + TIE_MARGIN), with sigma^2 = acceptance_c^2
-    + acceptance_i^2 + shape^2 (the incumbent's pass cancels out: it is the same point on both
-    sides). The comparison with the smaller sigma is used: a flat band of depths, predicted level
-    with its measured best, can only tie it and closes."""
+            z: float, sigma_pass: float) -> Assessed:
     if prediction is None:
         return Assessed(candidate, None, math.inf, math.inf)
     if slo.limits and any(_optimistic(prediction, name, z) > limit for name, limit in slo.limits.items()):
@@ -289,12 +221,6 @@ def _assess(candidate: Candidate, prediction: Prediction | None, incumbent: Incu
         return Assessed(candidate, prediction, math.inf, math.log(prediction.bound(z)[1]))
     sigma = math.hypot(true_sigma(prediction.sigmas, prediction.sigma, sigma_pass), incumbent.sigma)
     distance = math.log(prediction.tokens_per_s / (incumbent.tokens_per_s * (1 + TIE_MARGIN)))
-    if sibling is not None:
-        relative = math.sqrt(prediction.sigmas.get("acceptance", 0.0) ** 2 + sibling.shape_sigma ** 2
-                             + sibling.prediction.sigmas.get("acceptance", 0.0) ** 2)
-        if relative < sigma:
-            sigma = relative
-            distance = math.log(prediction.tokens_per_s / (sibling.prediction.tokens_per_s * (1 + TIE_MARGIN)))
     margin = distance / sigma if sigma > 0 else math.copysign(math.inf, distance)
     return Assessed(candidate, prediction, margin, distance + z * sigma)
 
@@ -435,10 +361,6 @@ def _prediction_of(row: Any, model: PerformanceModel | None) -> tuple[float | No
 def _optimistic(prediction: Prediction, name: str, z: float) -> float:
     value = getattr(prediction, name, None)
     return -math.inf if value is None else value * math.exp(-z * prediction.sigma)
-
-
-def _same_proposer(a: Candidate, b: Candidate) -> bool:
-    return (a.method, a.draft) == (b.method, b.draft)
 
 
 def _same_config(a: Candidate, b: Candidate) -> bool:
