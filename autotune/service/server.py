@@ -46,7 +46,10 @@ def serve(db_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DE
     LOG.info("writes (queued tunes, cancellations) %s", "need the bearer token" if server_token() else
              f"are refused: {ENV_API_TOKEN} is not set")
     app = create_app(db_url, model_roots=model_roots, answer_cache_s=answer_cache_s)
-    uvicorn.Server(server_config(app, host, port, access_log)).run()
+    server = uvicorn.Server(server_config(app, host, port, access_log))
+    server.run()
+    if getattr(server, "_captured_signals", None):  # stopped by Ctrl-C / SIGTERM: the CLI says so (exit 130)
+        raise KeyboardInterrupt
 
 
 def _loopback(host: str) -> bool:

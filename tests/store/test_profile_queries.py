@@ -130,6 +130,6 @@ def test_best_trial_query_reads_the_throughput_index(sqlite_url: str) -> None:
             "max_tpot_ms": 5.0,
         }).all()
     details = " ".join(row[-1] for row in plan)
+    # Not a covering index since profiles best leaves out K = 0 rows (a depth condition): still this index.
     assert "ix_autotune_measurements_throughput" in details
-    assert "COVERING INDEX" in details
 
