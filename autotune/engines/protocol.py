@@ -140,7 +140,10 @@ class RepeatedMeasurement:
 
     def to_dict(self, include_outputs: bool = False) -> dict[str, Any]:
         return {
-            "config": {"method": self.config.method, "depth": self.config.depth, "draft": self.config.draft},
+            # off_state crosses the worker boundary too: without it a K = 0 point comes back as a
+            # depth-0 config that matches no candidate and would be stored as a second baseline.
+            "config": {"method": self.config.method, "depth": self.config.depth, "draft": self.config.draft,
+                       "off_state": self.config.off_state},
             "batch_size": self.batch_size,
             "measurement": self.measurement.to_dict(include_outputs),
             "estimates": {name: estimate.to_dict() for name, estimate in self.estimates.items()},

@@ -429,12 +429,15 @@ class Tuner:
                                      extra={**extra, **loads}, phase="confirmation")
                 number += 1
                 continue
+            # Every measured configuration is a candidate or the baseline; anything else is a bug,
+            # not a baseline (a lost off_state flag once stored a K = 0 point as one).
             by_config = {self._engine_config(c): c for c in batch.candidates}
+            by_config.setdefault(EngineConfig("none"), Candidate("none", 0, batch.batch_size))
             extra.update(faults=batch.result.faults, rounds_discarded=batch.result.rounds_discarded)
             if batch.implausible:
                 extra["implausible"] = batch.implausible
             for measured in batch.result.measurements:
-                candidate = by_config.get(measured.config, Candidate("none", 0, batch.batch_size))
+                candidate = by_config[measured.config]
                 fields = confirm.row_fields(measured)
                 if measured.config.off_state:  # K = 0 inside the server: prices the off state, never decides
                     fields["extra"] = {**fields["extra"], OFF_STATE_KEY: True}

@@ -484,6 +484,16 @@ def test_repeated_measurement_round_trip(machine):
     assert again.to_dict()["repetitions"] == 3
 
 
+def test_the_off_state_survives_the_round_trip(machine):
+    """A confirmation's measurements come back from the worker process as JSON: a K = 0 point that
+    lost its flag matched no candidate and was stored as a second baseline (seen in a vLLM study)."""
+    off = EngineConfig("draft", 0, None, off_state=True)
+    result = run(TableEngine({**SPEEDS, off: 90.0}), [off], min_repetitions=3, max_repetitions=3)
+    again = ProtocolResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert [m.config for m in again.measurements] == [m.config for m in result.measurements]
+    assert again.of(off).config.off_state
+
+
 def test_compare(machine):
     engine = TableEngine(SPEEDS, sigma=0.02, seed=6)
     result = run(engine, [DRAFT, MTP], min_repetitions=4, max_repetitions=4)
