@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +72,17 @@ class Workload:
         if n < 1:
             raise WorkloadError(f"a workload needs at least one request, asked for {n}")
         return Workload(self.name, self.requests[:n], self.version)
+
+    def check_batch_sizes(self, batch_sizes: Iterable[int], option: str) -> None:
+        """WorkloadError when a batch size exceeds the requests: no more sequences than requests ever
+        run at once, so batch size 64 over 8 requests would measure batch size 8 under the wrong name."""
+        n = len(self.requests)
+        too_large = sorted(b for b in set(batch_sizes) if b > n)
+        if too_large:
+            raise WorkloadError(
+                f"{option} {', '.join(map(str, too_large))}: more than workload {self.label!r}'s {n} requests, so at "
+                f"most {n} sequences would ever run at once; use a workload with at least {too_large[-1]} requests "
+                f"or batch sizes up to {n}")
 
     def with_max_tokens(self, max_tokens: int) -> Workload:
         """The same prompts with every request capped at ``max_tokens`` tokens."""

@@ -119,6 +119,8 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     """Validate ``options`` and work out the study (probing the hardware unless given)."""
     options.validate()
     workload = load_workload(options.workload)
+    if options.batch_sizes:
+        workload.check_batch_sizes(options.batch_sizes, "--batch-sizes")
     if options.folder_engine:
         hardware = _hardware(options)
         models = folder_models(
