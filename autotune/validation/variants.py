@@ -6,9 +6,12 @@ serving writer (:mod:`autotune.serving.vllm`):
 * ``fixed``: the profile's method at its best single depth, the same at every batch size;
 * ``none``: the same server limits without speculation.
 
-The best single depth is the depth of the profile's own method (and draft) whose deciding rows have
-the highest geometric mean of tokens/s relative to the fastest row at each batch size, over the batch
-sizes where every depth compared was measured; the profile's own depth where its rows cannot say.
+The best single depth is the depth of the profile's own method (and draft) whose deciding rows (the
+latest confirmation's where one ran, else the screening passes) have the highest geometric mean of
+tokens/s relative to the fastest at each batch size. Only the depths measured at the most batch sizes
+are compared, over the batch sizes they share: a depth the search measured at one batch size alone
+(say past --max-depth) would otherwise shrink the comparison to that batch size. The profile's own
+depth where its rows cannot say.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
+from autotune.analysis import decision
 from autotune.engines.vllm.mapping import VLLM_OFF_RULE
-from autotune.profiles.analysis import ServingPlan, complete, series_key
+from autotune.profiles.analysis import ServingPlan, series_key
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving import export_profile
 from autotune.serving.offstate import deployed_plan
@@ -69,23 +73,22 @@ def _none_plan(plan: ServingPlan) -> ServingPlan:
 def best_fixed_depth(profile: DeploymentProfile) -> int:
     """The single depth of the profile's method that is fastest across its batch sizes (module doc)."""
     own = (profile.method, profile.draft.fingerprint if profile.draft else None)
-    best: dict[tuple[int, int], float] = {}
-    for row in complete(profile.measurements):
-        if series_key(row) == own and row.depth > 0:
-            key = (row.depth, row.batch_size)
-            best[key] = max(best.get(key, 0.0), row.tokens_per_s)
     by_depth: dict[int, dict[int, float]] = defaultdict(dict)
-    for (depth, batch_size), tokens_per_s in best.items():
-        by_depth[depth][batch_size] = tokens_per_s
-    if not by_depth:
-        return profile.depth
-    shared = set.intersection(*(set(rates) for rates in by_depth.values()))
+    for row in decision.deciding_rows(profile.measurements):
+        if series_key(row) == own and row.depth > 0:
+            rates = by_depth[row.depth]
+            rates[row.batch_size] = max(rates.get(row.batch_size, 0.0), row.tokens_per_s)
+    # A depth measured at one batch size (a point the search explored past --max-depth) says
+    # nothing about the others: compare only the depths measured at the most batch sizes.
+    widest = max((len(rates) for rates in by_depth.values()), default=0)
+    compared = {depth: rates for depth, rates in by_depth.items() if len(rates) == widest}
+    shared = set.intersection(*(set(rates) for rates in compared.values())) if compared else set()
     if not shared:
         return profile.depth
-    fastest = {b: max(rates[b] for rates in by_depth.values()) for b in shared}
+    fastest = {b: max(rates[b] for rates in compared.values()) for b in shared}
 
     def score(depth: int) -> tuple[float, int]:
-        relative = [math.log(by_depth[depth][b] / fastest[b]) for b in shared]
+        relative = [math.log(compared[depth][b] / fastest[b]) for b in shared]
         return (sum(relative) / len(relative), -depth)  # a tie goes to the smaller depth
 
-    return max(by_depth, key=score)
+    return max(compared, key=score)

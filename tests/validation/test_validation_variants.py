@@ -14,6 +14,7 @@ from autotune.profiles.query import show_profile
 from autotune.serving import stored_export
 from autotune.serving.speculation import with_draft_config
 from autotune.store import open_database
+from autotune.store.results import TrialRow
 from autotune.validation.variants import FIXED, NONE, SCHEDULE, best_fixed_depth, server_variants
 
 
@@ -65,6 +66,21 @@ def test_the_best_fixed_depth_is_fastest_across_batch_sizes(sqlite_url: str, tmp
     assert best_fixed_depth(profile) == best
     # Without rows of its own method (an imported profile without trials), the profile's own depth.
     assert best_fixed_depth(replace(profile, measurements=())) == profile.depth
+
+
+def test_a_depth_measured_at_one_batch_size_alone_is_not_the_best_fixed_depth(sqlite_url: str, tmp_path: Path) -> None:
+    """As in a vLLM study: ngram@4 confirmed at every batch size, ngram@6 (explored past --max-depth)
+    at batch size 4 only, where it edged out @4; the fixed server must run @4, not @6."""
+    profile = show_profile(sqlite_url, stored(sqlite_url, tmp_path, batch_sizes=(1, 2, 4, 8)))
+    draft = profile.draft.fingerprint
+
+    def row(number: int, depth: int, batch_size: int, tokens_per_s: float) -> TrialRow:
+        return TrialRow(phase="confirmation", trial_number=number, method="draft", depth=depth, batch_size=batch_size,
+                        state="complete", tokens_per_s=tokens_per_s, draft_fingerprint=draft,
+                        extra={"confirmation": {"run": 1, "batch_size": batch_size}})
+
+    rows = [row(0, 4, 1, 242.0), row(1, 4, 2, 417.0), row(2, 4, 4, 637.0), row(3, 6, 4, 653.0), row(4, 4, 8, 670.0)]
+    assert best_fixed_depth(replace(profile, measurements=tuple(rows))) == 4
 
 
 def test_a_profile_of_method_none_serves_none_only(sqlite_url: str, tmp_path: Path) -> None:
