@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
@@ -25,7 +26,7 @@ DEFAULT_ANSWER_CACHE_S = 2.0
 
 
 def server_config(app: FastAPI, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                  access_log: bool = True) -> uvicorn.Config:
+                  access_log: bool = False) -> uvicorn.Config:
     """uvicorn's configuration for ``app``: the bounds above, no Server header; ``access_log``: a
     line per request (method, path, status; never headers)."""
     return uvicorn.Config(app, host=host, port=port, limit_concurrency=MAX_CONCURRENCY,
@@ -46,10 +47,21 @@ def serve(db_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DE
     LOG.info("writes (queued tunes, cancellations) %s", "need the bearer token" if server_token() else
              f"are refused: {ENV_API_TOKEN} is not set")
     app = create_app(db_url, model_roots=model_roots, answer_cache_s=answer_cache_s)
-    server = uvicorn.Server(server_config(app, host, port, access_log))
+    server = _SignalAwareServer(server_config(app, host, port, access_log))
     server.run()
-    if getattr(server, "_captured_signals", None):  # stopped by Ctrl-C / SIGTERM: the CLI says so (exit 130)
+    if server.stopped_by_signal:  # Ctrl-C / SIGTERM: the CLI says so (exit 130)
         raise KeyboardInterrupt
+
+
+class _SignalAwareServer(uvicorn.Server):
+    """uvicorn's server, remembering whether a signal stopped it: uvicorn handles SIGINT/SIGTERM itself
+    and returns from ``run()`` as from a normal stop, so ``serve`` could not tell them apart."""
+
+    stopped_by_signal = False
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.stopped_by_signal = True
+        super().handle_exit(sig, frame)
 
 
 def _loopback(host: str) -> bool:
