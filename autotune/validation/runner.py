@@ -17,8 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autotune.engines.vllm.mapping import VLLM_OFF_RULE
 from autotune.errors import ConfigurationError, EngineError, WorkloadError
 from autotune.profiles.data import DeploymentProfile
+from autotune.serving.offstate import deployed_plan
 from autotune.validation.figures import estimates, tuned_gap
 from autotune.validation.install import VllmInstall, find_vllm
 from autotune.validation.loadgen import RunFigures, bench_command, num_prompts, read_result, write_dataset
@@ -142,12 +144,16 @@ def serving_batch_sizes(profile: DeploymentProfile) -> list[int]:
 
 
 def tuned_tokens_per_s(profile: DeploymentProfile, batch_size: int) -> float | None:
-    """The study's figure at ``batch_size``: its table's recommended tokens/s there (None where it
-    did not measure that batch size)."""
-    for row in profile.per_batch_size:
-        if row.get("batch_size") == batch_size and row.get("tokens_per_s") is not None:
-            return float(row["tokens_per_s"])
-    return None
+    """The study's figure for what the schedule server runs at ``batch_size``: its table's tokens/s
+    there, and where none won and the server runs a measured off state instead (vLLM's K = 0, or
+    depth 1), none's figure times that off state's measured ratio to none (the served K = 0 is
+    compared with K = 0's figure, not with none's). None where the study did not measure that batch size."""
+    figure = next((float(row["tokens_per_s"]) for row in profile.per_batch_size
+                   if row.get("batch_size") == batch_size and row.get("tokens_per_s") is not None), None)
+    state = deployed_plan(profile, VLLM_OFF_RULE).off_states.get(batch_size) if profile.method != "none" else None
+    if figure is None or state is None or state.vs_none is None:
+        return figure
+    return figure * state.vs_none.value
 
 
 def store_validation(db_url: str | None, result: ValidationResult) -> ValidationResult:

@@ -40,3 +40,23 @@ def test_the_gap_is_served_over_tuned_minus_one_with_the_served_interval() -> No
     assert (gap.value, gap.low, gap.high, gap.n) == pytest.approx((-0.10, -0.15, -0.05, 3))
     assert tuned_gap(Estimate(90.0), None) is None
     assert tuned_gap(Estimate(90.0), 0.0) is None
+
+
+def test_where_the_schedule_serves_k_0_the_tuned_figure_is_k_0s() -> None:
+    """Where none won and the vLLM schedule runs K = 0 (measured at 0.5x none), the served K = 0 is
+    compared with that measured figure, not with none's: K = 0 is what the schedule server runs."""
+    from dataclasses import replace
+
+    from serving.test_offstate import kind_profile, row
+
+    from autotune.validation.runner import tuned_tokens_per_s
+
+    rows = (row("none", 0, 8, 800.0, number=0), row("mtp", 0, 8, 400.0, number=1, speedup=(0.5, 0.45, 0.55), off=True))
+    profile = kind_profile("mtp", "constant-then-off", engine="vllm", measurements=rows)
+    none_figure = next(r["tokens_per_s"] for r in profile.per_batch_size if r["batch_size"] == 8)
+    assert tuned_tokens_per_s(profile, 8) == pytest.approx(none_figure * 0.5)
+    assert tuned_tokens_per_s(profile, 1) == next(r["tokens_per_s"] for r in profile.per_batch_size if r["batch_size"] == 1)
+    # an off state the study did not measure keeps the table's figure, and so does another engine's study
+    assert tuned_tokens_per_s(replace(profile, measurements=rows[:1]), 8) == none_figure
+    assert tuned_tokens_per_s(replace(profile, study=replace(profile.study, engine="embedded")), 8) == none_figure
+    assert tuned_tokens_per_s(profile, 3) is None
