@@ -3,11 +3,14 @@ runs there instead, and what that costs against none where the profile measured 
 
 The meaning of "off" is the engine adapter's (:class:`autotune.engines.offstate.OffRule`, the
 adapter's ``off_rule``): TensorRT-LLM's one-model kinds never run below draft length 1, vLLM's
-K = 0 still runs the drafter. At each such batch size the server runs draft length 0 where the rule
-allows it and no measured depth 1 beat a measured 0, else depth 1. Its figure against none comes from
-the profile's own rows of that configuration (depth 1 of the profile's method; depth 0 from a row
-marked ``extra["off_state"]``), and only when they were measured on that engine: a profile measured
-on another engine, or predicted by ``autotune plan``, exports its off state marked unmeasured.
+K = 0 still runs the drafter. At each such batch size the server runs the fastest measured of draft
+length 0 (where the rule allows it) and every measured depth of the profile's method there (a vLLM
+study measured depth 4 at 0.89x none where K = 0 gave 0.52x); with nothing measured, 0 where allowed,
+else depth 1; then at least the depth of any larger batch size (the plan's schedule never deepens as
+batches grow). Its figure against none comes from the profile's own rows of that configuration
+(depth 0 from a row marked ``extra["off_state"]``), and only when they were measured on that engine:
+a profile measured on another engine, or predicted by ``autotune plan``, exports its off state
+marked unmeasured.
 
 :func:`deployed_plan` is the serving plan an engine's writer uses; :func:`off_notes` the comment
 lines that say it; :func:`off_state_report` what ``autotune profiles show`` prints per engine.
@@ -74,20 +77,35 @@ def off_states(profile: DeploymentProfile, rule: OffRule) -> dict[int, OffState]
         return {}
     kind = speculative_kind(profile)
     rows, why = _rows_on(profile, rule)
+    chosen = {b: _off_depth(rows, b, rule.zero_allowed(kind, _row(rows, b, 0) is not None)) for b in lost}
+    # The plan keeps a depth at least as deep as any larger batch size's: describe what it serves.
+    served = serving_plan(profile, chosen).depths
     states = {}
     for batch_size in lost:
-        zero, one = _row(rows, batch_size, 0), _row(rows, batch_size, 1)
-        one_beats_zero = zero is not None and one is not None and one.tokens_per_s > zero.tokens_per_s
-        depth = 0 if rule.zero_allowed(kind, zero is not None) and not one_beats_zero else 1
-        row = zero if depth == 0 else one
+        depth = served[batch_size]
+        row = _row(rows, batch_size, depth)
         if row is None:
-            missing = "K = 0 inside the server" if depth == 0 else f"{profile.method}@1"
+            missing = "K = 0 inside the server" if depth == 0 else f"{profile.method}@{depth}"
             states[batch_size] = OffState(rule.engine, batch_size, depth, None, None,
                                           why or f"no row of {missing} at batch size {batch_size}")
         else:
             label = f"{profile.method}@0 (K = 0 measured)" if depth == 0 else row.config_label
             states[batch_size] = OffState(rule.engine, batch_size, depth, label, _vs_none(row, profile.measurements))
     return states
+
+
+def _off_depth(rows: list[TrialRow], batch_size: int, zero_allowed: bool) -> int:
+    """The draft length to serve at ``batch_size`` where none won: the fastest measured of K = 0
+    (where allowed) and every measured depth >= 1; depth 1 where nothing was measured."""
+    measured = [row for row in rows if row.batch_size == batch_size and (row.depth > 0 or zero_allowed)]
+    fastest = {}
+    for depth in {row.depth for row in measured}:
+        row = _row(rows, batch_size, depth)
+        if row is not None:
+            fastest[depth] = row.tokens_per_s
+    if not fastest:
+        return 0 if zero_allowed else 1
+    return max(fastest, key=lambda depth: (fastest[depth], -depth))
 
 
 def off_notes(profile: DeploymentProfile, plan: ServingPlan, rule: OffRule) -> list[str]:

@@ -144,6 +144,20 @@ def test_vllm_writes_a_zero_range_only_with_a_measured_k0_figure_and_carries_it(
     assert vllm_spec(profile)["num_speculative_tokens_per_batch_size"] == [[1, 7, 3], [8, 8, 1]]
 
 
+def test_every_measured_depth_competes_with_k0_and_the_schedule_never_deepens_with_the_batch() -> None:
+    """As in a vLLM study with a draft as large as its target: none won at 8 and 16, K = 0 cost half
+    of none there, draft depth 3 only a tenth at 16 (the old rule weighed depth 1 alone against 0)."""
+    rows = (row("none", 0, 8, 800.0), row("mtp", 0, 8, 400.0, number=1, speedup=(0.5, 0.45, 0.55), off=True),
+            row("none", 0, 16, 1000.0, number=2), row("mtp", 3, 16, 900.0, number=3, speedup=(0.9, 0.85, 0.95)),
+            row("mtp", 0, 16, 500.0, number=4, speedup=(0.5, 0.45, 0.55), off=True))
+    profile = kind_profile("mtp", "scheduled-then-off", engine="vllm", measurements=rows)
+    # 16 serves the measured depth 3; 8, where only K = 0 was measured, holds 16's depth 3 (unmeasured there)
+    assert vllm_spec(profile)["num_speculative_tokens_per_batch_size"] == [[1, 3, 4], [4, 16, 3]]
+    lines = comment_lines(serving.export_profile(profile, "vllm"))
+    assert "  batch size 16: draft length 3: mtp@3 0.90x [0.85, 0.95] vs none (n=5)" in lines
+    assert "  batch size 8: draft length 3: unmeasured (no row of mtp@3 at batch size 8)" in lines
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_profile_measured_on_another_engine_is_unmeasured_there(kind: str) -> None:
     rows = (row("none", 0, 8, 800.0), row("mtp", 1, 8, 720.0, number=1, speedup=(0.9, 0.85, 0.95)),
