@@ -53,7 +53,8 @@ def test_speculative_configurations_that_do_not_fit_are_infeasible(memory) -> No
 
 
 def test_sequences_longer_than_the_models_handle_are_infeasible(options, models) -> None:
-    long_workload = Workload("long", [Request("x" * 80, 10)])  # 81 prompt tokens + 10 of the 96 positions
+    # 81 prompt tokens + 10 of the 96 positions; two requests, one per sequence of the study's batch size 2
+    long_workload = Workload("long", [Request("x" * 80, 10), Request("y" * 80, 10)])
     plan = plan_study(replace(options, workload=long_workload))
     assert plan.memory.infeasibility("none", 0, 1) is None
     assert "handles 96" in plan.memory.infeasibility("mtp", 8, 1)
