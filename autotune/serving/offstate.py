@@ -97,12 +97,8 @@ def off_states(profile: DeploymentProfile, rule: OffRule) -> dict[int, OffState]
 def _off_depth(rows: list[TrialRow], batch_size: int, zero_allowed: bool) -> int:
     """The draft length to serve at ``batch_size`` where none won: the fastest measured of K = 0
     (where allowed) and every measured depth >= 1; depth 1 where nothing was measured."""
-    measured = [row for row in rows if row.batch_size == batch_size and (row.depth > 0 or zero_allowed)]
-    fastest = {}
-    for depth in {row.depth for row in measured}:
-        row = _row(rows, batch_size, depth)
-        if row is not None:
-            fastest[depth] = row.tokens_per_s
+    depths = {row.depth for row in rows if row.batch_size == batch_size and (row.depth > 0 or zero_allowed)}
+    fastest = {depth: row.tokens_per_s for depth in depths if (row := _row(rows, batch_size, depth)) is not None}
     if not fastest:
         return 0 if zero_allowed else 1
     return max(fastest, key=lambda depth: (fastest[depth], -depth))

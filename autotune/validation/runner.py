@@ -145,9 +145,10 @@ def serving_batch_sizes(profile: DeploymentProfile) -> list[int]:
 
 def tuned_tokens_per_s(profile: DeploymentProfile, batch_size: int) -> float | None:
     """The study's figure for what the schedule server runs at ``batch_size``: its table's tokens/s
-    there, and where none won and the server runs a measured off state instead (vLLM's K = 0, or
-    depth 1), none's figure times that off state's measured ratio to none (the served K = 0 is
-    compared with K = 0's figure, not with none's). None where the study did not measure that batch size."""
+    there, and where none won and the server runs a measured off state instead (vLLM's K = 0, or a
+    measured depth: :func:`autotune.serving.offstate.off_states`), none's figure times that off
+    state's measured ratio to none (the served K = 0 is compared with K = 0's figure, not with
+    none's). None where the study did not measure that batch size."""
     figure = next((float(row["tokens_per_s"]) for row in profile.per_batch_size
                    if row.get("batch_size") == batch_size and row.get("tokens_per_s") is not None), None)
     state = deployed_plan(profile, VLLM_OFF_RULE).off_states.get(batch_size) if profile.method != "none" else None
