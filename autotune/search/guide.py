@@ -5,10 +5,13 @@ The default sampler (``--sampler model``). Every proposal is enqueued into the O
 optuna-dashboard stay Optuna's; the guide only decides what comes next, from the study's stored
 rows, every time a worker asks (under the study lock, so two workers never pick the same point):
 
-1. **Calibrate.** The baselines at every batch size (planned by the tuner), then for each proposer
-   without an acceptance curve reaching the study's maximum depth one run at that depth, at the
-   largest batch size that fits (one run gives the curve of every smaller depth, see
-   :mod:`autotune.perfmodel.acceptance`). The step costs were timed before the first trial.
+1. **Calibrate.** For each proposer without an acceptance curve reaching the study's maximum depth,
+   one run at that depth, at the largest batch size that fits (one run gives the curve of every
+   smaller depth, see :mod:`autotune.perfmodel.acceptance`). The step costs were timed before the
+   first trial. The baselines are not planned: each is a point like the others (step 3), predicted
+   from the timed step costs and screened only when it could lead its batch size; the confirmation
+   measures every batch size's baseline paired with its finalists, which is where the speedups come
+   from (:meth:`autotune.search.samplers.ModelGuidedSampler.planned`).
 2. **Predict** every point of the space, with the corrections learned from the measurements so
    far (:meth:`PerformanceModel.calibrate`).
 3. **Measure what could still be best.** At each batch size the incumbent is the best measured
@@ -192,15 +195,13 @@ class Assessed:
 
 def assess(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[Any], untaken: Iterable[Candidate],
            slo: Any, z: float = GUIDE_Z, wide: PerformanceModel | None = None) -> list[Assessed]:
-    """Every untaken speculative point scored against its incumbent (module doc, step 3). ``wide``:
+    """Every untaken point, the baselines included, scored against its incumbent (module doc, step 3). ``wide``:
     the model continued past ``space.max_depth`` (:func:`autotune.search.beyond.extended_model`), which
     predicts the points there; one it cannot predict is left out (ignorance opens points inside the
     space only)."""
     best = incumbents(rows, slo, model)
     assessed = []
     for candidate in untaken:
-        if candidate.method == BASELINE_METHOD:
-            continue
         beyond = candidate.depth > space.max_depth
         source = wide if beyond else model
         prediction = (source.predict(candidate.method, candidate.draft, candidate.depth, candidate.batch_size)

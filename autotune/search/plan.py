@@ -19,7 +19,7 @@ from autotune.search.memory import MemoryPlan, default_batch_sizes, plan_memory
 from autotune.search.objective import Objective
 from autotune.search.options import TuneOptions
 from autotune.search.samplers import Sampler
-from autotune.search.space import Candidate, SearchSpace
+from autotune.search.space import BASELINE_METHOD, Candidate, SearchSpace
 from autotune.workload import Workload, load_workload
 
 
@@ -139,7 +139,7 @@ def plan_study(options: TuneOptions) -> StudyPlan:
                               target.footprint.n_mtp > 0)
     sampler = options.search_sampler
     n_trials = options.n_trials or sampler.default_trials(space)
-    if n_trials < len(space.batch_sizes):
+    if n_trials < sum(1 for c in sampler.planned(space, options.seed) if c.method == BASELINE_METHOD):
         raise ConfigurationError(
             f"n_trials {n_trials} is below the {len(space.batch_sizes)} baseline trials (method none at batch sizes "
             f"{', '.join(map(str, space.batch_sizes))}); raise --trials or pass fewer --batch-sizes"

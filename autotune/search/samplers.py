@@ -58,6 +58,15 @@ class ModelGuidedSampler(Sampler):
     name = "model"
     guided = True
 
+    def planned(self, space: SearchSpace, seed: int | None) -> list[Candidate]:
+        """Nothing, where there is speculation to search: the baselines are points of the guide like any
+        other, screened only when they could lead a batch size (:mod:`autotune.search.guide`). A screened
+        baseline serves as an incumbent only, and the objective is tokens/s, not speedup; every speedup
+        comes from the confirmation, which measures each batch size's baseline paired with its finalists.
+        (Where speculation won, four baseline passes were 4 of a guided study's 13-20 configurations on
+        the embedded engine and one engine build on vLLM: docs/benchmarks.md.)"""
+        return [] if space.sampled_methods else space.baselines()
+
 
 class TpeSampler(Sampler):
     """Optuna's tree-structured Parzen estimator, after a few random startup trials."""

@@ -92,6 +92,20 @@ def test_a_measured_incumbent_closes_the_points_that_cannot_beat_it_by_the_tie_m
     assert pick is None
 
 
+def test_a_baseline_is_screened_only_where_it_could_lead_its_batch_size() -> None:
+    """No baseline is planned: MTP measured where predicted (2.4x the baseline) closes none b1; MTP
+    measured at 0.7x the baseline's prediction leaves it open, and it is the next pick."""
+    m = model()
+    mtp_and_none_at_1 = lambda c: c.batch_size == 1 and c.method in ("none", "mtp")  # noqa: E731
+    first = guide.next_pick(SPACE, m, [], taken(Candidate("mtp", 2, 4)), mtp_and_none_at_1, Slo())
+    assert first.candidate == Candidate("mtp", 2, 1)  # the guide's own order, not a planned baseline
+    fast = [row(Candidate("mtp", 2, 1), m.predict("mtp", None, 2, 1).tokens_per_s)]
+    assert guide.next_pick(SPACE, m, fast, taken(Candidate("mtp", 2, 1)), mtp_and_none_at_1, Slo()) is None
+    slow = [row(Candidate("mtp", 2, 1), 0.7 * m.predict("none", None, 0, 1).tokens_per_s)]
+    done = taken(Candidate("mtp", 2, 1), Candidate("mtp", 1, 1))
+    assert guide.next_pick(SPACE, m, slow, done, mtp_and_none_at_1, Slo()).candidate == Candidate("none", 0, 1)
+
+
 def test_a_pass_is_shrunk_toward_its_prediction_by_precision_weights() -> None:
     # log value = w log m + (1 - w) log p, w = sp^2 / (sp^2 + s^2); sigma^2 = sp^2 s^2 / (sp^2 + s^2).
     value, sigma = guide.shrunk_pass(1300.0, 1000.0, 0.1, 0.1)
@@ -200,9 +214,10 @@ def test_a_model_guided_study_predicts_every_trial_it_can_and_stops_on_its_own(o
     rows = [r for r in result.rows if r.phase == "screening"]
     assert result.status == "complete" and len(rows) < 4 + 3 * 2 * 2 * 2  # fewer than the space's points
     labels = [r.label for r in rows]
-    assert labels[:2] == ["none b1", "none b2"]
     calibration = [r for r in rows if r.method != "none" and r.depth == 2 and r.batch_size == 2][:3]
-    assert len(calibration) == 3  # one acceptance run per proposer at the maximum depth
+    assert labels[:3] == [r.label for r in calibration]  # one acceptance run per proposer at the maximum depth
+    # No baseline is planned; one is screened only where it could lead, after the calibration runs.
+    assert all(r.prediction is not None for r in rows if r.method == "none")
     predicted = [r for r in rows if r.prediction is not None]
     assert all(r.prediction["tokens_per_s"]["low"] <= r.prediction["tokens_per_s"]["value"]
                <= r.prediction["tokens_per_s"]["high"] for r in predicted)
@@ -210,7 +225,6 @@ def test_a_model_guided_study_predicts_every_trial_it_can_and_stops_on_its_own(o
     # accept little, so often nothing can beat the baselines and the study stops right there).
     after = rows[labels.index(calibration[-1].label) + 1:]
     assert all(r.prediction is not None for r in after)
-    assert all(r.prediction is not None for r in rows if r.method == "none" and r.trial_number > 0)
     with open_database(options.db_url) as database, database.session() as session:
         curves = performance.acceptance_profiles(session)
         assert sorted(c.proposer.split(":")[0] for c in curves) == ["draft", "mtp", "ngram"]
@@ -271,8 +285,9 @@ def test_a_failed_timing_stops_the_guided_study_instead_of_searching_blind(optio
 def test_an_enqueued_guided_trial_is_an_optuna_trial_with_its_parameters(options) -> None:
     tune(replace(options, sampler="model", n_trials=5, confirm=False))
     trials = optuna.load_study(study_name="tiny", storage=options.db_url).trials
-    assert [t.params for t in trials[:2]] == [{"batch_size": 1}, {"batch_size": 2}]
-    assert all("method" in t.params for t in trials[2:]) and len(trials) == 5
+    # The calibration runs first (no baseline is planned), each with its parameters.
+    assert all("method" in t.params for t in trials[:3])
+    assert all("batch_size" in t.params for t in trials) and len(trials) == 5
     with open_database(options.db_url) as database, database.session() as session:
         assert len(results.study_rows(session, results.find_study(session, "tiny").id)) == 5
 

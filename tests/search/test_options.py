@@ -58,7 +58,9 @@ def test_a_draft_with_another_vocabulary_is_refused(options, tmp_path, random_mo
 
 def test_fewer_trials_than_baselines_is_refused(options) -> None:
     with pytest.raises(ConfigurationError, match="below the 2 baseline trials"):
-        plan_study(replace(options, n_trials=1))
+        plan_study(replace(options, sampler="tpe", n_trials=1))
+    # The model-guided search plans no baseline (it screens one only where it could lead).
+    assert plan_study(replace(options, sampler="model", n_trials=1)).planned() == []
 
 
 def test_default_study_name_names_hardware_target_and_workload(options) -> None:

@@ -20,13 +20,18 @@ def test_only_tpe_lets_optuna_model_the_space() -> None:
         assert isinstance(SAMPLERS[name].optuna_sampler(0), optuna.samplers.RandomSampler)
 
 
-def test_the_grid_plans_every_point_and_the_others_the_baselines() -> None:
+def test_the_grid_plans_every_point_tpe_and_random_the_baselines_and_the_guide_nothing() -> None:
     space = SearchSpace.build(("ngram",), (), 2, (1, 2), False)
     grid = SAMPLERS["grid"].planned(space, seed=3)
     assert sorted(map(str, grid)) == sorted(map(str, space.candidates())) and grid[:2] == space.baselines()
     assert SAMPLERS["grid"].default_trials(space) == len(space.candidates())
-    for name in ("model", "tpe", "random"):
+    for name in ("tpe", "random"):
         assert SAMPLERS[name].planned(space, seed=3) == space.baselines()
+    # The guide screens a baseline only where it could lead (guide.py, step 1); with nothing to search
+    # but the baselines, it plans them.
+    assert SAMPLERS["model"].planned(space, seed=3) == []
+    assert SAMPLERS["model"].planned(SearchSpace.build((), (), 2, (1, 2), False), seed=3) == space.baselines()
+    for name in ("model", "tpe", "random"):
         assert SAMPLERS[name].default_trials(space) == DEFAULT_N_TRIALS
 
 
