@@ -77,7 +77,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -192,6 +192,13 @@ class EngineWorker:
         reply = self._in_child("protocol", [asdict(c) for c in configs], workload_to_data(workload), batch_size,
                                temperature, seed, options.to_dict(), notice=notice)
         return ProtocolResult.from_dict(reply["result"])
+
+    def keep(self, configs: Iterable[EngineConfig]) -> None:
+        """Tell a child whose engine manages its engines which configurations come next, so that it
+        shuts others down first when it must make room (the vLLM runner's ``keep``). Without such a
+        child nothing is loaded that a hint could spare: nothing is sent."""
+        if self.alive and self.shares_child:
+            self._loaded(self._call("keep", [asdict(c) for c in configs]))
 
     def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int],
                    **options: int) -> list[dict[str, Any]]:
@@ -418,6 +425,10 @@ def _handle(engine: Any, message: tuple, notice: Callable[[str], None]) -> dict[
     operation, *args = message
     if operation == "load":
         engine.load(EngineConfig(**args[0]))
+        return {"loads": engine.loads}
+    if operation == "keep":
+        if hasattr(engine, "keep"):
+            engine.keep([EngineConfig(**c) for c in args[0]])
         return {"loads": engine.loads}
     if operation == "measure":
         data, batch_size, temperature, seed = args

@@ -34,7 +34,10 @@ study ends by confirming, at each batch size:
   (:mod:`autotune.engines.protocol`): a finalist is dropped as soon as its paired interval to the
   leader falls below 1. The study's worker runs every batch size: an engine that manages its
   engines (vLLM, TensorRT-LLM) keeps the ones screening built, so a configuration is not built again
-  per batch size; the embedded engine gets a fresh process per batch size
+  per batch size, and before each batch size it is told what this and the later batch sizes run
+  (:meth:`EngineWorker.keep`): making room, it shuts down what no batch size left needs first, not
+  the least recently used (vLLM's CPU runner keeps 6; a guided study's confirmation had rebuilt
+  engines it closed a batch size earlier). The embedded engine gets a fresh process per batch size
   (:mod:`autotune.engines.worker`). ``ConfirmedBatch.loads`` counts the builds a batch size cost.
 * **Retries**: a batch size whose worker fails (crash, hang, out of memory) is measured again, up
   to ``attempts`` times in all: without its baseline no speedup there can be given.
@@ -65,7 +68,7 @@ from autotune.perfmodel.model import Prediction
 from autotune.search.budget import TRANSIENT_FAILURES
 from autotune.search.deadline import Deadline
 from autotune.search.guide import GUIDE_Z
-from autotune.search.space import Candidate
+from autotune.search.space import BASELINE_METHOD, Candidate
 from autotune.store.results import TrialRow
 
 # Relative noise of one screening pass on our machines (docs/benchmarks.md: 10-23 % between runs).
@@ -167,9 +170,12 @@ def confirm(
     batch size, ``notice`` one per round the protocol discards, as it happens."""
     deadline = deadline or Deadline.start(None)
 
-    def run(batch_size: int) -> ConfirmedBatch:
+    def run(batch_size: int, later: Sequence[int] = ()) -> ConfirmedBatch:
         candidates = finalists_by_batch[batch_size]
         loads_before = worker.loads
+        # An engine that keeps several spares what this and the later batch sizes run (module doc).
+        worker.keep([EngineConfig(BASELINE_METHOD)] + [engine_config(c) for b in (batch_size, *later)
+                                                       for c in finalists_by_batch[b]])
         for attempt in range(1, attempts + 1):
             if deadline.passed():
                 return ConfirmedBatch(batch_size, candidates, None, out_of_time=True)
@@ -189,7 +195,8 @@ def confirm(
                     break  # it would fail the same way again
         return ConfirmedBatch(batch_size, candidates, None, reason, loads=worker.loads - loads_before)
 
-    batches = {b: run(b) for b in sorted(finalists_by_batch)}
+    order = sorted(finalists_by_batch)
+    batches = {b: run(b, order[i + 1:]) for i, b in enumerate(order)}
     for batch_size in _suspects(batches):
         earlier = batches[batch_size].loads
         again = run(batch_size)

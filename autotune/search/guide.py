@@ -80,11 +80,13 @@ TIE_MARGIN = 0.05
 
 @dataclass(frozen=True)
 class Pick:
-    """The guide's next point and why."""
+    """The guide's next point and why; ``wanted``: the points still open and each batch size's
+    leader, whose engines a worker that keeps several should spare (:meth:`EngineWorker.keep`)."""
 
     candidate: Candidate
     reason: str
     prediction: Prediction | None = None
+    wanted: tuple[Candidate, ...] = ()
 
 
 def calibration_runs(space: SearchSpace, model: PerformanceModel | None, feasible: Any) -> list[Candidate]:
@@ -132,10 +134,15 @@ def shrunk_pass(measured: float, predicted: float | None, sigma_predicted: float
 def incumbents(rows: Iterable[Any], slo: Any, model: PerformanceModel | None = None) -> dict[int, Incumbent]:
     """Best shrunk tokens/s per batch size among complete screening rows that meet the SLOs
     (:func:`shrunk_passes`)."""
-    best: dict[int, Incumbent] = {}
+    return {size: shrunk for size, (_row, shrunk) in leading_passes(rows, slo, model).items()}
+
+
+def leading_passes(rows: Iterable[Any], slo: Any, model: PerformanceModel | None = None) -> dict[int, tuple[Any, Incumbent]]:
+    """Per batch size, the row of the best shrunk pass and that pass (:func:`incumbents`)."""
+    best: dict[int, tuple[Any, Incumbent]] = {}
     for row, shrunk in shrunk_passes(rows, slo, model):
-        if row.batch_size not in best or shrunk.tokens_per_s > best[row.batch_size].tokens_per_s:
-            best[row.batch_size] = shrunk
+        if row.batch_size not in best or shrunk.tokens_per_s > best[row.batch_size][1].tokens_per_s:
+            best[row.batch_size] = (row, shrunk)
     return best
 
 
@@ -261,12 +268,15 @@ def next_pick(
     same = [entry for entry in leaders.values() if last is not None and _same_config(entry.candidate, last)]
     pick = max(same or scored, key=lambda entry: entry.gain)
     prediction = pick.prediction
-    best = incumbents(rows, slo, model).get(pick.candidate.batch_size)
+    leading = leading_passes(rows, slo, model)
+    best = leading[pick.candidate.batch_size][1] if pick.candidate.batch_size in leading else None
     why = "not predictable yet" if prediction is None else (
         f"predicted {prediction.tokens_per_s:.0f} tok/s [{prediction.low:.0f}, {prediction.high:.0f}] could beat "
         f"{best.tokens_per_s if best else 0:.0f}"
         + (f" (beyond --max-depth {space.max_depth})" if pick.candidate.depth > space.max_depth else ""))
-    return Pick(pick.candidate, why, prediction)
+    wanted = [entry.candidate for entry in scored] + [
+        Candidate(row.method, row.depth, row.batch_size, row.draft) for row, _shrunk in leading.values()]
+    return Pick(pick.candidate, why, prediction, tuple(wanted))
 
 
 def edge_steps(space: SearchSpace, rows: Sequence[Any], slo: Any, model: PerformanceModel | None) -> list[Candidate]:

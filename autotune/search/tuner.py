@@ -218,7 +218,11 @@ class Tuner:
             rows = screening.undisturbed(results.study_rows(session, self.study_id))
         self.pick = guide.next_pick(self.plan.space, self.modeling.model(rows), rows, taken, self._feasible,
                                     self.plan.objective.slo, self.last, explore_beyond=self.options.explore_beyond)
-        return None if self.pick is None else self.pick.candidate
+        if self.pick is None:
+            return None
+        # A worker that keeps several engines spares those of points still open and of the leaders.
+        self.worker.keep(dict.fromkeys(self._engine_config(c) for c in self.pick.wanted))
+        return self.pick.candidate
 
     def _feasible(self, candidate: Candidate) -> bool:
         return self.plan.infeasibility(candidate) is None

@@ -114,6 +114,30 @@ def test_an_engine_that_manages_its_engines_keeps_one_child_across_configuration
         assert (worker.starts, worker.loads) == (2, 2)
 
 
+class HintedEngine(KeepingEngine):
+    """Writes every keep() hint it gets to ``pid_file`` (one line of labels per hint)."""
+
+    def keep(self, configs) -> None:
+        with open(self.pid_file, "a") as hints:
+            hints.write(" ".join(config.label() for config in configs) + "\n")
+
+
+def test_keep_hints_reach_a_child_that_manages_its_engines_and_no_other(target_file, tmp_path) -> None:
+    hints = tmp_path / "hints"
+    spec = EngineSpec(f"{HintedEngine.__module__}:HintedEngine", {"target": target_file, "pid_file": str(hints)})
+    with EngineWorker(spec, 30) as worker:
+        worker.keep([EngineConfig("ngram", 2)])  # no child yet: nothing is loaded that a hint could spare
+        assert worker.starts == 0
+        worker.measure(EngineConfig("none"), WORKLOAD, 1)
+        worker.keep([EngineConfig("none"), EngineConfig("ngram", 2)])
+        assert hints.read_text() == "none ngram@2\n" and (worker.starts, worker.loads) == (1, 1)
+    plain = EngineSpec(f"{FaultyEngine.__module__}:FaultyEngine", {"target": target_file})
+    with EngineWorker(plain, 30) as worker:
+        worker.measure(EngineConfig("none"), WORKLOAD, 1)
+        worker.keep([EngineConfig("none")])  # a fresh process per configuration: no hint to send
+        assert worker.starts == 1
+
+
 @pytest.mark.parametrize(
     ("fault", "kind", "reason"),
     [

@@ -129,6 +129,10 @@ class FlakyWorker:
         self.kinds = kinds
         self.calls = 0
         self.loads = 0  # EngineWorker's build counter: each run builds one engine here
+        self.hints: list[list[str]] = []  # what each keep() said would run next
+
+    def keep(self, configs) -> None:  # noqa: ANN001 - EngineWorker's
+        self.hints.append([config.label() for config in configs])
 
     def measure_repeatedly(self, configs, workload, batch_size, seed, options, notice):  # noqa: ANN001 - EngineWorker's
         self.calls += 1
@@ -157,6 +161,14 @@ def test_a_failed_batch_size_is_confirmed_again_within_the_attempts(kinds, attem
     assert batch.loads == calls  # the builds of every attempt count
 
 
+def test_each_batch_size_tells_the_worker_what_it_and_the_later_ones_run() -> None:
+    """An engine that keeps several shuts down what no batch size left needs first."""
+    worker = FlakyWorker([])
+    finalist = {1: [Candidate("ngram", 1, 1)], 2: [Candidate("ngram", 2, 2)], 4: [Candidate("mtp", 1, 4)]}
+    confirm(worker, finalist, lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions())
+    assert worker.hints == [["none", "ngram@1", "ngram@2", "mtp@1"], ["none", "ngram@2", "mtp@1"], ["none", "mtp@1"]]
+
+
 # -- the study's time budget -------------------------------------------------------------------------
 
 
@@ -168,6 +180,9 @@ class ClockedWorker:
         self.clock, self.seconds, self.fail_after = clock, seconds, fail_after
         self.budgets: list[float | None] = []
         self.loads = 0  # EngineWorker's build counter (nothing is built here)
+
+    def keep(self, configs) -> None:  # noqa: ANN001 - EngineWorker's
+        pass
 
     def measure_repeatedly(self, configs, workload, batch_size, seed, options, notice):  # noqa: ANN001 - EngineWorker's
         self.budgets.append(options.budget_s)

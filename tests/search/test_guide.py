@@ -191,6 +191,16 @@ def test_the_configuration_measured_last_goes_on_where_it_leads_its_batch_size()
     assert pick.candidate != Candidate("mtp", 1, 4) and pick.candidate.depth == 2  # the largest gain goes first
 
 
+def test_a_pick_names_the_open_points_and_the_leaders_whose_engines_a_worker_should_spare() -> None:
+    m = model(slow_mtp_at_4=False)
+    rows = [row(Candidate("mtp", 2, 1), m.predict("mtp", None, 2, 1).tokens_per_s)]
+    pick = guide.next_pick(SPACE, m, rows, taken(Candidate("mtp", 2, 1)), anything, Slo())
+    opened = {entry.candidate for entry in guide.assess(SPACE, m, rows, [c for c in SPACE.candidates()
+                                                                          if c != Candidate("mtp", 2, 1)], Slo())
+              if entry.is_open(guide.GUIDE_Z)}
+    assert set(pick.wanted) == opened | {Candidate("mtp", 2, 1)} and pick.candidate in opened
+
+
 def test_points_the_model_cannot_predict_stay_open_and_infeasible_ones_are_never_proposed() -> None:
     curves = {("mtp", None): AcceptanceCurve("mtp", (PositionCounts(10, 9, 10), PositionCounts(10, 8, 10)))}
     done = taken(Candidate("ngram", 2, 4))  # the n-gram calibration run is running elsewhere: no curve yet

@@ -16,8 +16,9 @@ times and its decode steps. Speculative-decoding counts come from the engine's p
 On a CPU every configuration loaded in this process keeps its engine (each is an engine-core
 process with its own KV cache, ``VLLM_CPU_KVCACHE_SPACE`` GiB), so the protocol's rounds alternate
 configurations without rebuilding them (a build takes ~15-25 s here), up to ``KEPT_CPU_ENGINES``
-(the least recently used is shut down beyond that: the worker keeps this process for a whole
-study). On a GPU two engines would each claim ``gpu_memory_utilization`` of the device, so the
+(beyond that one is shut down: the least recently used among those the caller does not say it will
+run next, :meth:`VllmRunner.keep`, else the least recently used; the worker keeps this process for a
+whole study). On a GPU two engines would each claim ``gpu_memory_utilization`` of the device, so the
 previous one is shut down first.
 
 **Step-cost timing** (:meth:`VllmRunner.time_steps`): each configuration is built with synthetic
@@ -59,6 +60,12 @@ VLLM_OUT_OF_MEMORY_MARKERS = (*OUT_OF_MEMORY_MARKERS, "less than desired")
 # confirmation alternates at most 4 finalists and the baseline, and one more spares a rebuild when
 # screening goes on with the configuration before.
 KEPT_CPU_ENGINES = 6
+
+
+def evictee(kept: Sequence[EngineConfig], wanted: frozenset[EngineConfig]) -> EngineConfig:
+    """The engine to shut down to make room: of ``kept`` (least recently used first), the first
+    not ``wanted`` next (:meth:`VllmRunner.keep`), else the first."""
+    return next((config for config in kept if config not in wanted), kept[0])
 
 
 @dataclass
@@ -109,6 +116,7 @@ class VllmRunner:
         self.config: EngineConfig | None = None
         self._kinds: dict[EngineConfig, str | None] = {}
         self._engines: dict[EngineConfig, _Loaded] = {}
+        self._wanted: frozenset[EngineConfig] = frozenset()  # what the caller will run next (keep())
         self._built_batch_size = 0
         self._on_cpu: bool | None = None
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", DEFAULT_CPU_KV_CACHE_GIB)
@@ -118,6 +126,12 @@ class VllmRunner:
         """True on a GPU (one engine at a time): the protocol then warms up only the configuration it
         measures first. False until the first build has found the platform."""
         return self._on_cpu is False
+
+    def keep(self, configs: Sequence[EngineConfig]) -> None:
+        """The configurations the caller will run next (the confirmation's finalists, the guide's open
+        points): an engine must be shut down to build another, one of these goes only when every
+        engine kept is one of them. Each call replaces the last."""
+        self._wanted = frozenset(configs)
 
     def load(self, config: EngineConfig) -> None:
         """Check ``config`` against the model folders; build its engine now when its size is known."""
@@ -203,7 +217,7 @@ class VllmRunner:
         if not self._on_cpu or max_batch_size != self._built_batch_size:
             self._shutdown_all()  # one engine at a time on a GPU; all engines share one batch limit
         while len(self._engines) >= KEPT_CPU_ENGINES:
-            self._shutdown(self._engines.pop(next(iter(self._engines))))  # the least recently used
+            self._shutdown(self._engines.pop(evictee(list(self._engines), self._wanted)))
         enforce_eager = self._on_cpu if self.enforce_eager is None else self.enforce_eager
         arguments = engine_arguments(config, self.target, max_batch_size, self._kinds.get(config),
                                      max_ngram=self.max_ngram, enforce_eager=enforce_eager, dtype=self.dtype)

@@ -12,6 +12,7 @@ from autotune.engines.base import EngineConfig
 from autotune.engines.registry import ENGINES, check_engine, create_engine, engine_adapter, engine_spec
 from autotune.engines.vllm import VllmNotInstalledError, require_vllm
 from autotune.engines.vllm.engine import RUNNER_FACTORY, VllmEngine, runner_spec
+from autotune.engines.vllm.runner import evictee
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError, EngineError, UnsupportedConfigError
 from autotune.models.folder import read_model
@@ -163,3 +164,11 @@ def test_close_without_a_worker_is_fine(engine) -> None:
     engine.close()
     engine.close()
     assert engine.worker_starts == 0
+
+
+def test_room_is_made_by_shutting_down_what_is_not_wanted_next() -> None:
+    """The runner's engines, least recently used first: the first not wanted goes, else the first."""
+    kept = [EngineConfig("none"), EngineConfig("ngram", 2), EngineConfig("draft", 4)]
+    assert evictee(kept, frozenset()) == EngineConfig("none")
+    assert evictee(kept, frozenset({EngineConfig("none"), EngineConfig("draft", 4)})) == EngineConfig("ngram", 2)
+    assert evictee(kept, frozenset(kept)) == EngineConfig("none")
