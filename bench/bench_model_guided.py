@@ -248,14 +248,15 @@ def main() -> None:
     pooled = {name: [x for f in guided_figures for x in f["prediction_abs_errors"][name]]
               for name in ("vs_reference_confirmation", "vs_own_confirmation", "vs_screening_pass")}
     print()
-    print(f"model-guided, {len(guided)} seeds: at most {max(f['configurations'] for f in guided_figures)} "
-          f"configurations measured (criterion <= {MAX_CONFIGURATIONS}; the grid's {grid.configurations})")
-    print(f"tied with the grid's answer: {sum(f['tied'] for f in guided_figures)} of {len(guided_figures)}")
+    if guided_figures:
+        print(f"model-guided, {len(guided)} seeds: at most {max(f['configurations'] for f in guided_figures)} "
+              f"configurations measured (criterion <= {MAX_CONFIGURATIONS}; the grid's {grid.configurations})")
+        print(f"tied with the grid's answer: {sum(f['tied'] for f in guided_figures)} of {len(guided_figures)}")
     print("pooled median |predicted / confirmed - 1|: "
           f"{median_text(pooled['vs_reference_confirmation'])} against the reference's confirmation, "
           f"{median_text(pooled['vs_own_confirmation'])} against the run's own (criterion <= {PREDICTION_ERROR:.0%}); "
           f"against screening passes {median_text(pooled['vs_screening_pass'])}")
-    if runs:
+    if runs and guided_figures:
         tpe_builds = statistics.fmean(f["model_loads"] for f in figures if f["run"].startswith("tpe"))
         guided_builds = statistics.fmean(f["model_loads"] for f in guided_figures)
         print(f"loads (builds): guided {guided_builds:.1f} against TPE's {tpe_builds:.1f} = "
