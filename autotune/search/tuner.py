@@ -71,7 +71,7 @@ from autotune.search.modeling import StudyModeling
 from autotune.search.options import TuneOptions
 from autotune.search.plan import StudyPlan, plan_study
 from autotune.search.outcome import StudyAnalysis, TuneProgress, TuneResult
-from autotune.search.space import Candidate, SearchSpace
+from autotune.search.space import BASELINE_METHOD, Candidate, SearchSpace
 from autotune.search.study import open_study, optuna_storage, storage_errors
 from autotune.store import Database, open_database, results
 from autotune.store.locks import named_lock
@@ -220,8 +220,10 @@ class Tuner:
                                     self.plan.objective.slo, self.last, explore_beyond=self.options.explore_beyond)
         if self.pick is None:
             return None
-        # A worker that keeps several engines spares those of points still open and of the leaders.
-        self.worker.keep(dict.fromkeys(self._engine_config(c) for c in self.pick.wanted))
+        # A worker that keeps several engines spares those of points still open and of the leaders,
+        # and the baseline's, which every batch size's confirmation runs.
+        self.worker.keep(dict.fromkeys([EngineConfig(BASELINE_METHOD)]
+                                       + [self._engine_config(c) for c in self.pick.wanted]))
         return self.pick.candidate
 
     def _feasible(self, candidate: Candidate) -> bool:
