@@ -57,7 +57,8 @@ def test_tune_is_model_guided_by_default_on_synthetic_acceptance_timings(vllm_py
     runs the model-guided search. Step costs are timed first with every draft accepted (none and
     draft@1 at batch sizes 1 and 2: two builds, refused if vLLM's counters show a rejection) and
     stored as the study's cost profile; then every trial after the draft's first (its acceptance
-    calibration) carries a prediction, and the study completes and stores a profile. No
+    calibration, the first trial: no baseline pass is planned) carries a prediction, and the study
+    completes and stores a profile. No
     confirmation: the protocol's rounds on vLLM are checked by the measure test above."""
     db_path = tmp_path / "vllm.db"
     db = f"sqlite:///{db_path}"
@@ -78,7 +79,8 @@ def test_tune_is_model_guided_by_default_on_synthetic_acceptance_timings(vllm_py
     assert len(profiles) == 1 and profiles[0]["model"] == "autotune-byte-target"
     trials = json.loads(run_vllm_cli(vllm_python, "trials", profiles[0]["study"], "--db", db, "--json").stdout)
     complete = [t for t in trials if t["state"] == "complete"]
-    assert {t["batch_size"] for t in complete if t["method"] == "none"} == {1, 2}
+    # No baseline is planned: one is screened only where its prediction could lead (guide.py, step 1).
+    assert all(t["prediction"] for t in complete if t["method"] == "none")
     drafted = [t for t in complete if t["method"] == "draft"]
     assert drafted and all(t["drafted_tokens"] > 0 and t["acceptance_rate"] > 0 for t in drafted)
     for trial in drafted:  # counted by vLLM, and what our engine accepts on the same prompts (both greedy)
