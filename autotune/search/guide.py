@@ -137,7 +137,8 @@ def incumbents(rows: Iterable[Any], slo: Any, model: PerformanceModel | None = N
     return {size: shrunk for size, (_row, shrunk) in leading_passes(rows, slo, model).items()}
 
 
-def leading_passes(rows: Iterable[Any], slo: Any, model: PerformanceModel | None = None) -> dict[int, tuple[Any, Incumbent]]:
+def leading_passes(rows: Iterable[Any], slo: Any,
+                   model: PerformanceModel | None = None) -> dict[int, tuple[Any, Incumbent]]:
     """Per batch size, the row of the best shrunk pass and that pass (:func:`incumbents`)."""
     best: dict[int, tuple[Any, Incumbent]] = {}
     for row, shrunk in shrunk_passes(rows, slo, model):
