@@ -28,6 +28,7 @@ from autotune.perfmodel.cost import CostPoint, CostProfile
 from autotune.perfmodel.model import PerformanceModel, config_key
 from autotune.search import guide
 from autotune.search.beyond import extended_model
+from autotune.search.modeling import prompt_tokens
 from autotune.search.objective import Slo
 from autotune.search.space import BASELINE_METHOD, BEYOND_DEPTHS, Candidate, SearchSpace
 from autotune.store import open_database, performance, results
@@ -101,12 +102,12 @@ def build_model(cost: CostProfile, measured: list[Any], prompts: list[int], leng
     """The study's model as of ``measured``: curves pooled from the measured speculative points only."""
     curves: dict[Any, AcceptanceCurve] = {}
     for row in measured:
-        if row.method == BASELINE_METHOD or row.depth > 99:
+        if row.method == BASELINE_METHOD:
             continue
         key = config_key(row.method, row.draft)
         counts = row_counts(row)
         if counts and counts[0].steps:
-            curve = curves.get(key) or AcceptanceCurve.empty(proposer_key(row.method, row.draft or "x"))
+            curve = curves.get(key) or AcceptanceCurve.empty(proposer_key(row.method, row.draft))
             curves[key] = curve.pooled(counts, row.measurement_id)
     model = PerformanceModel(cost, curves, prompts, lengths)
     model.calibrate((r.method, r.draft, r.depth, r.batch_size, r.tokens_per_s) for r in measured)
@@ -119,8 +120,7 @@ def main() -> None:
     workload = load_workload(args.workload)
     if args.requests:
         workload = workload.head(args.requests)
-    prompts = [len(request.prompt.encode("utf-8")) + 1 for request in workload.requests]  # BOS + bytes, as a study
-    picks = replay(space, grid, cost, prompts, args.explore_beyond)
+    picks = replay(space, grid, cost, prompt_tokens(workload), args.explore_beyond)
     for i, (candidate, value, predicted, reason) in enumerate(picks, 1):
         error = f"{predicted / value - 1:+.1%}" if predicted else "-"
         print(f"{i:3} {candidate.label:22} {value:8.1f} tok/s  predicted {predicted or math.nan:8.1f} ({error})  {reason}")

@@ -35,6 +35,7 @@ from autotune.search.space import BASELINE_METHOD, Candidate
 from autotune.store import Database, performance
 from autotune.store.models import StudyRecord
 from autotune.store.results import TrialRow
+from autotune.workload import Workload
 
 # Three rounds of three steps: the cost profile's median and slow-round cut need three rounds
 # (perfmodel/cost.py); a round also pays a prefill worth ~3-9 steps, so 3 x (O + 3) costs about
@@ -52,6 +53,12 @@ def timed_depths(max_depth: int) -> list[int]:
     return depths + [max_depth]
 
 
+def prompt_tokens(workload: Workload) -> list[int]:
+    """Each request's prompt length in the model's tokens, as the performance model replays it: BOS
+    and one token per UTF-8 byte (the built-in byte tokenizer)."""
+    return [len(request.prompt.encode("utf-8")) + 1 for request in workload.requests]
+
+
 class StudyModeling:
     """The performance model of one study (see the module doc)."""
 
@@ -63,7 +70,7 @@ class StudyModeling:
         with database.session() as session:
             study = session.get(StudyRecord, study_id)
             self.hardware_id, self.target_id = study.hardware_id, study.target_model_id
-        self.prompts = [len(request.prompt.encode("utf-8")) + 1 for request in plan.workload.requests]  # BOS + bytes
+        self.prompts = prompt_tokens(plan.workload)
 
     # -- cost ---------------------------------------------------------------------------------------
 
