@@ -57,8 +57,10 @@ def load(db_url: str, name: str) -> tuple[SearchSpace, list[Any], CostProfile]:
         space = SearchSpace(tuple(stored["methods"]), tuple(d["label"] for d in stored["drafts"]), stored["max_depth"],
                             tuple(stored["batch_sizes"]))
         rows = [r for r in results.study_rows(session, study.id) if r.phase == "screening" and r.complete]
-        profile = performance.cost_profiles(session, target_model_id=record.target_model_id)[0]
-        cost = CostProfile([CostPoint.from_dict(p) for p in profile.points], profile.source)
+        profiles = performance.cost_profiles(session, target_model_id=record.target_model_id)
+        if not profiles:
+            raise SystemExit(f"study {name!r} has no timed step costs to replay with (a grid run with --sampler grid times them)")
+        cost = CostProfile([CostPoint.from_dict(p) for p in profiles[0].points], profiles[0].source)
     return space, rows, cost
 
 
