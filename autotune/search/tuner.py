@@ -246,7 +246,7 @@ class Tuner:
             self._report(label, None)
             prediction = self._prediction(candidate)
             loads_before = self.worker.loads
-            outcome = self._outcome(candidate)
+            outcome = self._outcome(candidate, screening.surprise_floor(prediction))
             extra = {"model_loads": self.worker.loads - loads_before, "optuna_trial_id": trial._trial_id, **retry,
                      **outcome.extra}
             if outcome.failure_kind is not None:
@@ -268,7 +268,9 @@ class Tuner:
         predicted = (prediction or {}).get("tokens_per_s", {}).get("value")
         self._report(label, outcome.state, outcome.reason, analysis.best_label, figure, predicted)
 
-    def _outcome(self, candidate: Candidate) -> TrialOutcome:
+    def _outcome(self, candidate: Candidate, floor: float | None = None) -> TrialOutcome:
+        """Screen ``candidate`` once (:func:`screening.screen`; a quiet pass below ``floor`` tokens/s is
+        measured again)."""
         reason = self.plan.infeasibility(candidate)
         if reason is not None:
             return TrialOutcome("infeasible", reason)
@@ -278,6 +280,7 @@ class Tuner:
                 lambda: self.worker.measure_pass(config, self.plan.workload, candidate.batch_size,
                                                  seed=self.options.seed or 0),
                 lambda text: self._say(f"{candidate.label}: {text}", kind="note"), self.deadline.in_time,
+                floor=floor,
             )
         except WorkerFailure as failure:
             return TrialOutcome("failed", failure.reason, failure_kind=failure.kind)

@@ -8,7 +8,11 @@ from types import SimpleNamespace
 
 from autotune.engines.noise import BackgroundLoad
 from autotune.engines.protocol import Pass
-from autotune.search.screening import MAX_DISTURBED_RERUNS, screen, undisturbed
+import math
+
+import pytest
+
+from autotune.search.screening import MAX_DISTURBED_RERUNS, SURPRISE_Z, screen, surprise_floor, undisturbed
 
 QUIET = BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.1, cpu_count=2)
 BUSY = BackgroundLoad(other_cpu_cores=1.8, steal_fraction=0.0, load_avg_1m=5.8, cpu_count=2)
@@ -66,3 +70,42 @@ def test_marked_rows_never_guide_the_search() -> None:
     rows = [SimpleNamespace(label="none b1", extra={}), SimpleNamespace(label="mtp@2 b1", extra={"disturbed_reruns": 1}),
             SimpleNamespace(label="draft@8 b1", extra={"disturbed": "other processes use 1.80 of 2 cores"})]
     assert [row.label for row in undisturbed(rows)] == ["none b1", "mtp@2 b1"]
+
+
+def test_a_quiet_pass_far_below_its_prediction_is_measured_once_more_and_the_faster_kept() -> None:
+    measure, said = passes((917.0, QUIET), (1380.0, QUIET), (1400.0, QUIET)), []
+    kept = screen(measure, said.append, floor=1100.0)
+    assert (measure.calls, kept.measurement.tokens_per_s) == (2, 1380.0)
+    assert kept.extra() == {"surprise_rerun": 917.0}  # the slower figure, for the trials table
+    assert said == ["917 tok/s is far below the prediction (under 1100): re-measuring once"]
+
+
+def test_a_surprising_pass_measured_slow_again_keeps_the_faster_of_the_two() -> None:
+    measure = passes((917.0, QUIET), (890.0, QUIET))
+    kept = screen(measure, floor=1100.0)
+    assert (measure.calls, kept.measurement.tokens_per_s, kept.extra()) == (2, 917.0, {"surprise_rerun": 917.0})
+
+
+def test_a_disturbed_second_pass_never_replaces_a_quiet_surprising_one() -> None:
+    kept = screen(passes((917.0, QUIET), (1500.0, BUSY)), floor=1100.0)
+    assert (kept.measurement.tokens_per_s, kept.disturbed) == (917.0, False)
+
+
+@pytest.mark.parametrize("floor", [None, 900.0])
+def test_a_pass_at_or_above_its_floor_or_without_a_prediction_is_measured_once(floor: float | None) -> None:
+    measure = passes((917.0, QUIET), (1380.0, QUIET))
+    assert (screen(measure, floor=floor).extra(), measure.calls) == ({}, 1)
+
+
+def test_no_surprise_rerun_once_the_time_budget_is_spent_nor_for_a_pass_that_stayed_disturbed() -> None:
+    measure = passes((917.0, QUIET), (1380.0, QUIET))
+    assert (screen(measure, in_time=lambda: False, floor=1100.0).extra(), measure.calls) == ({}, 1)
+    busy = passes((30.0, BUSY), (40.0, BUSY), (50.0, BUSY), (1380.0, QUIET))
+    kept = screen(busy, floor=1100.0)
+    assert (busy.calls, kept.measurement.tokens_per_s, "surprise_rerun" in kept.extra()) == (3, 50.0, False)
+
+
+def test_the_floor_lies_surprise_z_sigmas_below_the_stored_prediction() -> None:
+    prediction = {"tokens_per_s": {"value": 1451.0, "low": 1000.0, "high": 2000.0}, "sigma": 0.1}
+    assert surprise_floor(prediction) == pytest.approx(1451.0 * math.exp(-SURPRISE_Z * 0.1))
+    assert surprise_floor(None) is None and surprise_floor({}) is None
