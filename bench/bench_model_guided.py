@@ -98,6 +98,11 @@ class Run:
         """Distinct configurations the screening measured (a re-run pass counts once)."""
         return len({key(row) for row in self.screening})
 
+    @property
+    def reruns(self) -> int:
+        """Screening passes measured again: disturbed, or far below their prediction (search/screening.py)."""
+        return sum(int(row.extra.get("disturbed_reruns", 0)) + ("surprise_rerun" in row.extra) for row in self.screening)
+
     def confirmed_means(self) -> dict[tuple, float]:
         """Tokens/s of every configuration the latest confirmation run measured."""
         return {key(row): row.tokens_per_s for row in decision.deciding_rows(self.result.rows)
@@ -218,7 +223,7 @@ def main() -> None:
 
     figures = []
     print()
-    print(f"{'run':14} {'trials':>6} {'configs':>7} {'loads':>5} {'time s':>6} {'load avg':>9}  {'recommendation':16} "
+    print(f"{'run':14} {'trials':>6} {'configs':>7} {'reruns':>6} {'loads':>5} {'time s':>6} {'load avg':>9}  {'recommendation':16} "
           f"{'tokens/s [95%]':26}  tied with the grid's answer")
     for run in [grid] + runs + guided:
         row = run.result.profile.row
@@ -229,11 +234,12 @@ def main() -> None:
                   "vs_own_confirmation": run.prediction_errors(run.confirmed_means()),
                   "vs_screening_pass": run.prediction_errors()}
         figures.append({"run": run.name, "trials": run.trials, "configurations": run.configurations,
+                        "screening_reruns": run.reruns,
                         "model_loads": run.result.analysis.model_loads, "seconds": run.seconds,
                         "load_average": run.load, "recommendation": run.choice.label,
                         "tokens_per_s": estimate.to_dict(), "tied": tied, "tie_check": how,
                         "prediction_abs_errors": errors})
-        print(f"{run.name:14} {run.trials:>6} {run.configurations:>7} {run.result.analysis.model_loads:>5} "
+        print(f"{run.name:14} {run.trials:>6} {run.configurations:>7} {run.reruns:>6} {run.result.analysis.model_loads:>5} "
               f"{run.seconds:>6.0f} {run.load[0]:>4.1f}/{run.load[1]:<4.1f}  {run.choice.label:16} {interval:26}  "
               f"{'yes' if tied else 'NO'}: {how}")
 
