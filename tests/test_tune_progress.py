@@ -50,3 +50,12 @@ def test_the_trials_table_says_which_screening_pass_stayed_disturbed() -> None:
     assert trial_notes(row) == ("screened while the machine was busy (other processes use 1.80 of 2 cores; 3 passes): "
                                 "not used to guide the search")
     assert trial_notes(SimpleNamespace(reason=None, extra={"disturbed_reruns": 1})) is None  # the re-run was quiet
+
+
+def test_the_trials_table_says_which_screening_pass_was_measured_again_for_its_surprise() -> None:
+    from types import SimpleNamespace
+
+    from autotune.render import trial_notes
+
+    row = SimpleNamespace(reason=None, extra={"surprise_rerun": 917.4})
+    assert trial_notes(row) == "screened twice: the first pass (917 tok/s) lay far below its prediction; the faster kept"
