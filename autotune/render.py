@@ -330,8 +330,8 @@ def trial_speedup(row) -> str:  # noqa: ANN001 - a TrialFigures row (a TrialRow)
 
 def trial_notes(row) -> str | None:  # noqa: ANN001 - a TrialFigures row
     """Why a row failed, a screening pass the machine's load disturbed however often it was
-    measured again or one measured again for lying far below its prediction, and what the confirmation protocol said about it (raced out, noisy, capped,
-    implausible batch size)."""
+    measured again, one measured again for lying far below its prediction, and what the
+    confirmation protocol said about it (raced out, noisy, capped, implausible batch size)."""
     extra = row.extra or {}
     notes = [row.reason] if row.reason else []
     if extra.get("disturbed"):

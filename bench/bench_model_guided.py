@@ -48,6 +48,7 @@ from autotune.hardware import probe_hardware
 from autotune.perfmodel.acceptance import AcceptanceCurve, row_counts
 from autotune.search import TuneOptions, TuneProgress, tune
 from autotune.search.plan import plan_study
+from autotune.search.screening import RERUNS_ATTR, SURPRISE_ATTR
 from autotune.search.space import Candidate
 from autotune.workload import load_workload
 
@@ -101,7 +102,8 @@ class Run:
     @property
     def reruns(self) -> int:
         """Screening passes measured again: disturbed, or far below their prediction (search/screening.py)."""
-        return sum(int(row.extra.get("disturbed_reruns", 0)) + ("surprise_rerun" in row.extra) for row in self.screening)
+        return sum(int(row.extra.get(RERUNS_ATTR, 0)) + (SURPRISE_ATTR in row.extra)
+                   for row in self.screening)
 
     def confirmed_means(self) -> dict[tuple, float]:
         """Tokens/s of every configuration the latest confirmation run measured."""

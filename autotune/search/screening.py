@@ -17,10 +17,10 @@ in the worker around the pass):
 
 ``extra["disturbed_reruns"]`` counts the passes measured again.
 
-A quiet pass far *below* its own prediction (``SURPRISE_Z`` of the prediction's predict-then-measure-once
-sigma, :func:`surprise_floor`) is measured once more and the faster of the two kept, as for a
-disturbed pass (``extra["surprise_rerun"]`` holds the slower figure). Why: on a noisy machine state single passes of one
-configuration differed by up to 35 % with no other process running (docs/benchmarks.md, third
+A quiet pass far *below* its own prediction (``SURPRISE_Z`` of the prediction's "predict, then
+measure once" sigma, :func:`surprise_floor`) is measured once more and the faster of the two kept,
+as for a disturbed pass (``extra["surprise_rerun"]`` holds the slower figure). Why: on a noisy
+machine state single passes of one configuration differed by up to 35 % with no other process running (docs/benchmarks.md, third
 round), which the disturbance check cannot see. Such a pass does not only misplace its own point: it
 enters the model's leave-one-out residuals, the model's sigma grows, and the whole flat band of draft
 depths stays open at every batch size (seed 5 of that round screened draft@8 b4 at 917 tok/s against
@@ -31,7 +31,6 @@ again about once in 44; a pass the model cannot predict (a calibration run) is n
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -97,14 +96,14 @@ def screen(
         say(f"{passes[-1].load.describe()}: re-measuring ({len(passes)} of {max_reruns})")
         passes.append(measure())
     kept = passes[-1] if not passes[-1].load.disturbed else max(passes, key=lambda one: one.measurement.tokens_per_s)
-    reruns, slow = len(passes) - 1, kept.measurement.tokens_per_s  # reruns: disturbed passes only
-    if floor is not None and not kept.load.disturbed and slow < floor and in_time():
-        say(f"{slow:.0f} tok/s is far below the prediction (under {floor:.0f}): re-measuring once")
+    surprise = None
+    if floor is not None and not kept.load.disturbed and kept.measurement.tokens_per_s < floor and in_time():
+        surprise = kept.measurement.tokens_per_s
+        say(f"{surprise:.0f} tok/s is far below the prediction (under {floor:.0f}): re-measuring once")
         again = measure()
-        if not again.load.disturbed and again.measurement.tokens_per_s > slow:
+        if not again.load.disturbed and again.measurement.tokens_per_s > surprise:
             kept = again
-        return ScreenedPass(kept.measurement, kept.load, reruns, surprise=slow)
-    return ScreenedPass(kept.measurement, kept.load, reruns)
+    return ScreenedPass(kept.measurement, kept.load, len(passes) - 1, surprise)
 
 
 def undisturbed(rows: Iterable[Any]) -> list[Any]:

@@ -268,7 +268,7 @@ class Tuner:
         predicted = (prediction or {}).get("tokens_per_s", {}).get("value")
         self._report(label, outcome.state, outcome.reason, analysis.best_label, figure, predicted)
 
-    def _outcome(self, candidate: Candidate, floor: float | None = None) -> TrialOutcome:
+    def _outcome(self, candidate: Candidate, floor: float | None) -> TrialOutcome:
         """Screen ``candidate`` once (:func:`screening.screen`; a quiet pass below ``floor`` tokens/s is
         measured again)."""
         reason = self.plan.infeasibility(candidate)

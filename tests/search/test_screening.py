@@ -4,14 +4,13 @@ kept away from the model-guided search. The background load is whatever the test
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from autotune.engines.noise import BackgroundLoad
-from autotune.engines.protocol import Pass
 import math
+from types import SimpleNamespace
 
 import pytest
 
+from autotune.engines.noise import BackgroundLoad
+from autotune.engines.protocol import Pass
 from autotune.search.screening import MAX_DISTURBED_RERUNS, SURPRISE_Z, screen, surprise_floor, undisturbed
 
 QUIET = BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.1, cpu_count=2)
