@@ -330,14 +330,17 @@ def trial_speedup(row) -> str:  # noqa: ANN001 - a TrialFigures row (a TrialRow)
 
 def trial_notes(row) -> str | None:  # noqa: ANN001 - a TrialFigures row
     """Why a row failed, a screening pass the machine's load disturbed however often it was
-    measured again, one measured again for lying far below its prediction, and what the
-    confirmation protocol said about it (raced out, noisy, capped, implausible batch size)."""
+    measured again, one measured again for lying far below its prediction (or whose repetition
+    failed), and what the confirmation protocol said about it (raced out, noisy, capped,
+    implausible batch size)."""
     extra = row.extra or {}
     notes = [row.reason] if row.reason else []
     if extra.get("disturbed"):
         notes.append(f"screened while the machine was busy ({extra['disturbed']}; "
                      f"{1 + int(extra.get('disturbed_reruns', 0))} passes): not used to guide the search")
-    if extra.get("surprise_rerun") is not None:
+    if extra.get("rerun_failed"):
+        notes.append(f"measuring it again failed ({extra['rerun_failed']}): the pass before it stands")
+    elif extra.get("surprise_rerun") is not None:
         notes.append(f"screened twice: the first pass ({extra['surprise_rerun']:.0f} tok/s) lay far below "
                      "its prediction; the faster kept")
     if extra.get("dropped"):

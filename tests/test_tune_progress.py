@@ -59,3 +59,5 @@ def test_the_trials_table_says_which_screening_pass_was_measured_again_for_its_s
 
     row = SimpleNamespace(reason=None, extra={"surprise_rerun": 917.4})
     assert trial_notes(row) == "screened twice: the first pass (917 tok/s) lay far below its prediction; the faster kept"
+    failed = SimpleNamespace(reason=None, extra={"surprise_rerun": 917.4, "rerun_failed": "crash: worker exited with -9"})
+    assert trial_notes(failed) == "measuring it again failed (crash: worker exited with -9): the pass before it stands"

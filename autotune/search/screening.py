@@ -17,6 +17,11 @@ in the worker around the pass):
 
 ``extra["disturbed_reruns"]`` counts the passes measured again.
 
+A pass measured *again* that fails in the worker (a crash, a timeout, memory) does not fail the
+trial: the configuration has already run once, so what failed is the repetition, not the
+configuration. The passes so far stand, chosen by the same rules, and the row says why
+(``extra["rerun_failed"]``); the worker starts afresh for the next trial as after any failure.
+
 A quiet pass far *below* its own prediction (``SURPRISE_Z`` of the prediction's "predict, then
 measure once" sigma, :func:`surprise_floor`) is measured once more and the faster of the two kept,
 as for a disturbed pass (``extra["surprise_rerun"]`` holds the slower figure). Why: on a noisy
@@ -38,6 +43,7 @@ from typing import Any
 from autotune.engines.base import Measurement
 from autotune.engines.noise import BackgroundLoad
 from autotune.engines.protocol import Pass
+from autotune.engines.worker import WorkerFailure
 
 # One-sided: P(a pass lies this far below a well-calibrated prediction) = 1 - Phi(2) = 2.3 %.
 SURPRISE_Z = 2.0
@@ -48,6 +54,7 @@ SURPRISE_ATTR = "surprise_rerun"
 MAX_DISTURBED_RERUNS = 2
 DISTURBED_ATTR = "disturbed"
 RERUNS_ATTR = "disturbed_reruns"
+RERUN_FAILED_ATTR = "rerun_failed"
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class ScreenedPass:
     load: BackgroundLoad
     reruns: int = 0
     surprise: float | None = None  # the slower pass's tokens/s, when a surprising pass was measured again
+    rerun_failed: str | None = None  # why a pass measured again failed (the passes before it stand)
 
     @property
     def disturbed(self) -> bool:
@@ -70,6 +78,8 @@ class ScreenedPass:
             extra[DISTURBED_ATTR] = self.load.describe()
         if self.surprise is not None:
             extra[SURPRISE_ATTR] = self.surprise
+        if self.rerun_failed is not None:
+            extra[RERUN_FAILED_ATTR] = self.rerun_failed
         return extra
 
 
@@ -92,18 +102,32 @@ def screen(
     quiet below ``floor`` tokens/s (:func:`surprise_floor`; see the module doc); ``in_time()`` False
     stops the re-runs (the study's budget is spent)."""
     passes = [measure()]
+    failed: str | None = None
+
+    def again() -> Pass | None:
+        # A repetition that fails leaves the passes so far standing (module doc).
+        nonlocal failed
+        try:
+            return measure()
+        except WorkerFailure as failure:
+            failed = str(failure)
+            say(f"measuring again failed ({failed}): keeping the pass measured before")
+            return None
+
     while passes[-1].load.disturbed and len(passes) <= max_reruns and in_time():
         say(f"{passes[-1].load.describe()}: re-measuring ({len(passes)} of {max_reruns})")
-        passes.append(measure())
+        if (rerun := again()) is None:
+            break
+        passes.append(rerun)
     kept = passes[-1] if not passes[-1].load.disturbed else max(passes, key=lambda one: one.measurement.tokens_per_s)
     surprise = None
     if floor is not None and not kept.load.disturbed and kept.measurement.tokens_per_s < floor and in_time():
         surprise = kept.measurement.tokens_per_s
         say(f"{surprise:.0f} tok/s is far below the prediction (under {floor:.0f}): re-measuring once")
-        again = measure()
-        if not again.load.disturbed and again.measurement.tokens_per_s > surprise:
-            kept = again
-    return ScreenedPass(kept.measurement, kept.load, len(passes) - 1, surprise)
+        rerun = again()
+        if rerun is not None and not rerun.load.disturbed and rerun.measurement.tokens_per_s > surprise:
+            kept = rerun
+    return ScreenedPass(kept.measurement, kept.load, len(passes) - 1, surprise, failed)
 
 
 def undisturbed(rows: Iterable[Any]) -> list[Any]:

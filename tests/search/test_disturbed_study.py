@@ -4,6 +4,8 @@ nothing depends on how busy the machine running the tests is)."""
 
 from __future__ import annotations
 
+import os
+import signal
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -71,6 +73,32 @@ def test_a_quiet_pass_far_below_its_prediction_is_screened_twice_and_the_faster_
     assert row.tokens_per_s > 100 * slowed[0]  # the second pass was kept
     assert any(u.current.startswith("none b2: ") and "far below the prediction" in u.current
                for u in updates if u.kind == "note")
+
+
+def test_a_repetition_that_crashes_the_worker_leaves_the_first_pass_standing(options, monkeypatch) -> None:
+    """The study's first pass is made 1000x slow, and its worker is killed before the repetition:
+    the trial stays complete with the first pass, the row says why, and the next trial runs on a
+    fresh worker."""
+    measure_pass, calls = EngineWorker.measure_pass, []
+
+    def crash_on_repeat(self, config, workload, batch_size, temperature=None, seed=0):  # noqa: ANN001 - EngineWorker's
+        calls.append(batch_size)
+        if len(calls) == 2:  # the repetition of the first pass: its worker dies under it
+            os.kill(self._process.pid, signal.SIGKILL)
+        one = measure_pass(self, config, workload, batch_size, temperature, seed)
+        if len(calls) == 1:
+            return replace(one, measurement=replace(one.measurement, tokens_per_s=one.measurement.tokens_per_s / 1000),
+                           load=QUIET)
+        return replace(one, load=QUIET)
+
+    monkeypatch.setattr(EngineWorker, "measure_pass", crash_on_repeat)
+    tune(replace(options, methods=("none",), sampler="grid", n_trials=None, confirm=False))
+
+    rows = {row.batch_size: row for row in study_trials(options.db_url, "tiny")}
+    first, other = rows[calls[0]], rows[3 - calls[0]]
+    assert (first.state, other.state) == ("complete", "complete")
+    assert first.extra["rerun_failed"] and first.tokens_per_s == pytest.approx(first.extra["surprise_rerun"])
+    assert "rerun_failed" not in other.extra and other.tokens_per_s > 100 * first.tokens_per_s
 
 
 @pytest.fixture

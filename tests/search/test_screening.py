@@ -11,19 +11,24 @@ import pytest
 
 from autotune.engines.noise import BackgroundLoad
 from autotune.engines.protocol import Pass
+from autotune.engines.worker import WorkerFailure
 from autotune.search.screening import MAX_DISTURBED_RERUNS, SURPRISE_Z, screen, surprise_floor, undisturbed
 
 QUIET = BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.1, cpu_count=2)
 BUSY = BackgroundLoad(other_cpu_cores=1.8, steal_fraction=0.0, load_avg_1m=5.8, cpu_count=2)
 
 
-def passes(*plan: tuple[float, BackgroundLoad]):
-    """A measure() answering the planned (tokens/s, load) passes in turn; ``calls`` counts them."""
+def passes(*plan: tuple[float, BackgroundLoad] | Exception):
+    """A measure() answering the planned (tokens/s, load) passes in turn, raising a planned
+    exception; ``calls`` counts them."""
     answers = iter(plan)
 
     def measure() -> Pass:
         measure.calls += 1
-        tokens, load = next(answers)
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        tokens, load = answer
         return Pass(SimpleNamespace(tokens_per_s=tokens), load)
 
     measure.calls = 0
@@ -108,3 +113,22 @@ def test_the_floor_lies_surprise_z_sigmas_below_the_stored_prediction() -> None:
     prediction = {"tokens_per_s": {"value": 1451.0, "low": 1000.0, "high": 2000.0}, "sigma": 0.1}
     assert surprise_floor(prediction) == pytest.approx(1451.0 * math.exp(-SURPRISE_Z * 0.1))
     assert surprise_floor(None) is None and surprise_floor({}) is None
+
+
+def test_a_repetition_that_fails_in_the_worker_leaves_the_pass_before_it_standing() -> None:
+    # A disturbed pass whose re-run times out: the trial keeps its one (marked) pass instead of failing.
+    measure, said = passes((30.0, BUSY), WorkerFailure("timeout", "no answer in 600 s"), (210.0, QUIET)), []
+    kept = screen(measure, said.append)
+    assert (measure.calls, kept.measurement.tokens_per_s, kept.disturbed) == (2, 30.0, True)
+    assert kept.extra() == {"disturbed": "other processes use 1.80 of 2 cores",
+                            "rerun_failed": "timeout: no answer in 600 s"}
+    assert said[-1] == "measuring again failed (timeout: no answer in 600 s): keeping the pass measured before"
+    # A surprising quiet pass whose second pass crashes: the first stands, quiet, and still guides.
+    kept = screen(passes((917.0, QUIET), WorkerFailure("crash", "worker exited with -9")), floor=1100.0)
+    assert (kept.measurement.tokens_per_s, kept.disturbed) == (917.0, False)
+    assert kept.extra() == {"surprise_rerun": 917.0, "rerun_failed": "crash: worker exited with -9"}
+
+
+def test_a_first_pass_that_fails_still_fails_the_trial() -> None:
+    with pytest.raises(WorkerFailure):
+        screen(passes(WorkerFailure("crash", "worker exited with -9")))
