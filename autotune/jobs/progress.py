@@ -1,6 +1,8 @@
 """A running job's progress callback: what the tune reports goes into the job's row (phase, trials
-done of total, the best so far, an ETA, and the last lines of the log ``autotune tune`` prints on
-a pipe), and a cancellation asked for meanwhile stops the tune at that point.
+done of total, the best so far, when the trial under way started and how long this attempt's
+trials took on average, from which a reader computes the ETA (:mod:`.eta`), and the last lines of
+the log ``autotune tune`` prints on a pipe), and a cancellation asked for meanwhile stops the tune
+at that point.
 
 The tune calls back when a phase begins and when a trial starts or ends, so a cancel is seen at
 the next trial boundary: :class:`JobCancelled` raised from the callback makes the tuner stop its
@@ -17,6 +19,7 @@ from typing import Any
 from autotune.errors import AutotuneError
 from autotune.jobs import records
 from autotune.store import Database
+from autotune.store.models import utcnow
 from autotune.tune_progress import ProgressLines
 
 LOG_TAIL_LINES = 40
@@ -58,17 +61,20 @@ class JobProgress:
         self.tail = LogTail(echo)
         self.lines = ProgressLines(self.tail)
         self.state: dict[str, Any] = {"phase": "starting", "current": None, "trials_done": 0, "trials_total": None,
-                                      "best": None, "eta_s": None, "builds": None}
+                                      "best": None, "builds": None, "trial_started_at": None, "trial_mean_s": None}
 
     def __call__(self, event: Any) -> None:  # an autotune.search.TuneProgress
-        self.lines(event)
+        self.lines(event)  # first: it times the trial that just ended
         if event.kind == "phase":
             self.state["phase"] = event.current
         elif event.kind == "trial":
             self.state["phase"] = "screening"
+            self.state["trial_started_at"] = utcnow().isoformat() if event.finished is None else None
+        measured = self.lines.trial_seconds
         self.state.update(current=event.current, trials_done=event.trials_done, trials_total=event.trials_total,
-                          best=event.best or self.state["best"], eta_s=self.lines.eta_s(event),
-                          builds=event.builds if event.builds is not None else self.state["builds"])
+                          best=event.best or self.state["best"],
+                          builds=event.builds if event.builds is not None else self.state["builds"],
+                          trial_mean_s=sum(measured) / len(measured) if measured else None)
         # A note comes from within a measurement: only a phase or a trial's start or end is a boundary.
         if self.save() and event.kind != "note":
             raise JobCancelled(f"job {self.job_id} was cancelled")

@@ -18,6 +18,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from autotune.errors import NotFoundError
+from autotune.jobs.eta import NO_ETA, live_eta
 from autotune.store.models import JobRecord, utcnow
 
 QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = "queued", "running", "succeeded", "failed", "cancelled"
@@ -52,9 +53,12 @@ class Job:
                    row.profile_id, row.error, row.attempts, row.worker, row.cancel_requested, _utc(row.created_at),
                    _utc(row.started_at), _utc(row.heartbeat_at), _utc(row.finished_at))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, now: dt.datetime | None = None) -> dict[str, Any]:
+        """The job as the API shows it; a running job's ETA is computed as of ``now`` (default: the
+        current time), so that it moves between the tune's events (:mod:`autotune.jobs.eta`)."""
+        eta = live_eta(self.progress, now or utcnow()) if self.status == RUNNING else NO_ETA
         return {
-            "id": self.id, "status": self.status, "study": self.study, "progress": self.progress,
+            "id": self.id, "status": self.status, "study": self.study, "progress": {**self.progress, **eta},
             "log_tail": self.log_tail, "profile_id": self.profile_id, "error": self.error, "attempts": self.attempts,
             "worker": self.worker, "cancel_requested": self.cancel_requested,
             **{name: _iso(getattr(self, name)) for name in ("created_at", "started_at", "heartbeat_at", "finished_at")},
