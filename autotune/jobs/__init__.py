@@ -19,6 +19,7 @@ from typing import Any
 
 from autotune.errors import ConfigurationError
 from autotune.jobs import records
+from autotune.jobs.checks import checked_options
 from autotune.jobs.records import Job
 from autotune.jobs.roots import ModelRoots
 from autotune.store import open_database, resolve_database_url
@@ -34,20 +35,16 @@ def runs_jobs_itself(db_url: str | None) -> bool:
 
 def submit(db_url: str | None, request: dict[str, Any], roots: ModelRoots | None = None) -> Job:
     """Queue a tune of ``request`` (the ``autotune tune`` options by their request names,
-    :mod:`autotune.search.request`). Checked before anything is written: the options as the tune
-    checks them (on PostgreSQL only what holds on any machine: the worker checks the files and the
-    engine), and with ``roots`` every file the job would read. ConfigurationError for the first
-    problem (:class:`~autotune.jobs.roots.OutsideModelRoots` names its field)."""
-    from autotune.search.request import model_paths, tune_options
-
+    :mod:`autotune.search.request`). Checked before anything is written (:mod:`.checks`): every
+    file the job would read against the model roots, then the options as the tune checks them (on
+    PostgreSQL only what holds on any machine: the worker checks the files and the engine).
+    ``roots``: the server's (None: on SQLite, where this process runs the job, those of
+    ``AUTOTUNE_MODEL_ROOTS``, as its runner has them; on PostgreSQL, not checked before a worker
+    takes the job). :class:`~autotune.jobs.checks.InvalidOption` naming the field at fault."""
     here = runs_jobs_itself(db_url)
-    options = tune_options(request, db_url)
-    if roots is not None:
-        roots.check(model_paths(options))
-    if here:
-        options.validate()
-    else:
-        options.validate_values()
+    if here and roots is None:
+        roots = ModelRoots.of()
+    checked_options(request, db_url, roots, here=here)
     with open_database(db_url) as database:
         with database.session() as session:
             job_id = records.create(session, request).id

@@ -15,17 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autotune.errors import ConfigurationError
+from autotune.jobs.checks import InvalidOption
 
 ENV_MODEL_ROOTS = "AUTOTUNE_MODEL_ROOTS"
 
 
-class OutsideModelRoots(ConfigurationError):
+class OutsideModelRoots(InvalidOption):
     """A job names a file outside the model roots; ``field`` is the request field that names it."""
-
-    def __init__(self, message: str, field: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True)

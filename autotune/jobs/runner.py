@@ -19,6 +19,7 @@ from autotune import api
 from autotune.errors import AutotuneError
 from autotune.periodic import repeating
 from autotune.jobs import records
+from autotune.jobs.checks import checked_options
 from autotune.jobs.progress import JobCancelled, JobProgress
 from autotune.jobs.roots import ModelRoots
 from autotune.store import Database, open_database
@@ -66,12 +67,8 @@ def run_job(db_url: str | None, job_id: int, roots: ModelRoots, *, states: tuple
 def _tune(db_url: str | None, request: dict, study: str, roots: ModelRoots,
           progress: JobProgress) -> tuple[str, dict]:
     """Run the tune; ``(final status, the row's values)``."""
-    from autotune.search.request import model_paths, tune_options
-
     try:
-        options = tune_options({**request, "study": study}, db_url)
-        roots.check(model_paths(options))  # before validate(), which looks at the files
-        options.validate()
+        options = checked_options({**request, "study": study}, db_url, roots, here=True)
         result = api.tune(options, progress)
         progress.state.update(builds=result.analysis.model_loads, study_status=result.status)
         profiles = api.list_profiles(db_url, study=study)

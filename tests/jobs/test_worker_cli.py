@@ -16,7 +16,8 @@ def test_a_job_outside_the_roots_fails_in_one_line(sqlite_url: str, tmp_path: Pa
     (tmp_path / "models").mkdir()
     outside = tmp_path / "target.safetensors"
     outside.write_bytes(b"not read: the roots refuse it first")
-    queued = jobs.submit(sqlite_url, {"target": str(outside), "study": "outside"})  # the server knew no roots
+    wider = jobs.ModelRoots.of([str(tmp_path)])  # the server's roots held the file, the worker's do not
+    queued = jobs.submit(sqlite_url, {"target": str(outside), "study": "outside"}, wider)
     cancelled = jobs.submit(sqlite_url, {})
     jobs.cancel_job(sqlite_url, cancelled.id)
 
