@@ -3,8 +3,9 @@ nothing in it (or in the log) that names the database.
 
 Status by cause: an unknown study, profile, model or hardware (:class:`~autotune.errors.NotFoundError`)
 is 404; any other invalid option (:class:`~autotune.errors.ConfigurationError`) or a parameter
-that fails validation is 422 (the latter with ``"field"``); an unreachable database is 503; a bug
-is 500. Library messages are written for the user and kept, with any URL, the database's
+that fails validation is 422, with ``"field"`` naming the parameter (``body`` or ``query`` when the
+library refused a combination of them, or the body is not JSON); an unreachable database is 503;
+a bug is 500. Library messages are written for the user and kept, with any URL, the database's
 password and (SQLite) its file replaced by :data:`autotune.store.redact.REDACTED`: a DatabaseError names its URL (in
 the driver's spelling, ``postgresql+psycopg://``), an SQLite error its file. Tracebacks are never sent and never logged.
 """
@@ -32,7 +33,7 @@ INTERNAL_ERROR = "internal error (the server log says which)"
 class ErrorDetail(BaseModel):
     status: int
     message: str
-    field: str | None = None  # the parameter at fault, on a 422 from validation
+    field: str | None = None  # on a 422: the parameter at fault, or `body` / `query` for them together
 
 
 class ErrorBody(BaseModel):
@@ -44,7 +45,8 @@ class ErrorBody(BaseModel):
 # Documented on every route.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "Not stored: no such study, profile, model or hardware."},
-    422: {"model": ErrorBody, "description": "An invalid parameter (named in `field` when validation found it)."},
+    422: {"model": ErrorBody, "description": "An invalid parameter, named in `field` (`body` or `query` when only a "
+                                             "combination of them is refused, or the body is not JSON)."},
     503: {"model": ErrorBody, "description": "The database is unreachable or at another schema revision."},
 }
 
@@ -62,7 +64,7 @@ def install(app: FastAPI, redact: Redactor) -> None:
     async def invalid_parameter(_request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = exc.errors()
         fields = [_field(p["loc"]) for p in problems]
-        message = "; ".join(f"{_where(p['loc'])} {field!r}: {p['msg']}" for p, field in zip(problems, fields))
+        message = "; ".join(_problem(p, field) for p, field in zip(problems, fields))
         return error_response(422, message, field=fields[0])
 
     @app.exception_handler(HTTPException)
@@ -77,8 +79,7 @@ def install(app: FastAPI, redact: Redactor) -> None:
         if isinstance(exc, NotFoundError):
             return error_response(404, message)
         if isinstance(exc, ConfigurationError):  # one that knows its request field names it
-            field = getattr(exc, "field", None)
-            return error_response(422, message, **({"field": field} if field else {}))
+            return error_response(422, message, field=getattr(exc, "field", None) or _whole(request))
         LOG.error("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, message)
         if isinstance(exc, DatabaseError):
             return error_response(503, DATABASE_UNAVAILABLE)
@@ -89,12 +90,24 @@ def install(app: FastAPI, redact: Redactor) -> None:
 
 def _field(loc: tuple) -> str:
     """The parameter or body field at fault: the name after the location (``("body", "batch_sizes",
-    1)``, an item of a list, names ``batch_sizes``)."""
-    return str(loc[1] if len(loc) > 1 else loc[0])
+    1)``, an item of a list, names ``batch_sizes``); the body itself when that is not a name (a
+    JSON syntax error is located at a byte offset, ``("body", 12)``)."""
+    return str(loc[1]) if len(loc) > 1 and isinstance(loc[1], str) else str(loc[0])
 
 
-def _where(loc: tuple) -> str:
-    return {"query": "query parameter", "path": "path parameter", "body": "body field"}.get(str(loc[0]), "parameter")
+def _problem(problem: dict[str, Any], field: str) -> str:
+    if problem["type"] == "json_invalid":
+        why = problem.get("ctx", {}).get("error", problem["msg"])
+        return f"the body is not valid JSON: {why} at byte {problem['loc'][-1]}"
+    where = {"query": "query parameter", "path": "path parameter", "body": "body field"}.get(str(problem["loc"][0]),
+                                                                                            "parameter")
+    return f"{where} {field!r}: {problem['msg']}"
+
+
+def _whole(request: Request) -> str:
+    """The field of a refusal that names no single parameter: the request's parameters taken together
+    (its body, where it has one; else its query)."""
+    return "body" if request.method in ("POST", "PUT", "PATCH") else "query"
 
 
 class CatchAll:

@@ -8,13 +8,16 @@ route, asked by every deployment pipeline, answers from :class:`~autotune.servic
 and reaches the thread pool only to compute.
 """
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 
 from autotune import __version__, api, json_shapes
-from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION
+from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
+from autotune.errors import ConfigurationError
 from autotune.perfmodel.calibration import ENGINE_STEP_OVERHEAD_US
 from autotune.planning import MAX_BATCH_SIZE, MAX_DEPTH, parse_batch_sizes
 from autotune.planning_inputs import DTYPES, MAX_SEQUENCE, MAX_TP
@@ -44,7 +47,18 @@ ProfileId = Annotated[int, Path(ge=1, le=MAX_ID, description="The profile's id (
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"At most this many items (newest first); the "
                              "X-Total-Count header says how many there are.")]
 BEST_PATH = "/v1/profiles/best"
+T = TypeVar("T")
 HARDWARE_HELP = "NAME or FINGERPRINT of stored hardware, or 'current' (the server's machine)."
+
+
+def checked_query(name: str, check: Callable[[Any], T], value: Any) -> T:
+    """``check(value)``, the library's check of query parameter ``name``: its refusal becomes a
+    validation error naming ``name`` (a 422 with its ``field``), with the library's message."""
+    try:
+        return check(value)
+    except ConfigurationError as exc:
+        raise RequestValidationError([{"type": "value_error", "loc": ("query", name), "msg": str(exc),
+                                       "input": value}]) from None
 
 
 def json_response(data: Any, headers: dict[str, str] | None = None) -> Response:
@@ -105,6 +119,7 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
                 summary="A profile as a serving config (`autotune export`: the same bytes)")
     def export(profile_id: ProfileId, format: ExportFormat = "trtllm",  # noqa: A002 - the CLI's option name
                trtllm_version: Annotated[str, Query(max_length=32)] = DEFAULT_TRTLLM_VERSION) -> Response:
+        checked_query("trtllm_version", trtllm_rules, trtllm_version)
         exported = api.export_text(db_url, profile_id, format, trtllm_version=trtllm_version)
         return Response(exported.text.encode("utf-8"), media_type=EXPORT_MEDIA_TYPES[format],
                         headers={"Content-Disposition": f'attachment; filename="{exported.filename}"'})
@@ -138,7 +153,8 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
         """Predicted, never measured: the best method and depth per batch size from the target's
         stored acceptance and a roofline of the hardware. Plans from a config.json (`--config`) are
         left to the CLI: they name files on the machine that runs them."""
-        predicted = api.plan(db_url, hardware=hardware, model=model, batch_sizes=parse_batch_sizes(batch_sizes),
+        sizes = checked_query("batch_sizes", parse_batch_sizes, batch_sizes)
+        predicted = api.plan(db_url, hardware=hardware, model=model, batch_sizes=sizes,
                              max_depth=max_depth, tp=tp, dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl,
                              osl=osl)
         return json_response(predicted.to_dict())

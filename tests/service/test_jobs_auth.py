@@ -69,12 +69,45 @@ def test_an_invalid_option_is_422_naming_it_and_writes_nothing(client: httpx.Cli
     assert job_count(client) == 0
 
 
-def test_what_only_the_tune_checks_is_422_too(client: httpx.Client, roots: Path) -> None:
-    for body, words in [({"sampler": "annealing"}, "sampler"), ({"objective": "latency"}, "objective"),
-                        ({"draft": ["builtin", "builtin"]}, "listed twice"),
-                        ({"target": str(roots / "missing.safetensors")}, "does not exist")]:
-        assert words in error_of(client.post("/v1/tune", json=body, headers=AUTH), 422)
+def test_what_only_the_tune_checks_is_422_naming_the_field_too(client: httpx.Client, roots: Path) -> None:
+    (roots / "folder").mkdir()
+    for body, words, field in [({"sampler": "annealing"}, "sampler", "sampler"),
+                               ({"objective": "latency"}, "objective", "objective"),
+                               ({"draft": ["builtin", "builtin"]}, "listed twice", "draft"),
+                               ({"engine": "bogus"}, "unknown engine", "engine"),
+                               ({"max_depth": 2, "target": str(roots / "missing.safetensors")}, "does not exist",
+                                "target"),
+                               ({"target": str(roots / "folder")}, "is a folder", "target")]:
+        answer = client.post("/v1/tune", json=body, headers=AUTH)
+        assert words in error_of(answer, 422) and answer.json()["error"]["field"] == field, body
     assert job_count(client) == 0
+
+
+def test_a_body_that_is_not_json_names_the_body(client: httpx.Client) -> None:
+    answer = client.post("/v1/tune", content=b'{"max_depth": 2,', headers={**AUTH, "Content-Type": "application/json"})
+    assert "not valid JSON" in error_of(answer, 422) and answer.json()["error"]["field"] == "body"
+    for body in (b"[1]", b'"text"'):
+        answer = client.post("/v1/tune", content=body, headers={**AUTH, "Content-Type": "application/json"})
+        assert error_of(answer, 422) and answer.json()["error"]["field"] == "body"
+    assert job_count(client) == 0
+
+
+def test_without_model_roots_no_answer_tells_whether_a_path_exists(sqlite_url: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server given no --model-root (and no AUTOTUNE_MODEL_ROOTS) refuses every path before it
+    looks at it: a folder, a file and nothing at all get the same answer."""
+    monkeypatch.setenv("AUTOTUNE_API_TOKEN", TOKEN)
+    monkeypatch.delenv("AUTOTUNE_MODEL_ROOTS", raising=False)
+    (tmp_path / "file.safetensors").write_bytes(b"x")
+    with live_server(sqlite_url, run_jobs=False) as client:
+        answers = []
+        for name in ("", "file.safetensors", "nothing.safetensors"):
+            path = str(tmp_path / name)
+            answer = client.post("/v1/tune", json={"target": path}, headers=AUTH)
+            answers.append(error_of(answer, 422).replace(path, "PATH"))
+            assert answer.json()["error"]["field"] == "target"
+        assert len(set(answers)) == 1 and "model roots" in answers[0], answers
+        assert job_count(client) == 0
 
 
 def test_a_file_outside_the_model_roots_is_422_naming_the_field(client: httpx.Client, roots: Path,
