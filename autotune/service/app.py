@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from autotune import __version__
 from autotune.errors import AutotuneError
@@ -15,10 +16,12 @@ from autotune.service import errors, jobs, page
 from autotune.service.answers import AnswerCache
 from autotune.service.auth import BearerToken, server_token
 from autotune.service.databases import KeepDatabasesOpen
+from autotune.service.head import HeadAsGet
 from autotune.service.limits import RequestLimits
 from autotune.service.metrics import Metrics
 from autotune.service.routes import BEST_PATH, READ_ONLY, build_router
 
+DOCS_ASSETS_PATH = "/docs-assets"
 DESCRIPTION = (
     "The results autotune stored (deployment profiles, studies and their trials, hardware), its "
     "what-if planner, and queued tunes (jobs), in the JSON shapes `autotune ... --json` prints. " + READ_ONLY +
@@ -56,8 +59,10 @@ def create_app(db_url: str | None = None, *, model_roots: ModelRoots | None = No
             if runner is not None:
                 runner.close()
 
-    app = FastAPI(title="autotune", version=__version__, description=DESCRIPTION, docs_url="/docs",
-                  openapi_url="/openapi.json", redoc_url=None, lifespan=lifespan)
+    # Swagger UI's script and style from the fastapi-offline package, not a CDN: /docs works offline.
+    app = FastAPIOffline(title="autotune", version=__version__, description=DESCRIPTION, docs_url="/docs",
+                         openapi_url="/openapi.json", redoc_url=None, static_url=DOCS_ASSETS_PATH,
+                         favicon_url=page.FAVICON_PATH, lifespan=lifespan)
     metrics = Metrics()
     answers = AnswerCache(answer_cache_s)
     reads = build_router(db_url, auth.writable, answers)
@@ -73,5 +78,6 @@ def create_app(db_url: str | None = None, *, model_roots: ModelRoots | None = No
     app.add_middleware(RequestLimits)
     app.add_middleware(KeepDatabasesOpen)
     errors.install(app, errors.Redactor.for_database(db_url))
+    app.add_middleware(HeadAsGet)  # outside the others: every answer to a HEAD loses its body
     app.add_middleware(metrics.middleware)
     return app

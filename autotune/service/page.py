@@ -13,11 +13,12 @@ from __future__ import annotations
 from importlib import resources
 
 from fastapi import FastAPI
-from fastapi.responses import HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 FILES = resources.files("autotune.service") / "page_files"
 ASSETS_PATH = "/assets"
+FAVICON_PATH = "/favicon.ico"  # where browsers ask for it (the page and /docs name it too)
 # Script, style and the report's frame from this server only; the report's plots are data: URIs.
 CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                            "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
@@ -25,12 +26,17 @@ CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'se
 
 
 def install(app: FastAPI) -> None:
-    """Serve the page at ``/`` and its script and style under :data:`ASSETS_PATH`."""
+    """Serve the page at ``/``, its script, style and icon under :data:`ASSETS_PATH`, and the icon
+    at :data:`FAVICON_PATH` too."""
     index = (FILES / "index.html").read_text(encoding="utf-8")
 
     @app.get("/", include_in_schema=False)
     def page() -> HTMLResponse:
         return HTMLResponse(index, headers={"Content-Security-Policy": CONTENT_SECURITY_POLICY,
                                             "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"})
+
+    @app.get(FAVICON_PATH, include_in_schema=False)
+    def favicon() -> FileResponse:
+        return FileResponse(str(FILES / "assets" / "favicon.ico"), media_type="image/x-icon")
 
     app.mount(ASSETS_PATH, StaticFiles(directory=str(FILES / "assets")), name="assets")
