@@ -123,7 +123,7 @@ def write_report(db_url: str | None, study: str | int, out_dir: Path | str) -> P
     replacing an earlier report there. Returns the HTML path."""
     data = load_study(db_url, study)
     out_dir = Path(out_dir)
-    pngs = _pngs(data)
+    pngs = plot_pngs(data)
     for name, png in pngs.items():
         write_atomic(out_dir / f"{name}.png", png, force=True)
     return write_atomic(out_dir / REPORT_FILE, render_html(data, pngs), force=True)
@@ -131,13 +131,22 @@ def write_report(db_url: str | None, study: str | int, out_dir: Path | str) -> P
 
 def report_html(db_url: str | None, study: str | int) -> str:
     """The page :func:`write_report` writes for ``study``, as text: it embeds its plots, so it
-    stands alone (its links to the PNG files next to it do not)."""
+    stands alone. Its links name each PNG by its file name alone, which ``autotune serve`` answers
+    next to the report's URL (``/v1/studies/NAME/PLOT.png``)."""
     data = load_study(db_url, study)
-    return render_html(data, _pngs(data))
+    return render_html(data, plot_pngs(data))
 
 
-def _pngs(data: StudyData) -> dict[str, bytes]:
+def plot_pngs(data: StudyData) -> dict[str, bytes]:
+    """The report's plots as PNG files' bytes, by file stem (what :func:`write_report` writes, and
+    the service serves where the served report links them)."""
     return {name: _png(figure) for name, figure in figures(data).items()}
+
+
+def has_intervals(data: StudyData) -> bool:
+    """Whether the figures draw 95 % intervals: the rows that decide come from a confirmation run (a
+    study only screened has one run per configuration, :data:`NO_SPEEDUPS`)."""
+    return _confirmed(decision.deciding_rows(data.measurements))
 
 
 # --- plots -------------------------------------------------------------------------------------

@@ -15,9 +15,9 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 
-from autotune import __version__, api, json_shapes
+from autotune import __version__, api, json_shapes, report
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
-from autotune.errors import ConfigurationError
+from autotune.errors import ConfigurationError, NotFoundError
 from autotune.perfmodel.calibration import ENGINE_STEP_OVERHEAD_US
 from autotune.planning import MAX_BATCH_SIZE, MAX_DEPTH, parse_batch_sizes
 from autotune.planning_inputs import DTYPES, MAX_SEQUENCE, MAX_TP
@@ -26,6 +26,7 @@ from autotune.profiles.query import MAX_ID
 from autotune.service.errors import ERROR_RESPONSES
 from autotune.service.limits import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_LENGTH
 from autotune.service.answers import AnswerCache, question_of
+from autotune.service.plots import StudyPlots
 from autotune.serving import FORMATS
 
 # The media type of each export format; the bytes are those `autotune export` writes.
@@ -40,6 +41,7 @@ Method = Literal[METHODS]  # type: ignore[valid-type]
 ExportFormat = Literal[FORMATS]  # type: ignore[valid-type]
 Dtype = Literal[DTYPES]  # type: ignore[valid-type]
 PlanEngine = Literal[tuple(ENGINE_STEP_OVERHEAD_US)]  # type: ignore[misc]
+PlotName = Literal[tuple(report.PLOT_CAPTIONS)]  # type: ignore[misc]
 Name = Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH)]
 OptionalName = Annotated[str | None, Query(min_length=1, max_length=MAX_NAME_LENGTH)]
 StudyName = Annotated[str, Path(min_length=1, max_length=MAX_NAME_LENGTH, description="The study's name.")]
@@ -77,6 +79,7 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
     best-profile answers are kept (None: nothing is kept)."""
     router = APIRouter(responses=ERROR_RESPONSES)
     answers = answers or AnswerCache(0)
+    plots = StudyPlots(db_url)
 
     @router.get("/healthz", tags=["service"], summary="Liveness and database reachability")
     def healthz() -> Response:
@@ -136,6 +139,26 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
                 summary="A study's HTML report, plots embedded (`autotune report`)")
     def report(name: StudyName) -> HTMLResponse:
         return HTMLResponse(api.report_html(db_url, name))
+
+    @router.get("/v1/studies/{name}/plots", tags=["studies"],
+                summary="A study's plots: each one's caption and PNG URL (the figures of `autotune report`)")
+    def study_plots(name: StudyName) -> Response:
+        """`intervals` says whether the figures draw 95 % intervals (a study only screened has none:
+        `note` says why); each caption says what its error bars are. A plot's URL names the version
+        of the study's data it shows, so it changes when a trial is added."""
+        return json_response(plots.of(name).listing())
+
+    @router.get("/v1/studies/{name}/{plot}.png", tags=["studies"], response_class=Response,
+                responses={200: {"content": {"image/png": {}}, "description": "The plot as a PNG image."}},
+                summary="One plot of a study's report, as PNG (where the served report links it)")
+    def plot_png(name: StudyName, plot: Annotated[PlotName, Path(description="The plot's name (its file stem).")],
+                 version: Annotated[str | None, Query(max_length=64, description=(
+                     "The version `/v1/studies/{name}/plots` names; not checked: the plot as the study stands "
+                     "now is sent."))] = None) -> Response:
+        drawn = plots.of(name).pngs
+        if plot not in drawn:
+            raise NotFoundError(f"study {name!r} has no {plot} plot; it has {', '.join(drawn) or 'none'}")
+        return Response(drawn[plot], media_type="image/png", headers={"Cache-Control": "no-cache"})
 
     @router.get("/v1/hardware", tags=["hardware"], summary="Stored hardware profiles and the accelerator catalog")
     def hardware() -> Response:

@@ -1,18 +1,21 @@
 """Every read route against a live server: the JSON is what the CLI prints with ``--json`` for the
 same question, the export the bytes ``autotune export`` writes, the report the page
-``autotune report`` writes."""
+``autotune report`` writes and its plots the PNG files it writes; HEAD wherever GET; the icon and
+the API docs from this server."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from urllib.parse import urljoin
 
 import httpx
 import pytest
 
 import profile_factory as factory
 from autotune.serving import FORMATS
-from service_support import PLAN_TARGET, cli_output
+from service_support import PLAN_TARGET, cli_output, error_of
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +99,53 @@ def test_report_is_the_page_the_cli_writes(client: httpx.Client, db: str, tmp_pa
     assert "data:image/png;base64," in response.text  # the plots travel inside the page
 
 
+def test_a_served_report_links_plots_that_answer_the_files_the_cli_writes(client: httpx.Client, db: str,
+                                                                         tmp_path: Path) -> None:
+    cli_output("report", "h100-old", "-o", str(tmp_path), "--db", db)
+    page_url = "/v1/studies/h100-old/report"
+    links = re.findall(r"href='([^']+\.png)'", client.get(page_url).text)
+    assert sorted(links) == sorted(path.name for path in tmp_path.glob("*.png")) and links
+    for link in links:
+        plot = client.get(urljoin(page_url, link))
+        assert plot.status_code == 200 and plot.headers["content-type"] == "image/png", link
+        assert plot.content == (tmp_path / link).read_bytes(), link
+
+
+def test_plots_are_listed_with_their_captions_and_urls(client: httpx.Client) -> None:
+    confirmed = client.get("/v1/studies/h100-old/plots").json()
+    assert confirmed["intervals"] is True and confirmed["note"] is None
+    assert [plot["name"] for plot in confirmed["plots"]] == [
+        "throughput_vs_batch_size", "speedup_vs_depth", "pareto_front", "acceptance_by_position", "speedup_by_method"]
+    for plot in confirmed["plots"]:
+        assert "95 % intervals" in plot["caption"] or plot["name"] == "acceptance_by_position"
+        assert plot["url"] == f"/v1/studies/h100-old/{plot['name']}.png?version={confirmed['version']}"
+        assert client.get(plot["url"]).headers["content-type"] == "image/png"
+    screened = client.get("/v1/studies/other/plots").json()
+    assert screened["intervals"] is False and "no interval" in screened["note"]
+    assert "speedup_vs_depth" in error_of(client.get("/v1/studies/other/speedup_vs_depth.png"), 404)
+
+
+def test_head_answers_where_get_does_without_a_body(client: httpx.Client, ids: dict[str, int]) -> None:
+    for path in (f"/v1/profiles/{ids['cpu']}/export?format=vllm", "/v1/studies", "/", "/favicon.ico",
+                 "/v1/studies/other/pareto_front.png"):
+        got, head = client.get(path), client.head(path)
+        assert head.status_code == got.status_code == 200 and head.content == b"", path
+        assert head.headers["content-type"] == got.headers["content-type"], path
+        assert head.headers["content-length"] == str(len(got.content)), path
+    assert client.head("/v1/tune").status_code == 405  # no GET there
+
+
+def test_the_favicon_and_the_docs_come_from_this_server(client: httpx.Client) -> None:
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon" and icon.content[:4] == b"\0\0\1\0"
+    docs = client.get("/docs").text
+    assets = re.findall(r'(?:src|href)="([^"]+)"', docs)
+    assert "SwaggerUIBundle" in docs and "http:" not in docs and "https:" not in docs and len(assets) == 3
+    for asset in assets:  # the script, its style and the icon
+        assert asset.startswith("/") and not asset.startswith("//"), asset
+        assert client.get(asset).status_code == 200, asset
+
+
 def test_hardware_lists_stored_and_catalog(client: httpx.Client) -> None:
     data = client.get("/v1/hardware").json()
     assert {h["fingerprint"] for h in data["stored"]} == {factory.H100[1], factory.CPU[1]}
@@ -122,6 +172,7 @@ def test_openapi_documents_every_route(client: httpx.Client) -> None:
     assert set(spec["paths"]) >= {
         "/healthz", "/metrics", "/v1/profiles", "/v1/profiles/best", "/v1/profiles/{profile_id}",
         "/v1/profiles/{profile_id}/export", "/v1/studies", "/v1/studies/{name}/trials", "/v1/studies/{name}/report",
+        "/v1/studies/{name}/plots", "/v1/studies/{name}/{plot}.png",
         "/v1/hardware", "/v1/plan", "/v1/tune", "/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/cancel"}
     writes = {path: set(methods) for path, methods in spec["paths"].items() if set(methods) != {"get"}}
     assert writes == {"/v1/tune": {"post"}, "/v1/jobs/{job_id}/cancel": {"post"}}  # only these write
