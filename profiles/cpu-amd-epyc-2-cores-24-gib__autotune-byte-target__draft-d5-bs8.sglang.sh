@@ -24,4 +24,5 @@ exec python -m sglang.launch_server \
   --speculative-num-steps 8 \
   --speculative-eagle-topk 1 \
   --speculative-num-draft-tokens 9 \
-  --speculative-draft-model-path autotune-byte-draft
+  --speculative-draft-model-path autotune-byte-draft \
+  "$@"

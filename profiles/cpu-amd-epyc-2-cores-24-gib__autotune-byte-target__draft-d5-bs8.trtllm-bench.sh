@@ -8,6 +8,7 @@
 # DATASET: a trtllm-bench dataset, one JSON object per line:
 #   {"task_id": 0, "prompt": "...", "output_tokens": 128}  (from an autotune workload: prompt, max_tokens)
 # Compare the report's per-user output speed and token throughput with the figures above.
+# The YAML below is written for TensorRT-LLM 1.2 (autotune export --trtllm-version).
 # NOTE: autotune-byte-target is autotune's built-in target (builtin:autotune-byte-target), not a checkpoint a serving engine can load: replace it with the path of an equivalent Hugging Face model.
 # NOTE: autotune-byte-draft is autotune's built-in draft (builtin:autotune-byte-draft), not a checkpoint a serving engine can load: replace it with the path of an equivalent Hugging Face model.
 set -euo pipefail
@@ -30,7 +31,7 @@ cuda_graph_config:
   - 8
   max_batch_size: 8
 speculative_config:
-  decoding_type: DraftTarget
+  decoding_type: Draft_Target
   max_draft_len: 8
   speculative_model_dir: autotune-byte-draft
   draft_len_schedule:

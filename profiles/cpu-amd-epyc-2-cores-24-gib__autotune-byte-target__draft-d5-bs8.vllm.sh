@@ -4,10 +4,12 @@
 # study 13364112-autotune-byte-target-builtin@v1 (embedded engine, objective throughput, workload builtin@v1)
 # measured: 1119.6 tokens/s ±14.0 % (n=4), 1.55x [1.32, 1.82] vs none, TPOT p50 5.53 ms ±13.8 %, 95 % intervals
 # within noise of draft@7, draft@8 at batch size 8: draft@5 is the simplest of them to operate
-# vLLM's SpeculativeConfig (vllm/config/speculative.py); method 'mtp' needs a vLLM that knows it (older: 'deepseek_mtp').
-# vLLM speculates at every batch size with the same draft length; autotune measured the best
-# draft length per batch size as {1: 8, 2: 8, 4: 8, 8: 5} (0: speculation did not beat none).
-# Cap the batch size or run separate servers if the load sits where the draft length drops.
+# Flags and --speculative-config keys checked against vLLM 0.32.0 (vllm/engine/arg_utils.py,
+# vllm/config/speculative.py); method 'mtp' needs a vLLM that knows it (older: 'deepseek_mtp').
+# Arguments of this script go on to vllm serve, e.g. --host 127.0.0.1 --port 8000; a repeated flag wins.
+# num_speculative_tokens_per_batch_size: [first, last batch size (inclusive), draft length]; the
+# draft length of each batch size below holds up to the next one listed. Read in vLLM 0.32.0; a vLLM
+# without the field refuses the key (extra fields are forbidden): delete it there.
 # Measured per batch size (depth to serve; speedup vs none, 95 % interval where confirmed):
 #   batch size 1: depth 6 (draft@6, 1.53x [1.31, 1.78], n=3; within noise of draft@7)
 #   batch size 2: depth 4 (draft@4, 1.79x [1.57, 2.03], n=3; within noise of draft@5, draft@7)
@@ -19,4 +21,5 @@ set -euo pipefail
 exec vllm serve autotune-byte-target \
   --max-num-seqs 8 \
   --max-num-batched-tokens 8192 \
-  --speculative-config '{"method": "draft_model", "num_speculative_tokens": 8, "model": "autotune-byte-draft"}'
+  --speculative-config '{"method": "draft_model", "num_speculative_tokens": 8, "model": "autotune-byte-draft", "num_speculative_tokens_per_batch_size": [[1, 7, 8], [8, 8, 5]]}' \
+  "$@"
