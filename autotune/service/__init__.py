@@ -1,12 +1,13 @@
-"""``autotune serve``: the stored results over HTTP, as a read-only JSON API (DESIGN.md §11).
+"""``autotune serve``: the stored results over HTTP as a JSON API, queued tunes, and a page for
+people (DESIGN.md §11).
 
 One module per concern: :mod:`.app` builds the ASGI app (:func:`create_app`), :mod:`.routes` maps
-each route to one :mod:`autotune.api` call (the one the CLI makes), :mod:`.errors` gives every
-failure one JSON shape without leaking the database URL, :mod:`.limits` bounds requests,
-:mod:`.metrics` counts them for Prometheus and :mod:`.server` runs the app under uvicorn.
-
-Not built yet (issue 23): the job queue and ``autotune worker``, token-protected writes
-(``AUTOTUNE_API_TOKEN``), the page at ``/``.
+each read route to one :mod:`autotune.api` call (the one the CLI makes), :mod:`.jobs` the job routes
+to :mod:`autotune.jobs`, :mod:`.plots` serves a study's plots, :mod:`.page` the page at ``/`` and
+its icon, :mod:`.auth` guards the writes, :mod:`.errors` gives every failure one JSON shape without
+leaking the database URL, :mod:`.limits` bounds requests, :mod:`.head` answers HEAD as GET,
+:mod:`.answers` keeps best-profile answers a few seconds, :mod:`.databases` keeps the databases
+open, :mod:`.metrics` counts requests for Prometheus and :mod:`.server` runs the app under uvicorn.
 """
 
 from autotune.service.app import create_app

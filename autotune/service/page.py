@@ -1,11 +1,12 @@
 """The page at ``/``: one static HTML file and a small script that read the JSON API in the
-browser (studies, profiles, the best profile per model and hardware, a study's report, exports,
-jobs). No build step and nothing fetched from elsewhere: the files are in ``page_files/`` (the
-script and style in its ``assets/``).
+browser (studies, profiles, the best profile per model and hardware, exports, jobs with their
+progress, and a study's plots with the progress of the job tuning it). No build step and nothing
+fetched from elsewhere: the files are in ``page_files/`` (the script, style and icon in its
+``assets/``).
 
 Stored names are user input, so the script only ever sets text (never HTML), and the page is sent
 with a Content-Security-Policy that runs no script but its own: a name that slipped into markup
-still could not run. A study's report is shown in a sandboxed frame (no script runs in it).
+still could not run.
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ from fastapi.staticfiles import StaticFiles
 FILES = resources.files("autotune.service") / "page_files"
 ASSETS_PATH = "/assets"
 FAVICON_PATH = "/favicon.ico"  # where browsers ask for it (the page and /docs name it too)
-# Script, style and the report's frame from this server only; the report's plots are data: URIs.
-CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                           "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
-                           "frame-ancestors 'none'")
+# Script, style, plots and icon from this server only.
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                           "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
 def install(app: FastAPI) -> None:

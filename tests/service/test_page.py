@@ -1,43 +1,36 @@
-"""The page at / in a real browser: Debian's chromium, headless, driven by selenium through
-Debian's chromedriver (nothing is downloaded), against a live server on an SQLite file.
+"""The page at / and the API docs at /docs in a real browser (:mod:`browser_support`: Debian's
+chromium, resolving no host but the loopback) against a live server on an SQLite file: the tables
+show what the API stores, exports download the CLI's bytes, a study's plots show as images, and
+/docs renders every operation offline, the console clean. The jobs panel, on real jobs, is
+test_page_jobs.py's.
 
 The database holds the service tests' studies and one whose study, hardware and model are named
-with markup (:data:`HOSTILE`): it must show as text and run nothing. The browser is required in
-CI (.ci/run installs it and sets CI=true); elsewhere the tests skip without it.
+with markup (:data:`HOSTILE`): it must show as text and run nothing.
 """
 
 from __future__ import annotations
 
-import os
+import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from PIL import Image
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 import profile_factory as factory
 from autotune import api
-from autotune.service import create_app
 from autotune.serving import FORMATS
 from autotune.store import open_database
+from browser_support import (WAIT_S, cell_texts, chromium, click, console_errors, foreign_requests, open_page,
+                             row_keys)
 from service_support import cli_output, fill, live_server
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 HOSTILE = '<img src=x onerror="document.body.dataset.pwned=1">'
-WAIT_S = 20
-# What the jobs panel is shown (the fields of GET /v1/jobs); the study's name is hostile too.
-JOBS = [{"id": 7, "state": "running", "study": HOSTILE, "error": None, "profile_id": None,
-         "progress": {"phase": "screening", "trials_done": 3, "trials_total": 12, "builds": 2, "eta_s": 95.0},
-         "log_tail": ["trial 3: mtp depth 2 at batch size 4", HOSTILE]},
-        {"id": 6, "state": "queued", "study": "next-study", "error": None, "profile_id": None, "progress": None,
-         "log_tail": []}]
 
 
 @pytest.fixture(scope="module")
@@ -55,23 +48,8 @@ def page_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, in
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
-    missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the browser tests: {', '.join(missing)} missing (apt-get install chromium "
-                        "chromium-driver, as .ci/run does)")
-        pytest.skip(f"the page's browser tests need Debian's chromium and chromium-driver ({', '.join(missing)} missing)")
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    # --no-sandbox: chromium refuses to run as root (CI does) with its sandbox on.
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1400,1000"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")
@@ -88,22 +66,8 @@ def page(server_url: str, browser: WebDriver) -> WebDriver:
     return browser
 
 
-def open_page(browser: WebDriver, base_url: str) -> None:
-    browser.get(base_url.rstrip("/") + "/")
-    WebDriverWait(browser, WAIT_S).until(lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-loaded"))
-    assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "true", \
-        browser.find_element(By.ID, "status").text
-
-
-def row_keys(browser: WebDriver, table: str, attribute: str) -> list[str]:
-    return [row.get_attribute(attribute) for row in browser.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")]
-
-
-def cell_texts(browser: WebDriver, selector: str) -> list[str]:
-    return [cell.get_attribute("textContent") for cell in browser.find_elements(By.CSS_SELECTOR, selector)]
-
-
-def test_tables_show_the_stored_studies_and_profiles(page: WebDriver, page_db: tuple[str, dict[str, int]]) -> None:
+def test_tables_show_the_stored_studies_and_profiles(page: WebDriver, page_db: tuple[str, dict[str, int]],
+                                                     server_url: str) -> None:
     url, ids = page_db
     assert sorted(row_keys(page, "studies", "data-study")) == sorted(s.name for s in api.studies(url))
     assert sorted(map(int, row_keys(page, "profiles", "data-profile-id"))) == sorted(ids.values())
@@ -111,6 +75,7 @@ def test_tables_show_the_stored_studies_and_profiles(page: WebDriver, page_db: t
     best = {api.best_profile(url, model, hardware=hardware).profile.id for model, hardware in pairs}
     assert sorted(map(int, row_keys(page, "best", "data-profile-id"))) == sorted(best)
     assert "tiny-target" in cell_texts(page, "#best td")
+    assert console_errors(page) == [] and foreign_requests(page, server_url) == []  # the icon included
 
 
 def test_export_buttons_download_the_bytes_autotune_export_writes(page: WebDriver, page_db: tuple[str, dict[str, int]],
@@ -121,7 +86,7 @@ def test_export_buttons_download_the_bytes_autotune_export_writes(page: WebDrive
         downloads = tmp_path / fmt
         downloads.mkdir()
         page.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
-        page.find_element(By.CSS_SELECTOR, f'#profiles tr[data-profile-id="{profile_id}"] a[data-format="{fmt}"]').click()
+        click(page, f'#profiles tr[data-profile-id="{profile_id}"] a[data-format="{fmt}"]')
         downloaded = wait_for_download(downloads)
         written = tmp_path / f"cli-{fmt}"
         cli_output("export", str(profile_id), "--format", fmt, "-o", str(written), "--db", url)
@@ -142,33 +107,56 @@ def wait_for_download(folder: Path) -> Path:
 def test_a_stored_name_with_markup_shows_as_text(page: WebDriver) -> None:
     for table in ("studies", "profiles", "best"):
         assert HOSTILE in cell_texts(page, f"#{table} td"), table
-    assert not page.find_elements(By.CSS_SELECTOR, "main img")
+    hostile = next(row for row in page.find_elements(By.CSS_SELECTOR, "#studies tbody tr")
+                   if row.get_attribute("data-study") == HOSTILE)
+    hostile.find_element(By.TAG_NAME, "button").click()  # the study view's title is text too
+    WebDriverWait(page, WAIT_S).until(lambda b: b.find_element(By.ID, "study-title").text == f"Study {HOSTILE}")
+    WebDriverWait(page, WAIT_S).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#plots img"))
+    assert not page.find_elements(By.CSS_SELECTOR, "main img:not(#plots img)")
     assert page.execute_script("return document.body.dataset.pwned") is None
 
 
-def test_a_study_report_shows_its_plots(page: WebDriver) -> None:
-    page.find_element(By.CSS_SELECTOR, '#studies tr[data-study="h100-old"] button').click()
-    frame = page.find_element(By.ID, "report")
-    assert frame.get_attribute("src").endswith("/v1/studies/h100-old/report")
-    assert page.find_element(By.ID, "report-title").text == "Report: h100-old"
-    page.switch_to.frame(frame)
-    try:
-        WebDriverWait(page, WAIT_S).until(lambda b: b.find_elements(By.CSS_SELECTOR, "img"))
-        assert "h100-old" in page.find_element(By.TAG_NAME, "body").text
-    finally:
-        page.switch_to.default_content()
+def plots_drawn(browser: WebDriver) -> list[dict]:
+    """The study view's images once each has loaded: their URLs and natural widths."""
+    def loaded(b: WebDriver) -> list[dict] | None:
+        images = b.execute_script("return [...document.querySelectorAll('#plots img')]"
+                                  ".map(i => ({src: i.src, complete: i.complete, width: i.naturalWidth}))")
+        return images if images and all(image["complete"] for image in images) else None
+    return WebDriverWait(browser, WAIT_S).until(loaded)
 
 
-def test_jobs_show_their_progress(page_db: tuple[str, dict[str, int]], browser: WebDriver) -> None:
-    app = create_app(page_db[0])
-    app.add_api_route("/v1/jobs", lambda: JOBS, methods=["GET"])
-    app.router.routes.insert(0, app.router.routes.pop())  # before any /v1/jobs the server has itself
-    with live_server(page_db[0], app) as client:
-        open_page(browser, str(client.base_url))
-        assert row_keys(browser, "jobs", "data-state") == ["running", "queued"]
-        bar = browser.find_element(By.CSS_SELECTOR, '#jobs tr[data-job-id="7"] progress')
-        assert (bar.get_attribute("value"), bar.get_attribute("max")) == ("3", "12")
-        texts = cell_texts(browser, '#jobs tr[data-job-id="7"] td')
-        assert HOSTILE in texts and "screening 3/12 trials" in texts and "95 s" in texts
-        assert cell_texts(browser, '#jobs tr[data-job-id="7"] pre') == ["trial 3: mtp depth 2 at batch size 4\n" + HOSTILE]
-        assert not browser.find_elements(By.CSS_SELECTOR, "main img")
+def test_the_study_view_shows_the_plots_with_their_intervals(page: WebDriver, server_url: str, tmp_path: Path) -> None:
+    click(page, '#studies tr[data-study="h100-old"] button')
+    assert page.find_element(By.ID, "study-title").text == "Study h100-old"
+    images = plots_drawn(page)
+    listing = api_json(server_url, "/v1/studies/h100-old/plots")
+    assert [image["src"] for image in images] == [server_url.rstrip("/") + plot["url"] for plot in listing["plots"]]
+    assert all(image["width"] > 0 for image in images), images
+    captions = cell_texts(page, "#plots figcaption")
+    assert captions == [plot["caption"] for plot in listing["plots"]] and "95 % intervals" in captions[0]
+    assert "95 % intervals" in page.find_element(By.ID, "plots-note").text
+    assert page.find_element(By.ID, "report-link").get_attribute("href").endswith("/v1/studies/h100-old/report")
+
+    # What a person sees: the screenshot of the first figure holds a drawn plot, not a blank box.
+    first = page.find_element(By.CSS_SELECTOR, "#plots figure img")
+    page.execute_script("arguments[0].scrollIntoView()", first)
+    shot = first.screenshot_as_png
+    (tmp_path / "first-plot.png").write_bytes(shot)  # kept with the test's files for a look
+    image = Image.open(io.BytesIO(shot)).convert("RGB")
+    assert image.width > 200 and len(image.getcolors(maxcolors=1 << 20)) > 50  # axes, text, coloured series
+    assert console_errors(page) == [] and foreign_requests(page, server_url) == []
+
+    click(page, '#studies tr[data-study="other"] button')  # a study only screened
+    WebDriverWait(page, WAIT_S).until(lambda b: "no interval" in b.find_element(By.ID, "plots-note").text)
+
+
+def test_the_api_docs_render_offline_with_a_clean_console(browser: WebDriver, server_url: str) -> None:
+    operations = sum(len(methods) for methods in api_json(server_url, "/openapi.json")["paths"].values())
+    browser.get(server_url.rstrip("/") + "/docs")
+    WebDriverWait(browser, WAIT_S).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, ".opblock")) == operations)
+    assert "autotune" in browser.find_element(By.CSS_SELECTOR, ".information-container").text
+    assert console_errors(browser) == [] and foreign_requests(browser, server_url) == []
+
+
+def api_json(server_url: str, path: str) -> dict:
+    return httpx.get(server_url.rstrip("/") + path).json()
