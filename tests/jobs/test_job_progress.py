@@ -14,17 +14,26 @@ from autotune.search.outcome import TuneProgress
 from autotune.store import open_database
 
 
-def stored_progress(database, job_id: int) -> dict:  # noqa: ANN001 - a Database
+def stored_job(database, job_id: int) -> records.Job:  # noqa: ANN001 - a Database
     with database.session() as session:
-        return records.Job.of(records.get(session, job_id)).progress
+        return records.Job.of(records.get(session, job_id))
+
+
+def stored_progress(database, job_id: int) -> dict:  # noqa: ANN001 - a Database
+    return stored_job(database, job_id).progress
+
+
+def running_job(database) -> tuple[int, JobProgress]:  # noqa: ANN001 - a Database
+    """A job taken by a worker, and its progress callback."""
+    with database.session() as session:
+        job_id = records.create(session, {"max_depth": 2}).id
+        assert records.take(session, job_id, "a:1")
+    return job_id, JobProgress(database, job_id)
 
 
 def test_builds_are_reported_as_the_tune_goes(db_url: str) -> None:
     with open_database(db_url) as database:
-        with database.session() as session:
-            job_id = records.create(session, {"max_depth": 2}).id
-            assert records.take(session, job_id, "a:1")
-        progress = JobProgress(database, job_id)
+        job_id, progress = running_job(database)
         progress(TuneProgress(0, 6, "timing step costs", kind="phase", builds=0))
         assert stored_progress(database, job_id)["builds"] == 0
         progress(TuneProgress(1, 6, "mtp@2 b1", finished="complete", builds=2))
@@ -36,28 +45,22 @@ def test_builds_are_reported_as_the_tune_goes(db_url: str) -> None:
 
 def test_the_eta_moves_while_a_trial_runs_and_is_there_during_the_first(db_url: str) -> None:
     with open_database(db_url) as database:
-        with database.session() as session:
-            job_id = records.create(session, {"max_depth": 2}).id
-            assert records.take(session, job_id, "a:1")
-        progress = JobProgress(database, job_id)
+        job_id, progress = running_job(database)
         progress(TuneProgress(0, 4, "mtp@1 b1"))  # the first trial starts
-        with database.session() as session:
-            job = records.Job.of(records.get(session, job_id))
+        job = stored_job(database, job_id)
         started = dt.datetime.fromisoformat(job.progress["trial_started_at"])
         ten_s, twenty_s = (job.to_dict(now=started + dt.timedelta(seconds=s))["progress"] for s in (10, 20))
         # Nothing measured yet: the other 3 trials as long as this one so far, growing, marked as such.
         assert (ten_s["eta_s"], twenty_s["eta_s"], ten_s["eta_at_least"]) == (30, 60, True)
 
         progress(TuneProgress(1, 4, "mtp@1 b1", finished="complete"))
-        with database.session() as session:
-            job = records.Job.of(records.get(session, job_id))
+        job = stored_job(database, job_id)
         mean = job.progress["trial_mean_s"]
         assert job.progress["trial_started_at"] is None and mean is not None
         assert job.to_dict()["progress"]["eta_s"] == pytest.approx(3 * mean)  # between trials
 
         progress(TuneProgress(1, 4, "mtp@2 b1"))
-        with database.session() as session:
-            job = records.Job.of(records.get(session, job_id))
+        job = stored_job(database, job_id)
         started = dt.datetime.fromisoformat(job.progress["trial_started_at"])
         etas = [job.to_dict(now=started + dt.timedelta(seconds=mean * f))["progress"] for f in (0, 0.5, 2)]
         # Counting down through the trial under way, never below the trials after it.

@@ -82,7 +82,9 @@ def api_job(base_url: str, job_id: int) -> dict:
 
 
 def cell(browser: WebDriver, job_id: int, column: str) -> str:
-    return browser.find_element(By.CSS_SELECTOR, f'#jobs tr[data-job-id="{job_id}"] td.{column}').text
+    """The text a person reads in job ``job_id``'s row under the header ``column``."""
+    headers = [header.text for header in browser.find_elements(By.CSS_SELECTOR, "#jobs thead th")]
+    return browser.find_elements(By.CSS_SELECTOR, f'#jobs tr[data-job-id="{job_id}"] td')[headers.index(column)].text
 
 
 def test_each_job_shows_the_status_progress_and_profile_the_api_answers(
@@ -90,11 +92,11 @@ def test_each_job_shows_the_status_progress_and_profile_the_api_answers(
     base_url, ids = jobs
     open_page(browser, base_url)
     for status, job_id in ids.items():
-        assert cell(browser, job_id, "status") == api_job(base_url, job_id)["status"] == status
+        assert cell(browser, job_id, "State") == api_job(base_url, job_id)["status"] == status
 
     done = api_job(base_url, ids["succeeded"])
     progress = done["progress"]
-    assert cell(browser, ids["succeeded"], "progress") == \
+    assert cell(browser, ids["succeeded"], "Progress") == \
         f"{progress['phase']} {progress['trials_done']}/{progress['trials_total']} trials"
     link = f'#jobs tr[data-job-id="{ids["succeeded"]}"] a.profile-link'
     assert browser.find_element(By.CSS_SELECTOR, link).text == f"profile {done['profile_id']}"
@@ -105,16 +107,16 @@ def test_each_job_shows_the_status_progress_and_profile_the_api_answers(
 
     failed = browser.find_element(By.CSS_SELECTOR, f'#jobs tr[data-job-id="{ids["failed"]}"] pre.error').text
     assert failed == api_job(base_url, ids["failed"])["error"] and "gone.jsonl" in failed
-    assert cell(browser, ids["queued"], "eta") == cell(browser, ids["succeeded"], "eta") == "–"
+    assert cell(browser, ids["queued"], "ETA") == cell(browser, ids["succeeded"], "ETA") == "–"
     assert console_errors(browser) == []
 
 
 def test_a_running_job_s_eta_moves(jobs: tuple[str, dict[str, int]], browser: WebDriver) -> None:
     base_url, ids = jobs
     open_page(browser, base_url)
-    first = cell(browser, ids["running"], "eta")
+    first = cell(browser, ids["running"], "ETA")
     assert first != "–" and first.replace("≥ ", "").count(":") == 1, first
-    moved = WebDriverWait(browser, POLL_S).until(lambda b: (now := cell(b, ids["running"], "eta")) != first and now)
+    moved = WebDriverWait(browser, POLL_S).until(lambda b: (now := cell(b, ids["running"], "ETA")) != first and now)
     assert moved != "–", moved
 
 

@@ -161,7 +161,7 @@ function progressText(progress) {
 function progressCell(job) {
   const progress = job[F.progress] || {};
   const bar = progress[F.trialsTotal] ? el("progress", { max: progress[F.trialsTotal], value: progress[F.trialsDone] ?? 0 }) : "";
-  return el("td", { class: "progress" }, bar, progressText(progress));
+  return el("td", {}, bar, progressText(progress));
 }
 
 function logText(job) {
@@ -173,10 +173,10 @@ function jobRow(job) {
   const progress = job[F.progress] || {};
   const log = logText(job);
   return el("tr", { "data-job-id": job[F.id], "data-status": job[F.status] },
-    el("td", {}, job[F.id]), el("td", { class: "status" }, job[F.status]),
+    el("td", {}, job[F.id]), el("td", {}, job[F.status]),
     el("td", {}, job[F.study] ? studyButton(job[F.study], job[F.study]) : "–"),
     progressCell(job), el("td", {}, progress[F.builds] ?? "–"),
-    el("td", { class: "eta" }, job[F.status] === "running" ? eta(progress) : "–"),
+    el("td", {}, job[F.status] === "running" ? eta(progress) : "–"),
     el("td", {}, profileLink(job[F.profileId])),
     el("td", {}, job[F.error] ? el("pre", { class: "error" }, job[F.error]) : "", log ? el("pre", {}, log) : ""));
 }
