@@ -27,12 +27,14 @@ What it imitates, as read from NVIDIA/TensorRT-LLM:
   per generation request and step; 0, unset or not an integer: off;
 * building an LLM starts a child process (the executor's worker processes of the real one; a
   daemonic parent may not have children), stopped by ``shutdown()``;
-* ``LLM.generate_async(inputs, sampling_params=..., streaming=True)`` returns a result that is read
-  with ``async for`` and yields itself after each engine iteration, with ``outputs[0].token_ids``
-  growing and ``decoding_iter`` counting the context iteration and every generation iteration, as
-  the PyTorch backend's ``py_decoding_iter`` does (``TorchSampler.update_requests`` in
-  ``tensorrt_llm/_torch/pyexecutor/sampler.py``, NVIDIA/TensorRT-LLM at 28edbcd: ``+= 1`` for the
-  finished context request and for each generation request; ``tensorrt_llm/executor/result.py``);
+* ``LLM.generate_async(inputs, sampling_params=..., streaming=True)`` enqueues the request and
+  returns a result read with ``async for``: one chunk per executor response, ``outputs[0].token_ids``
+  cumulative and ``token_ids_diff`` the chunk's new tokens (several under speculation),
+  ``decoding_iter`` counting the context iteration and every generation iteration, as the PyTorch
+  backend's ``py_decoding_iter`` does (:mod:`tensorrt_llm.executor.result`); the simulated executor
+  activates at most ``max_batch_size`` requests and queues the rest (:mod:`tensorrt_llm.executor.engine`);
+  ``generate_async`` refuses what ``tensorrt_llm/llmapi/llm.py`` refuses (a shut-down LLM, a prompt
+  over ``max_num_tokens`` without chunked prefill);
 * ``LLM.get_stats_async(timeout)`` hands out one ``IterationResult`` that stops after ``timeout``
   seconds without a new iteration and resumes when a request is submitted (``mark_undone``), with
   iteration dicts shaped like ``IterationStats`` (``iterLatencyMS``, ``gpuMemUsage``,
@@ -48,21 +50,22 @@ What it imitates, as read from NVIDIA/TensorRT-LLM:
 
 The "model" is a deterministic function of the token sequence, so greedy output does not depend on
 speculation; acceptance follows a fixed pattern. Environment: ``FAKE_TRTLLM_LOG`` (JSONL of init /
-generate / shutdown events) and ``FAKE_TRTLLM_FAULT`` (crash_on_load, oom_on_load, hang_on_generate).
+generate / shutdown events), ``FAKE_TRTLLM_FAULT`` (crash_on_load, oom_on_load, hang_on_generate) and
+``FAKE_TRTLLM_ITERATION_MS`` (the fixed part of an iteration's simulated latency, read at build).
 """
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import json
 import multiprocessing
 import os
-import random
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from tensorrt_llm.executor.engine import DeviceFigures, SimulatedEngine, Speculation
+from tensorrt_llm.executor.result import GenerationResult, NoStats
 
 DECODING_BASE_V1_0 = {
     "max_draft_len", "max_total_draft_tokens", "speculative_model_dir", "max_concurrency", "load_format",
@@ -308,85 +311,20 @@ class SamplingParams:
         return self.top_k == 1 or not self.temperature
 
 
-class CompletionOutput:
-    def __init__(self) -> None:
-        self.index = 0
-        self.token_ids: list[int] = []
-        self.finish_reason: str | None = None
+class RequestOutput(GenerationResult):
+    """``generate_async``'s result (``tensorrt_llm.llmapi.RequestOutput``: a GenerationResult with
+    the prompt): read with ``async for``, one chunk per executor response (executor/result.py)."""
 
-
-class RequestOutput:
-    """One request's stream: ``async for`` yields it after every iteration that touched it."""
-
-    def __init__(self, request_id: int, prompt: str, prompt_token_ids: list[int], params: SamplingParams) -> None:
-        self.request_id = request_id
+    def __init__(self, request_id: int, prompt: str, prompt_token_ids: list[int], params: SamplingParams,
+                 streaming: bool) -> None:
+        super().__init__(request_id, prompt_token_ids, params, streaming)
         self.prompt = prompt
-        self.prompt_token_ids = prompt_token_ids
-        self.sampling_params = params
-        self.outputs = [CompletionOutput()]
-        self.decoding_iter = 0
-        self.finished = False
-        self._updates: asyncio.Queue = asyncio.Queue()
-        self._rng = random.Random(params.seed or 0)
-        self.drafted_steps = 0  # generation iterations so far (for the acceptance pattern)
-        self.produced: list[int] = []  # engine side: every token generated, read or not
-        self.engine_done = False
-
-    def __aiter__(self) -> RequestOutput:
-        return self
-
-    async def __anext__(self) -> RequestOutput:
-        if self.finished:
-            raise StopAsyncIteration
-        tokens, decoding_iter, finished = await self._updates.get()
-        self.outputs[0].token_ids.extend(tokens)
-        self.decoding_iter = decoding_iter
-        self.finished = finished
-        if finished:
-            self.outputs[0].finish_reason = "length"
-        return self
-
-
-class _IterationResult:
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue = asyncio.Queue()
-        self._done = False
-        self._timeout = 2.0
-
-    def set_timeout(self, timeout: float) -> None:
-        self._timeout = timeout
-
-    def mark_undone(self) -> None:
-        self._done = False
-
-    def put(self, stat: dict[str, Any]) -> None:
-        self._queue.put_nowait(stat)
-
-    def __aiter__(self) -> _IterationResult:
-        return self
-
-    async def __anext__(self) -> dict[str, Any]:
-        if self._done:
-            raise StopAsyncIteration
-        try:
-            return await asyncio.wait_for(self._queue.get(), self._timeout)
-        except asyncio.TimeoutError:
-            self._done = True
-            raise StopAsyncIteration from None
-
-
-class _Empty:
-    def __aiter__(self) -> _Empty:
-        return self
-
-    async def __anext__(self) -> None:
-        raise StopAsyncIteration
 
 
 class LLM:
-    """A continuous-batching engine on the CPU: up to ``max_batch_size`` requests per iteration, a
-    context iteration producing each request's first token, then generation iterations producing
-    1 + accepted draft tokens each."""
+    """A continuous-batching engine on the CPU (:class:`tensorrt_llm.executor.engine.SimulatedEngine`):
+    up to ``max_batch_size`` requests per iteration, a context iteration producing each request's
+    first token, then generation iterations producing 1 + accepted draft tokens each."""
 
     def __init__(self, model: str, tokenizer: Any = None, tensor_parallel_size: int = 1, **kwargs: Any) -> None:
         if _fault("crash_on_load"):
@@ -403,14 +341,15 @@ class LLM:
                 raise ValueError(f"{key} must be a {cls.__name__}, got {type(kwargs[key]).__name__}")
         self.vocab_size = int(json.loads((Path(model) / "config.json").read_text())["vocab_size"])
         self.max_batch_size = int(kwargs.get("max_batch_size", 2048))
+        self.max_num_tokens = int(kwargs.get("max_num_tokens", 8192))
+        self.chunked_prefill = bool(kwargs.get("enable_chunked_prefill", False))
         self.speculative = kwargs.get("speculative_config")
         self.depth = self.speculative.fields["max_draft_len"] if self.speculative else 0
-        self.stats_enabled = bool(kwargs.get("enable_iter_perf_stats", False))
         # One-model MTP / EAGLE-3 without allow_advanced_sampling (where it exists) take the argmax.
         self.greedy_only = bool(self.speculative is not None and self.speculative.one_model and not self.speculative.samples)
         self.forced_accepted = _forced_accepted()
         # Only ModelDrafter (two-model) times drafting: DraftTarget, and EAGLE-3 run as two models.
-        self.drafting_timed = isinstance(self.speculative, DraftTargetDecodingConfig) or (
+        drafting_timed = isinstance(self.speculative, DraftTargetDecodingConfig) or (
             isinstance(self.speculative, EagleDecodingConfig) and not self.speculative.fields.get("eagle3_one_model", True))
         folders = [Path(model)]
         draft = self.speculative.fields.get("speculative_model_dir") if self.speculative else None
@@ -427,11 +366,12 @@ class LLM:
         free = GPU_TOTAL_BYTES - CUDA_CONTEXT_BYTES - self.weight_bytes
         self.max_num_blocks = int(fraction * free) // (TOKENS_PER_BLOCK * per_token)
         self.kv_pool_bytes = self.max_num_blocks * TOKENS_PER_BLOCK * per_token
-        self._pending: collections.deque[RequestOutput] = collections.deque()
-        self._active: list[RequestOutput] = []
-        self._engine: asyncio.Task | None = None
-        self._stats: _IterationResult | None = None
-        self._iteration = 0
+        speculation = Speculation(self.depth, isinstance(self.speculative, NGramDecodingConfig), self.forced_accepted,
+                                  drafting_timed)
+        device = DeviceFigures(CUDA_CONTEXT_BYTES + self.weight_bytes + self.kv_pool_bytes, self.max_num_blocks,
+                               TOKENS_PER_BLOCK)
+        self.engine = SimulatedEngine(self.max_batch_size, self.vocab_size, speculation, self.greedy_only,
+                                      bool(kwargs.get("enable_iter_perf_stats", False)), device)
         self._next_id = 0
         self._shut_down = False
         # The real LLM starts executor worker processes; multiprocessing refuses this in a daemonic process.
@@ -447,28 +387,30 @@ class LLM:
     def generate_async(
         self, inputs: str, sampling_params: SamplingParams | None = None, streaming: bool = False
     ) -> RequestOutput:
-        loop = asyncio.get_running_loop()
+        """Enqueue one request (scheduled at a later iteration) and return its result. Refuses, as
+        ``BaseLLM.generate_async`` / ``_check_arguments`` do (``tensorrt_llm/llmapi/llm.py`` at
+        4c05a74): an LLM shut down, and (PyTorch backend, no chunked prefill) a prompt longer than
+        ``max_num_tokens``."""
         if self._shut_down:
-            raise RuntimeError("the LLM was shut down")
+            raise RuntimeError("LLM is shutting down")
         if _fault("hang_on_generate"):
             time.sleep(3600)
         params = sampling_params or SamplingParams()
+        prompt_token_ids = [ord(c) % self.vocab_size for c in inputs]
+        if not self.chunked_prefill and len(prompt_token_ids) > self.max_num_tokens:
+            raise ValueError(f"The sum of prompt length ({float(len(prompt_token_ids))}), query length (0) should not "
+                             f"exceed max_num_tokens ({self.max_num_tokens})")
         _log({"event": "generate", "pid": os.getpid(), "streaming": streaming, "sampling_params": params.fields})
-        request = RequestOutput(self._next_id, inputs, [ord(c) % self.vocab_size for c in inputs], params)
+        request = RequestOutput(self._next_id, inputs, prompt_token_ids, params, streaming)
         self._next_id += 1
-        self._pending.append(request)
-        if self._stats is None:
-            self._stats = _IterationResult()
-        self._stats.mark_undone()
-        if self._engine is None or self._engine.done():
-            self._engine = loop.create_task(self._serve())
+        self.engine.submit(request)
         return request
 
     def get_stats_async(self, timeout: float = 2) -> Any:
-        if self._stats is None:
-            return _Empty()
-        self._stats.set_timeout(timeout)
-        return self._stats
+        if self.engine.stats is None:
+            return NoStats()
+        self.engine.stats.set_timeout(timeout)
+        return self.engine.stats
 
     def shutdown(self) -> None:
         self._shut_down = True
@@ -476,78 +418,3 @@ class LLM:
             self._executor.terminate()
             self._executor.join(5)
         _log({"event": "shutdown", "pid": os.getpid()})
-
-    # -- the simulated engine -------------------------------------------------------------------
-
-    async def _serve(self) -> None:
-        while self._pending or self._active:
-            latency_ms = self._step()
-            await asyncio.sleep(latency_ms / 1e3)
-
-    def _step(self) -> float:
-        admitted = []
-        while self._pending and len(self._active) + len(admitted) < self.max_batch_size:
-            admitted.append(self._pending.popleft())
-        drafted = accepted = with_drafts = produced = 0
-        generating = list(self._active)
-        for request in admitted:  # context iteration: the first token, counted in decoding_iter
-            request.decoding_iter += 1
-            produced += self._emit(request, 1)
-        for request in generating:
-            draft = self._draft_length(request)
-            hits = self._accepted(request, draft)
-            drafted += draft
-            accepted += hits
-            with_drafts += draft > 0
-            request.decoding_iter += 1
-            request.drafted_steps += 1
-            produced += self._emit(request, hits + 1)
-        self._active = [r for r in generating + admitted if not r.engine_done]
-        # A two-model drafter runs inside the iteration; one-model drafting is part of the forward pass.
-        draft_ms = 0.2 * drafted / max(1, len(generating))
-        latency_ms = 1.0 + 0.05 * produced + draft_ms
-        self._iteration += 1
-        if self.stats_enabled and self._stats is not None:
-            stat: dict[str, Any] = {
-                "iter": self._iteration, "iterLatencyMS": latency_ms,
-                "gpuMemUsage": CUDA_CONTEXT_BYTES + self.weight_bytes + self.kv_pool_bytes + 1_000_000 * len(self._active),
-                "kvCacheStats": {"maxNumBlocks": self.max_num_blocks, "tokensPerBlock": TOKENS_PER_BLOCK,
-                                 "usedNumBlocks": len(self._active), "freeNumBlocks": self.max_num_blocks - len(self._active)},
-                "inflightBatchingStats": {"numContextRequests": len(admitted), "numGenRequests": len(generating)},
-            }
-            if self.speculative is not None:
-                stat["specDecodingStats"] = {
-                    "numDraftTokens": drafted, "numAcceptedTokens": accepted, "numRequestsWithDraftTokens": with_drafts,
-                    "acceptanceLength": (accepted + with_drafts) / with_drafts if with_drafts else 0.0,
-                    "iterLatencyMS": draft_ms if self.drafting_timed else 0.0,
-                }
-            self._stats.put(stat)
-        return latency_ms
-
-    def _draft_length(self, request: RequestOutput) -> int:
-        if self.speculative is None:
-            return 0
-        if isinstance(self.speculative, NGramDecodingConfig) and request.drafted_steps % 2:
-            return 0  # no n-gram match on every other step
-        return self.depth
-
-    def _accepted(self, request: RequestOutput, draft: int) -> int:
-        if self.forced_accepted:  # SpecWorkerBase._apply_force_accepted_tokens: min(forced + 1, draft + 1) tokens
-            return min(self.forced_accepted, draft)
-        return (request.request_id + request.drafted_steps) % (draft + 1) if draft else 0
-
-    def _emit(self, request: RequestOutput, count: int) -> int:
-        sequence = request.prompt_token_ids + request.produced
-        tokens = []
-        for _ in range(min(count, request.sampling_params.max_tokens - len(request.produced))):
-            if request.sampling_params.greedy or self.greedy_only:
-                token = (sequence[-1] * 31 + len(sequence) * 17 + 5) % self.vocab_size
-            else:
-                token = request._rng.randrange(self.vocab_size)
-            tokens.append(token)
-            sequence.append(token)
-        request.produced.extend(tokens)
-        done = len(request.produced) >= request.sampling_params.max_tokens
-        request.engine_done = done
-        request._updates.put_nowait((tokens, request.decoding_iter, done))
-        return len(tokens)
