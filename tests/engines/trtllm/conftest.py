@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import hf_model_factory
+from autotune.engines.trtllm.runner import TrtLlmRunner
 
 FAKE_TRTLLM_DIR = Path(__file__).parent / "fake_trtllm"  # made importable by tests/conftest.py's fake_trtllm
 
@@ -48,6 +49,23 @@ def fake_release(monkeypatch: pytest.MonkeyPatch):
         return llmapi
 
     yield load
+    unload_fake()
+
+
+@pytest.fixture
+def make_runner(monkeypatch: pytest.MonkeyPatch):
+    """``make(target, **kwargs)``: a :class:`TrtLlmRunner` in this process over the stand-in (stats
+    timeout 0.1 s unless given); every one closed and the stand-in unloaded afterwards."""
+    monkeypatch.syspath_prepend(str(FAKE_TRTLLM_DIR))
+    made: list[TrtLlmRunner] = []
+
+    def make(target: Path, **kwargs) -> TrtLlmRunner:
+        made.append(TrtLlmRunner(str(target), **{"stats_timeout_s": 0.1, **kwargs}))
+        return made[-1]
+
+    yield make
+    for runner in made:
+        runner.close()
     unload_fake()
 
 

@@ -3,12 +3,10 @@ what the worker boundary does not carry back, the generated token ids, and the e
 
 from __future__ import annotations
 
-import sys
 
 import pytest
 
 from autotune.engines.base import EngineConfig
-from autotune.engines.trtllm.runner import TrtLlmRunner
 from autotune.errors import EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload
 
@@ -16,13 +14,8 @@ WORKLOAD = Workload("w", [Request("def parse(argv):", 12), Request("class Cache:
 
 
 @pytest.fixture
-def runner(monkeypatch, target_dir, fake_trtllm_dir):
-    monkeypatch.syspath_prepend(str(fake_trtllm_dir))
-    runner = TrtLlmRunner(str(target_dir), stats_timeout_s=0.1)
-    yield runner
-    runner.close()
-    for name in [m for m in sys.modules if m == "tensorrt_llm" or m.startswith("tensorrt_llm.")]:
-        del sys.modules[name]
+def runner(make_runner, target_dir):
+    return make_runner(target_dir)
 
 
 def test_greedy_outputs_do_not_depend_on_method_or_batch_size(runner) -> None:
@@ -66,23 +59,6 @@ def test_refused_arguments_become_unsupported_configurations(runner, monkeypatch
     runner.load(EngineConfig("none"))
     with pytest.raises(UnsupportedConfigError, match="TensorRT-LLM refused none: .*enable_iter_perf_stats"):
         runner.measure(WORKLOAD, 1)
-
-
-@pytest.fixture
-def make_runner(monkeypatch, fake_trtllm_dir):
-    """Runners on other targets than ``target_dir`` (closed and the fake unloaded afterwards)."""
-    monkeypatch.syspath_prepend(str(fake_trtllm_dir))
-    made = []
-
-    def make(target) -> TrtLlmRunner:
-        made.append(TrtLlmRunner(str(target), stats_timeout_s=0.1))
-        return made[-1]
-
-    yield make
-    for runner in made:
-        runner.close()
-    for name in [m for m in sys.modules if m == "tensorrt_llm" or m.startswith("tensorrt_llm.")]:
-        del sys.modules[name]
 
 
 def test_the_context_step_is_not_a_generation_step(runner) -> None:

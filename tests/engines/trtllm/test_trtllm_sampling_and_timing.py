@@ -9,7 +9,6 @@ import os
 import pytest
 
 from autotune.engines.base import EngineConfig
-from autotune.engines.trtllm.runner import TrtLlmRunner
 from autotune.engines.trtllm.timing import FORCE_ACCEPTED_ENV, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload
@@ -17,19 +16,6 @@ from autotune.workload import Request, Workload
 WORKLOAD = Workload("w", [Request("def parse(argv):", 12), Request("class Cache:", 9), Request("import os", 7)])
 SAMPLED_WORKLOAD = Workload("s", [Request("def parse(argv):", 12, temperature=0.7), Request("import os", 7)])
 RELEASES = {"1.0": "1.0.0", "1.2": "1.2.0", "main": "1.3.0rc12"}
-
-
-@pytest.fixture
-def runners():
-    made = []
-
-    def make(target) -> TrtLlmRunner:
-        made.append(TrtLlmRunner(str(target), stats_timeout_s=0.05))
-        return made[-1]
-
-    yield make
-    for runner in made:
-        runner.close()
 
 
 def test_the_stand_in_falls_back_to_greedy_as_the_real_one_does(fake_release) -> None:
@@ -49,9 +35,9 @@ def test_the_stand_in_falls_back_to_greedy_as_the_real_one_does(fake_release) ->
 
 
 @pytest.mark.parametrize("version", ["1.2", "main"])
-def test_one_model_mtp_samples_where_the_flag_exists(version, fake_release, runners, mtp_target_dir) -> None:
+def test_one_model_mtp_samples_where_the_flag_exists(version, fake_release, make_runner, mtp_target_dir) -> None:
     fake_release(RELEASES[version])
-    runner = runners(mtp_target_dir)
+    runner = make_runner(mtp_target_dir)
     runner.load(EngineConfig("mtp", 1))
     greedy = runner.measure(WORKLOAD, 2, temperature=0.0).outputs
     sampled = runner.measure(WORKLOAD, 2, temperature=1.0, seed=1)
@@ -61,24 +47,24 @@ def test_one_model_mtp_samples_where_the_flag_exists(version, fake_release, runn
 
 
 @pytest.mark.parametrize("temperature", [1.0, None])  # None: the requests' own temperatures (0.7)
-def test_without_the_flag_a_sampled_run_is_refused_not_reported(temperature, fake_release, runners, mtp_target_dir,
+def test_without_the_flag_a_sampled_run_is_refused_not_reported(temperature, fake_release, make_runner, mtp_target_dir,
                                                                  target_dir, eagle3_dir) -> None:
     fake_release(RELEASES["1.0"])
     for target, config in [(mtp_target_dir, EngineConfig("mtp", 1)), (target_dir, EngineConfig("draft", 2, str(eagle3_dir)))]:
-        runner = runners(target)
+        runner = make_runner(target)
         runner.load(config)
         with pytest.raises(UnsupportedConfigError, match="decodes greedily; a sampled measurement would really be greedy"):
             runner.measure(SAMPLED_WORKLOAD, 2, temperature=temperature)
         assert runner.measure(SAMPLED_WORKLOAD, 2, temperature=0.0).drafted_tokens > 0  # greedy runs are fine
-    runner = runners(target_dir)
+    runner = make_runner(target_dir)
     runner.load(EngineConfig("ngram", 2))  # the two-model sampler samples in every version
     assert runner.measure(SAMPLED_WORKLOAD, 2, temperature=1.0).drafted_tokens > 0
 
 
 @pytest.mark.parametrize("version", ["1.2", "main"])
-def test_timing_runs_force_full_acceptance(version, fake_release, runners, mtp_target_dir, draft_dir) -> None:
+def test_timing_runs_force_full_acceptance(version, fake_release, make_runner, mtp_target_dir, draft_dir) -> None:
     llmapi = fake_release(RELEASES[version])
-    runner = runners(mtp_target_dir)
+    runner = make_runner(mtp_target_dir)
     configs = [EngineConfig("none"), EngineConfig("mtp", 1), EngineConfig("ngram", 2), EngineConfig("draft", 2, str(draft_dir))]
     points = runner.time_steps(configs, WORKLOAD, [1, 3], steps=4, rounds=2)
     assert len(points) == len(configs) * 2 * 2
@@ -98,10 +84,10 @@ def test_timing_runs_force_full_acceptance(version, fake_release, runners, mtp_t
     assert llmapi.FORCE_ACCEPTED_ENV == FORCE_ACCEPTED_ENV
 
 
-def test_forced_acceptance_reaches_the_llm_and_steps_verify_depth_plus_one(fake_release, runners, target_dir,
+def test_forced_acceptance_reaches_the_llm_and_steps_verify_depth_plus_one(fake_release, make_runner, target_dir,
                                                                            draft_dir) -> None:
     fake_release(RELEASES["1.2"])
-    runner = runners(target_dir)
+    runner = make_runner(target_dir)
     (point,) = runner.time_steps([EngineConfig("draft", 3, str(draft_dir))], WORKLOAD, [2], steps=5, rounds=1)
     # every step accepted all 3 drafts: 4 tokens per step, so max_tokens = 5 * 4 + 1 took exactly 5 full steps
     assert point["steps"] == 5 and point["drafted_per_step"] == 3.0
@@ -123,14 +109,14 @@ def test_unforced_acceptance_is_refused_for_timing() -> None:
         timing_point(stats, EngineConfig("mtp", 2), 3, 0, 10, drafter_timed=False)
 
 
-def test_trtllm_ngram_costs_come_from_its_own_steps_not_the_verify_split(fake_release, runners, target_dir,
+def test_trtllm_ngram_costs_come_from_its_own_steps_not_the_verify_split(fake_release, make_runner, target_dir,
                                                                          draft_dir) -> None:
     # TensorRT-LLM times no n-gram drafting apart (propose_s 0): splitting its step into proposing +
     # the draft model's verify would drop the n-gram share of the step.
     from autotune.perfmodel.cost import CostPoint, CostProfile
 
     fake_release(RELEASES["1.2"])
-    runner = runners(target_dir)
+    runner = make_runner(target_dir)
     configs = [EngineConfig("none"), EngineConfig("ngram", 2), EngineConfig("draft", 2, str(draft_dir))]
     points = [CostPoint.from_dict(p) for p in runner.time_steps(configs, WORKLOAD, [1, 2], steps=3, rounds=1)]
     ngram = [p for p in points if p.method == "ngram"]
