@@ -311,15 +311,25 @@ class TrtLlmRunner:
     async def _collect_stats(self, sink: list[Any], done: asyncio.Event) -> None:
         """Read iteration statistics while the run lasts, then until none arrive for a while.
 
-        ``get_stats_async`` stops after ``stats_timeout_s`` without a new iteration and resumes once
-        requests are submitted again, hence the loop."""
+        ``get_stats_async`` stops after ``stats_timeout_s`` without a new iteration, hence the loop."""
         while not done.is_set():
             await self._read_stats(sink)
             await asyncio.sleep(STATS_POLL_S)
         await self._read_stats(sink)
 
     async def _read_stats(self, sink: list[Any]) -> None:
-        async for stat in self._llm.get_stats_async(timeout=self.stats_timeout_s):
+        """The iteration statistics that arrive until none has for ``stats_timeout_s``.
+
+        Once it has waited that long, TensorRT-LLM's ``IterationResult`` yields nothing more until a
+        request is submitted (``mark_undone``, ``tensorrt_llm/executor/result.py``): an iteration
+        longer than the timeout in a run without further submissions (a timing run, a run's last
+        requests) left the rest of its statistics unread, to be counted by the next run. So every
+        read marks it undone first."""
+        stats = self._llm.get_stats_async(timeout=self.stats_timeout_s)
+        mark_undone = getattr(stats, "mark_undone", None)  # absent before anything was submitted
+        if mark_undone is not None:
+            mark_undone()
+        async for stat in stats:
             sink.append(stat)
 
 

@@ -44,6 +44,18 @@ def test_one_event_loop_serves_every_run_of_an_llm(runner) -> None:
     assert counted[0] > 0 and counted == [counted[0]] * 3  # every run counts its own iterations, no leftovers
 
 
+def test_statistics_outlast_iterations_longer_than_the_stats_timeout(make_runner, target_dir, monkeypatch) -> None:
+    # get_stats_async stops for good after a quiet timeout until the next submission: a timing run
+    # (every row sent at once) lost the rest of its iterations, and they were counted by the next run.
+    monkeypatch.setenv("FAKE_TRTLLM_ITERATION_MS", "25")
+    runner = make_runner(target_dir, stats_timeout_s=0.01)
+    (point,) = runner.time_steps([EngineConfig("ngram", 2)], WORKLOAD, [2], steps=3, rounds=1)
+    assert point["steps"] >= 3
+    runner.load(EngineConfig("none"))  # two runs of the same schedule: the same iterations, none carried over
+    first, second = (runner.measure(WORKLOAD, 2) for _ in range(2))
+    assert first.target_passes == second.target_passes > 0
+
+
 def test_measure_needs_a_loaded_configuration_and_valid_options(runner) -> None:
     with pytest.raises(EngineError, match="no configuration loaded"):
         runner.measure(WORKLOAD, 1)
