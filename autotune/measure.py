@@ -226,8 +226,7 @@ def _named_engine(name: str, target: str | Path | None, device: str, run: _Run) 
 def _require_fit(run: _Run, engine: str, target: str | Path | None, device: str) -> None:
     """Refuse ``run`` with the memory and context-length check ``tune`` applies to every candidate
     (:class:`autotune.search.memory.MemoryPlan`), from the model files alone: an oversized batch
-    would otherwise fail inside the allocator, after the models were loaded. Then, as ``tune``, a
-    batch size above the workload's requests (it would measure a smaller one)."""
+    would otherwise fail inside the allocator, after the models were loaded."""
     from autotune.engines.registry import engine_adapter
     from autotune.search.memory import plan_memory
 
@@ -238,7 +237,6 @@ def _require_fit(run: _Run, engine: str, target: str | Path | None, device: str)
     plan = plan_memory(_device_bytes(device), _footprint(target, "target", folders), drafts, run.workload,
                        whole_prompt_logits=not folders)
     plan.require_fit(config.method, config.depth, run.batch_size, draft)
-    run.workload.check_batch_sizes([run.batch_size], "--batch-size")
 
 
 def _footprint(model: str | Path | None, role: str, folder: bool) -> Any:

@@ -25,10 +25,11 @@ with the estimate and margin the preflight and the tuner use (:mod:`autotune.mod
 the caches of ``batch x (longest prompt + max_tokens + 1 + depth)`` positions and the last prompt
 position's logits must fit in 90 % of one GPU's memory (weights and KV split over ``--tp`` GPUs).
 
-The workload's requests are replayed in copies so that each batch size sees at least
-:data:`REQUESTS_PER_ROW` requests per row: a plan for batch 256 is about a server kept busy at 256
-rows, not about the 16 requests of the built-in workload. With ``--isl/--osl`` every request has
-those lengths, so the KV cache a step reads is that of real sequences at any batch size.
+The workload's requests are replayed as the steady-state stream a measurement runs
+(:mod:`autotune.engines.steady`: cycled to at least 4 requests per row, figures over the window
+between ramp-up and drain): a plan for batch 256 is about a server kept busy at 256 rows, not about
+the 16 requests of the built-in workload. With ``--isl/--osl`` every request has those lengths, so
+the KV cache a step reads is that of real sequences at any batch size.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.analysis.decision import SIMPLICITY
+from autotune.engines.steady import STREAM_FACTOR
 from autotune.errors import ConfigurationError, NotFoundError
 from autotune.hardware.catalog import (
     AcceleratorSpec,
@@ -75,7 +77,6 @@ DEFAULT_BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 MAX_BATCH_SIZE = 4096
 MAX_DEPTH = 16
 SIMPLER_WITHIN = 0.02
-REQUESTS_PER_ROW = 8
 # Warn when the assumed per-step overhead is more than this share of a decoding step (issue 22).
 OVERHEAD_WARNING = 0.30
 # Without the tokenizer at hand: ~4 bytes per token for BPE vocabularies on English and code.
@@ -288,9 +289,9 @@ def plan_deployment(
     if not byte_level and not deployment.isl:
         notes.append(f"prompt tokens estimated at {BYTES_PER_TOKEN} bytes per token (the tokenizer is not loaded)")
     predicted = _predict(spec, stored.target.name, target_shape, draft_shapes, stored.curves, depth_of, prompts,
-                         lengths, sizes, copies=True)
+                         lengths, sizes)
     basis = _basis(spec, stored.acceptance, predicted)
-    basis["workload"] = {"requests": len(prompts), "requests_per_row": REQUESTS_PER_ROW,
+    basis["workload"] = {"requests": len(prompts), "requests_per_row": STREAM_FACTOR,
                          "output_lengths": "--osl" if deployment.osl else
                          "measured (a stored run's)" if stored.lengths else "the requests' max_tokens",
                          "prompt_tokens": "--isl" if deployment.isl else "bytes + 1 (byte-level target)" if byte_level
@@ -364,7 +365,7 @@ def plan_from_config(
         isl, osl = deployment.isl or DEFAULT_ISL, deployment.osl or DEFAULT_OSL
         prompts, lengths = [isl], [osl]
     predicted = _predict(spec, target.info.name, target_shape, draft_shapes, {key: curve},
-                         {key: _covered_depth(curve, max_depth)}, prompts, lengths, sizes, copies=workload is not None)
+                         {key: _covered_depth(curve, max_depth)}, prompts, lengths, sizes)
     origin = {"key": hardware.strip().lower(), "origin": "catalog", "fingerprint": None}
     basis = _basis(spec, [item], predicted)
     basis["workload"] = {"requests": "one per row" if workload is None else len(prompts),
@@ -391,10 +392,9 @@ class _Predicted:
 
 def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[str, ModelShape],
              curves: dict[tuple[str, str | None], AcceptanceCurve], depth_of: dict[tuple[str, str | None], int],
-             prompts: list[int], lengths: list[int], sizes: list[int] | None, *, copies: bool) -> _Predicted:
+             prompts: list[int], lengths: list[int], sizes: list[int] | None) -> _Predicted:
     """The rows at ``sizes`` (default: the powers of two that fit), with the notes and warnings of
-    the deployment. ``copies``: replay the requests in copies (module doc); identical requests
-    (``--isl/--osl``) replay identically wave after wave, so one per row is the steady state."""
+    the deployment."""
     row_tokens = max(prompts) + max(lengths)
     target_footprint = target.footprint(name, spec.tp)
     draft_footprints = {label: shape.footprint(label, spec.tp) for label, shape in drafts.items()}
@@ -415,7 +415,7 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
     context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
     rows = []
     for batch_size, predicted in predict_configurations(spec, target, drafts, curves, depth_of, prompts, lengths,
-                                                        sizes, copies=copies).items():
+                                                        sizes).items():
         rows.append(_choose(batch_size, list(predicted.items()), memory, limit))
     step = {b: forward_pass(spec, target, b, 1, context) for b in sizes}
     share = {b: t.overhead_s / t.seconds for b, t in step.items()}
@@ -435,24 +435,20 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
 def predict_configurations(
     spec: AcceleratorSpec, target: ModelShape, drafts: dict[str, ModelShape],
     curves: dict[tuple[str, str | None], AcceptanceCurve], depth_of: dict[tuple[str, str | None], int],
-    prompts: list[int], lengths: list[int], sizes: Sequence[int], *, copies: bool = False,
+    prompts: list[int], lengths: list[int], sizes: Sequence[int],
 ) -> dict[int, dict[tuple[str, str | None, int], Prediction]]:
     """Batch size -> every configuration's prediction (none, and each proposer at depths 1..its
-    ``depth_of``): the roofline's step costs replayed over the requests (``copies``: see
-    :func:`_predict`). What a plan chooses from, and what docs/plan-validation.md checks."""
+    ``depth_of``): the roofline's step costs replayed over the requests' steady-state stream. What a
+    plan chooses from, and what docs/plan-validation.md checks."""
     deepest = max(depth_of.values(), default=0)
     context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
     cost = roofline_cost(spec, target, drafts, sizes, range(1, max(deepest, 1) + 1), context, max(prompts),
                          methods={"none", *(method for method, _ in curves)})
     candidates = [("none", None, 0)] + [(method, draft, depth) for (method, draft), top in depth_of.items()
                                         for depth in range(1, top + 1)]
-    result = {}
-    for batch_size in sizes:
-        times = max(1, math.ceil(REQUESTS_PER_ROW * batch_size / len(prompts))) if copies else batch_size
-        performance = PerformanceModel(cost, curves, prompts * times, lengths * times)
-        result[batch_size] = {config: p for config in candidates
-                              if (p := performance.predict(*config, batch_size)) is not None}
-    return result
+    performance = PerformanceModel(cost, curves, prompts, lengths)
+    return {batch_size: {config: p for config in candidates if (p := performance.predict(*config, batch_size)) is not None}
+            for batch_size in sizes}
 
 
 def _smallest_tp(target: ModelShape, name: str, spec: AcceleratorSpec, row_tokens: int) -> str:

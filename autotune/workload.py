@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from autotune.errors import WorkloadError
 
@@ -73,23 +74,20 @@ class Workload:
             raise WorkloadError(f"a workload needs at least one request, asked for {n}")
         return Workload(self.name, self.requests[:n], self.version)
 
-    def check_batch_sizes(self, batch_sizes: Iterable[int], option: str) -> None:
-        """WorkloadError when a batch size exceeds the requests: no more sequences than requests ever
-        run at once, so batch size 64 over 8 requests would measure batch size 8 under the wrong name."""
-        n = len(self.requests)
-        too_large = sorted(b for b in set(batch_sizes) if b > n)
-        if too_large:
-            raise WorkloadError(
-                f"{option} {', '.join(map(str, too_large))}: more than workload {self.label!r}'s {n} requests, so at "
-                f"most {n} sequences would ever run at once; use a workload with at least {too_large[-1]} requests "
-                f"or batch sizes up to {n}")
-
     def with_max_tokens(self, max_tokens: int) -> Workload:
         """The same prompts with every request capped at ``max_tokens`` tokens."""
         if max_tokens < 1:
             raise WorkloadError(f"max_tokens must be >= 1, got {max_tokens}")
         capped = tuple(Request(r.prompt, min(r.max_tokens, max_tokens), r.temperature) for r in self.requests)
         return Workload(self.name, capped, self.version)
+
+
+def first_cycle(values: Sequence[Any], n_requests: int) -> list[Any] | None:
+    """The values of a run's first ``n_requests`` requests when the run was the workload's requests in
+    whole cycles (the steady-state stream of :mod:`autotune.engines.steady`), else None."""
+    if not values or n_requests < 1 or len(values) % n_requests:
+        return None
+    return list(values[:n_requests])
 
 
 def builtin_workload() -> Workload:

@@ -13,6 +13,7 @@ from autotune.analysis.intervals import Estimate
 from autotune.engines import noise
 from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.protocol import BASELINE, ProtocolOptions
+from autotune.engines.steady import request_stream
 from autotune.errors import ConfigurationError
 from autotune.measure import DEFAULT_DEPTH, DEFAULT_METHOD, Divergence, first_divergence, measure_configuration
 from autotune.workload import Request, Workload, builtin_workload, load_workload
@@ -96,7 +97,7 @@ def test_the_warm_up_is_not_a_measured_pass(quiet_machine):
     workload = Workload("w", [Request("a", 3), Request("b", 3), Request("c", 3)])
     engine = FakeEngine({"mtp": [[1, 2], [3], [4]], "none": [[1, 2], [3], [4]]})
     measure_configuration("mtp", 2, batch_size=2, workload=workload, engine=engine, protocol=QUICK)
-    warm_up = [call for call in engine.calls if call[2] != workload]
+    warm_up = [call for call in engine.calls if call[2] != request_stream(workload, 2)]
     # In reverse order: the first round starts with the configuration warmed (so loaded) last.
     assert [config for config, _, _ in warm_up] == [EngineConfig("mtp", 2), BASELINE]
     assert all(w.requests == workload.requests[:2] for _, _, w in warm_up)
@@ -234,7 +235,7 @@ def test_the_embedded_engine_measures_with_intervals_and_a_paired_speedup(quiet_
     assert speedup["n"] == data["repetitions"] and 0 < speedup["low"] <= speedup["value"] <= speedup["high"]
     assert data["baseline"]["repetitions"] == data["repetitions"]
     assert data["baseline"]["measurement"]["method"] == "none"
-    assert data["measurement"]["n_requests"] == 1 and data["measurement"]["output_tokens"] == 8
+    assert data["measurement"]["n_requests"] == 4 and data["measurement"]["output_tokens"] == 4 * 8  # the stream
     assert data["measurement"]["drafted_tokens"] >= data["measurement"]["accepted_tokens"] > 0
     assert data["noise"]["passes"] == data["repetitions"]
     assert data["capped"] in (None, "repetitions")

@@ -59,16 +59,6 @@ def test_head_and_max_tokens_cap():
         workload.head(0)
 
 
-def test_a_batch_size_above_the_requests_is_refused():
-    """Continuous batching never runs more sequences than requests: batch size 64 over 8 requests
-    would measure batch size 8 under the wrong name (seen in a vLLM study)."""
-    workload = builtin_workload().head(8)
-    workload.check_batch_sizes([1, 4, 8], "--batch-sizes")
-    with pytest.raises(WorkloadError, match=r"--batch-sizes 16, 64: more than workload 'builtin@v1''s 8 requests.*"
-                                            r"at least 64 requests or batch sizes up to 8"):
-        workload.check_batch_sizes([1, 64, 16, 64], "--batch-sizes")
-
-
 @pytest.mark.parametrize(
     ("text", "message"),
     [

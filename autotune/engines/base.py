@@ -8,7 +8,6 @@ embedded PyTorch engine and a TensorRT-LLM engine are interchangeable.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -69,17 +68,6 @@ class EngineConfig:
         return self.method if self.method == "none" else f"{self.method}@{self.depth}"
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    """Linear-interpolation percentile (numpy's default), None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100.0
-    low = math.floor(rank)
-    high = math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
 @dataclass(kw_only=True)
 class RunCounters:
     """What an engine counted while decoding, and the memory it measured: the part of a
@@ -110,9 +98,11 @@ class RunCounters:
 class Measurement(RunCounters):
     """What one run of a workload measured.
 
-    Throughput: ``tokens_per_s`` = generated tokens / ``wall_time_s``; ``requests_per_s``.
-    Latency (ms), all requests submitted at t=0: TTFT = first output token time - 0 (queueing
-    included); TPOT = (finish - first token) / (tokens - 1), requests with one token excluded.
+    Throughput and latency over the run's steady window (:mod:`autotune.engines.steady`, ``vllm bench
+    serve``'s definitions): ``tokens_per_s`` = tokens that arrived inside the window / its length;
+    ``requests_per_s``; TTFT = first token - send, TPOT = (last token - first token) / (tokens - 1),
+    percentiles over the requests sent and finished inside the window. ``wall_time_s``: the whole run,
+    first send to last finish; ``n_requests`` / ``output_tokens``: the whole run's.
     Speculation, counted while decoding (never inferred from depth): ``drafted_tokens``,
     ``accepted_tokens``, ``acceptance_rate`` = accepted / drafted (None when nothing was
     drafted), ``acceptance_alpha`` = accepted / (accepted + rejections): the per-position
@@ -157,6 +147,15 @@ class Measurement(RunCounters):
     tpot_ms_p99: float | None
     acceptance_rate: float | None  # the rest of the counters come from RunCounters
     engine: str = "embedded"
+    # The steady window the figures come from (autotune.engines.steady): its start and length in
+    # seconds, mean occupancy (in flight / concurrency), requests finished inside it, and whether the
+    # run reached a steady state (False: too short, figures over the whole run). None: a measurement
+    # stored before the window existed (its figures include the drain).
+    window_start_s: float | None = None
+    window_s: float | None = None
+    occupancy: float | None = None
+    window_requests: int | None = None
+    steady: bool | None = None
     request_ttft_ms: list[float] = field(default_factory=list)
     request_tpot_ms: list[float | None] = field(default_factory=list)
     request_tokens: list[int] = field(default_factory=list)  # tokens generated per request, in request order
@@ -181,78 +180,6 @@ class Measurement(RunCounters):
         if unknown:
             raise ValueError(f"unknown Measurement fields: {sorted(unknown)}")
         return cls(**data)
-
-    @staticmethod
-    def latency_percentiles(values: list[float | None]) -> tuple[float | None, float | None, float | None]:
-        """p50, p90, p99 of the non-None values."""
-        present = [v for v in values if v is not None]
-        return _percentile(present, 50), _percentile(present, 90), _percentile(present, 99)
-
-
-@dataclass(frozen=True)
-class RequestResult:
-    """One request of a run: its generated token ids, and when (seconds since the run started; every
-    request arrives at 0) the first token and the last arrived (``first_token_s`` None: no token)."""
-
-    tokens: list[int]
-    first_token_s: float | None
-    finish_s: float
-
-
-def measurement_of_run(
-    config: EngineConfig,
-    workload: Workload,
-    results: Sequence[RequestResult],
-    counters: RunCounters,
-    *,
-    batch_size: int,
-    temperature: float | None,
-    seed: int,
-    wall_time_s: float,
-    device: str,
-    engine: str,
-) -> Measurement:
-    """The :class:`Measurement` of one run of ``workload`` (``results`` in request order): the
-    per-request latencies and throughput computed the same way for every engine."""
-    # A request that produced no token has its first token "at" its finish.
-    ttft_ms = [(r.first_token_s if r.first_token_s is not None else r.finish_s) * 1e3 for r in results]
-    tpot_ms = [
-        (r.finish_s - r.first_token_s) * 1e3 / (len(r.tokens) - 1)
-        if r.first_token_s is not None and len(r.tokens) > 1 else None
-        for r in results
-    ]
-    output_tokens = sum(len(r.tokens) for r in results)
-    ttft = Measurement.latency_percentiles(ttft_ms)
-    tpot = Measurement.latency_percentiles(tpot_ms)
-    return Measurement(
-        method=config.method,
-        depth=config.depth,
-        batch_size=batch_size,
-        draft=config.draft_model,
-        temperature=temperature,
-        seed=seed,
-        device=device,
-        workload_name=workload.label,
-        workload_sha256=workload.sha256,
-        n_requests=len(results),
-        output_tokens=output_tokens,
-        wall_time_s=wall_time_s,
-        tokens_per_s=output_tokens / wall_time_s,
-        requests_per_s=len(results) / wall_time_s,
-        ttft_ms_p50=ttft[0],
-        ttft_ms_p90=ttft[1],
-        ttft_ms_p99=ttft[2],
-        tpot_ms_p50=tpot[0],
-        tpot_ms_p90=tpot[1],
-        tpot_ms_p99=tpot[2],
-        acceptance_rate=counters.accepted_tokens / counters.drafted_tokens if counters.drafted_tokens else None,
-        engine=engine,
-        request_ttft_ms=ttft_ms,
-        request_tpot_ms=tpot_ms,
-        request_tokens=[len(r.tokens) for r in results],
-        outputs=[list(r.tokens) for r in results],
-        **asdict(counters),
-    )
 
 
 def validate_run_options(batch_size: int, temperature: float | None = None) -> None:

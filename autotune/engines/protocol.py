@@ -7,8 +7,9 @@ Given an :class:`~autotune.engines.base.Engine` (embedded, TensorRT-LLM, or any 
 1. **Warm-up** (excluded from every figure): each configuration decodes one batch of the
    workload's first requests once (GuideLLM drops its warm-up; Perf Analyzer discards the first
    window).
-2. **Rounds.** Each round measures every active configuration once over the whole workload, the
-   baseline (no speculation at the same batch size) included, in alternating order (A B C, then
+2. **Rounds.** Each round measures every active configuration once over the workload's
+   steady-state stream (:mod:`autotune.engines.steady`: C requests kept in flight, figures over the
+   window between ramp-up and drain), the baseline (no speculation at the same batch size) included, in alternating order (A B C, then
    C B A: a linear drift of the machine cancels out of the pairs). A speedup is the geometric mean
    of the per-round ratios with its paired interval
    (:func:`~autotune.analysis.intervals.paired_ratio_interval`), never a ratio to a baseline from
@@ -42,6 +43,7 @@ from autotune.analysis.intervals import Estimate, mean_interval, paired_by_round
 from autotune.analysis.plausibility import implausible_speedup
 from autotune.engines import noise
 from autotune.engines.base import Engine, EngineConfig, Measurement
+from autotune.engines.steady import request_stream
 from autotune.errors import ConfigurationError, EngineError
 from autotune.workload import Workload
 
@@ -57,7 +59,7 @@ DEFAULT_CONFIRM_SECONDS = 35.0
 # Figures that get an interval (each pass reports them; the speedup is added for paired configurations).
 ESTIMATED = (
     "tokens_per_s", "requests_per_s", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99",
-    "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99", "acceptance_rate", "acceptance_length",
+    "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99", "acceptance_rate", "acceptance_length", "occupancy",
 )
 CAPS = ("repetitions", "time", "budget")
 
@@ -329,7 +331,7 @@ def _warm_up(engine: Engine, configs: list[EngineConfig], workload: Workload, ba
     that holds one configuration at a time (``holds_one_configuration``: TensorRT-LLM, vLLM on a
     GPU) would shut every other warmed engine down before measuring it, so only that one is warmed:
     such an engine warms each build up itself, as it must for the rebuilds of later rounds anyway."""
-    first = Workload(workload.name, workload.requests[:batch_size], workload.version)
+    first = request_stream(workload, batch_size).head(batch_size)
     warmed = configs[:1] if getattr(engine, "holds_one_configuration", False) else configs
     for config in reversed(warmed):
         engine.load(config)
@@ -344,10 +346,12 @@ def _measure_pass(engine: Engine, config: EngineConfig, workload: Workload, batc
 
 def measure_pass(engine: Engine, workload: Workload, batch_size: int, temperature: float | None = None,
                  seed: int = 0) -> Pass:
-    """One pass of the loaded configuration with the background load around it (the screening
-    trials get the same disturbance check as the protocol's rounds)."""
+    """One pass of the loaded configuration over the workload's steady-state stream at concurrency
+    ``batch_size`` (:mod:`autotune.engines.steady`), with the background load around it (the
+    screening trials get the same disturbance check as the protocol's rounds)."""
+    stream = request_stream(workload, batch_size)
     before = noise.snapshot()
-    measurement = engine.measure(workload, batch_size, temperature, seed)
+    measurement = engine.measure(stream, batch_size, temperature, seed)
     return Pass(measurement, noise.between(before, noise.snapshot()))
 
 

@@ -1,7 +1,7 @@
 """The performance model: acceptance profile x cost profile -> tokens/s and TPOT, with uncertainty.
 
-For a configuration (method, draft, depth) at a batch size the model replays the workload
-(:func:`~autotune.perfmodel.simulate.simulate`) with Omega(depth) tokens per sequence-step from the
+For a configuration (method, draft, depth) at a concurrency the model replays the workload's
+steady-state stream (:func:`~autotune.perfmodel.simulate.simulate`) with Omega(depth) tokens per sequence-step from the
 proposer's acceptance curve and the step and prefill costs of the cost profile. That raw
 prediction is then corrected by what the study has measured so far, in three levels, each the
 shrunk mean of its log residuals r = log(measured / raw) (:func:`shrunk_mean`)::
@@ -45,7 +45,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from autotune.engines.base import Measurement
 from autotune.perfmodel.acceptance import AcceptanceCurve
 from autotune.perfmodel.cost import BASELINE, CostProfile
 from autotune.perfmodel.simulate import SimulatedRun, simulate
@@ -131,7 +130,7 @@ class PerformanceModel:
         return method == BASELINE or (key in self.curves and self.curves[key].covers(depth))
 
     def raw(self, method: str, draft: str | None, depth: int, batch_size: int) -> RawPrediction:
-        """The uncorrected replay of the workload (see :mod:`autotune.perfmodel.simulate`)."""
+        """The uncorrected replay of the workload's stream (see :mod:`autotune.perfmodel.simulate`)."""
         key = config_key(method, draft)
         if method == BASELINE:
             omega, se = 1.0, 0.0
@@ -165,11 +164,11 @@ class PerformanceModel:
         value = raw.run.tokens_per_s * correction
         sigmas = {"acceptance": raw.sigma_acceptance, "cost": self.cost.spread, "model": self.sigma_model}
         sigma = math.sqrt(sum(s * s for s in sigmas.values()))
-        tpot = [t / correction for t in raw.run.tpot_ms()]
-        ttft = [t / correction for t in raw.run.ttft_ms()]
-        # The same percentiles, computed the same way, as a measurement's.
-        latency = {f"{name}_p{q}": value for name, values in (("tpot_ms", tpot), ("ttft_ms", ttft))
-                   for q, value in zip((50, 90, 99), Measurement.latency_percentiles(values))}
+        # The window's percentiles, computed the same way as a measurement's, scaled as the throughput.
+        figures = raw.run.figures
+        latency = {f"{name}_p{q}": (value / correction if value is not None else None)
+                   for name, values in (("tpot_ms", figures.tpot_ms), ("ttft_ms", figures.ttft_ms))
+                   for q, value in zip((50, 90, 99), values)}
         return Prediction(value, value * math.exp(-Z95 * sigma), value * math.exp(Z95 * sigma), sigma, sigmas,
                           raw.omega, correction, self.cost.source, latency)
 

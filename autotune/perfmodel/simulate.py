@@ -1,13 +1,15 @@
-"""Replaying a workload through continuous batching with expected step costs.
+"""Replaying a workload's steady-state stream through continuous batching with expected step costs.
 
 The textbook speedup Omega / (depth * c + 1) assumes every step is full and verifying depth + 1
 tokens costs one step; on our CPU that misses by up to a third (docs/benchmarks.md). So the model
-replays the workload the way the engines run it (:mod:`autotune.engines.embedded.decoding`):
-``batch_size`` slots, free slots filled by one batched prefill (which yields each request's first
-token), then steps in which every active row gains Omega tokens on average, until its output
-length is reached. A step with ``b`` active rows costs ``step_s(b)``: the tail of a workload, where
-fewer than ``batch_size`` rows are left, runs at the smaller batch's cost, and a row cannot gain
-more than it still needs (the last step is cut).
+replays the run the way the engines run it: the workload's stream at concurrency C
+(:mod:`autotune.engines.steady`: the requests cycled to at least 4 x C), C slots, each free slot
+filled the moment a request finishes by a batched prefill (which yields each request's first
+token), then steps in which every active row gains Omega tokens on average, until its output length
+is reached. A step with ``b`` active rows costs ``step_s(b)``, and a row cannot gain more than it
+still needs (the last step is cut). The figures are the steady window's, computed by the same
+functions as a measurement's (:func:`autotune.engines.steady.window_figures`); inside a request,
+tokens after the first arrive at an even rate.
 
 Output lengths are the requests' generated token counts, the same for every lossless configuration
 (taken from a measured run; the requests' ``max_tokens`` before any run).
@@ -15,68 +17,91 @@ Output lengths are the requests' generated token counts, the same for every loss
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from autotune.engines.steady import WindowFigures, stream_indices, window_figures
+
+
+@dataclass(frozen=True)
+class SimulatedRequest:
+    """One replayed request of the stream (seconds from the start of the run)."""
+
+    send_s: float
+    first_token_s: float
+    finish_s: float
+    n_tokens: int
+
+    def tokens_between(self, start_s: float, end_s: float) -> float:
+        """The first token at ``first_token_s``, the others at an even rate up to ``finish_s``."""
+        count = 1.0 if start_s < self.first_token_s <= end_s else 0.0
+        rest = self.n_tokens - 1
+        if rest > 0:
+            span = self.finish_s - self.first_token_s
+            if span > 0:
+                overlap = min(end_s, self.finish_s) - max(start_s, self.first_token_s)
+                count += rest * max(0.0, overlap) / span
+            elif start_s < self.finish_s <= end_s:
+                count += rest
+        return count
+
 
 @dataclass(frozen=True)
 class SimulatedRun:
-    """Times (seconds from the start) of one replayed workload."""
+    """One replayed stream and its window figures."""
 
-    wall_s: float
-    output_tokens: int
-    first_token_s: list[float]
-    finish_s: list[float]
-    lengths: list[int]
+    requests: list[SimulatedRequest]
+    figures: WindowFigures
 
     @property
     def tokens_per_s(self) -> float:
-        return self.output_tokens / self.wall_s if self.wall_s > 0 else math.inf
-
-    def tpot_ms(self) -> list[float]:
-        """Per request (finish - first token) / (tokens - 1), requests with one token left out."""
-        return [(f - t) * 1e3 / (n - 1) for t, f, n in zip(self.first_token_s, self.finish_s, self.lengths) if n > 1]
-
-    def ttft_ms(self) -> list[float]:
-        return [t * 1e3 for t in self.first_token_s]
+        return self.figures.tokens_per_s
 
 
 def simulate(
     prompts: Sequence[int],
     lengths: Sequence[int],
-    batch_size: int,
+    concurrency: int,
     omega: float,
     step_s: Callable[[int], float],
     prefill_s: Callable[[int], float],
 ) -> SimulatedRun:
-    """Replay requests (``prompts``: prompt tokens, ``lengths``: output tokens) at ``batch_size``
-    with ``omega`` tokens per sequence-step; ``step_s(active_rows)`` and ``prefill_s(padded_tokens)``
-    give the costs (see the module doc)."""
+    """Replay the stream of the workload's requests (``prompts``: prompt tokens, ``lengths``: output
+    tokens, one per workload request) at ``concurrency`` with ``omega`` tokens per sequence-step;
+    ``step_s(active_rows)`` and ``prefill_s(padded_tokens)`` give the costs (see the module doc)."""
     if omega < 1:
         raise ValueError(f"omega is at least 1 (the bonus token), got {omega}")
-    pending = deque(range(len(prompts)))
-    remaining: dict[int, float] = {}  # request -> tokens still to generate
-    first = [0.0] * len(prompts)
-    finish = [0.0] * len(prompts)
-    now = 0.0
-    while pending or remaining:
-        free = batch_size - len(remaining)
+    order = stream_indices(len(prompts), concurrency)
+    pending = deque(range(len(order)))
+    finishing: list[tuple[int, int]] = []  # heap of (the step count at which it finishes, stream position)
+    send = [0.0] * len(order)
+    first = [0.0] * len(order)
+    finish = [0.0] * len(order)
+    now, steps = 0.0, 0
+    while pending or finishing:
+        free = concurrency - len(finishing)
         if pending and free > 0:
             admitted = [pending.popleft() for _ in range(min(free, len(pending)))]
-            now += prefill_s(len(admitted) * max(prompts[i] for i in admitted))
+            for i in admitted:
+                send[i] = now
+            now += prefill_s(len(admitted) * max(prompts[order[i]] for i in admitted))
             for i in admitted:
                 first[i] = now
-                if lengths[i] > 1:
-                    remaining[i] = lengths[i] - 1
+                rest = lengths[order[i]] - 1
+                if rest > 0:
+                    heapq.heappush(finishing, (steps + math.ceil(rest / omega - 1e-9), i))
                 else:
                     finish[i] = now
-        if remaining:
-            now += step_s(len(remaining))
-            for i in list(remaining):
-                remaining[i] -= omega
-                if remaining[i] <= 1e-9:
-                    finish[i] = now
-                    del remaining[i]
-    return SimulatedRun(now, sum(lengths), first, finish, list(lengths))
+        if finishing:
+            # Every active row gains omega per step, so nothing changes until the next row finishes:
+            # that many steps at the current number of rows, then the rows that finish there leave.
+            until = finishing[0][0]
+            now += (until - steps) * step_s(len(finishing))
+            steps = until
+            while finishing and finishing[0][0] == steps:
+                finish[heapq.heappop(finishing)[1]] = now
+    requests = [SimulatedRequest(send[i], first[i], finish[i], lengths[order[i]]) for i in range(len(order))]
+    return SimulatedRun(requests, window_figures(requests, concurrency))

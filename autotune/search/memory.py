@@ -6,15 +6,17 @@ request gives the cache positions per sequence, the engine decides how many prom
 prefill keeps.
 
 Default batch sizes are the powers of two up to the largest batch at which the baseline (method
-none: the target alone) fits, capped at the workload's request count (a larger batch only leaves
-slots empty) and at ``CPU_MAX_DEFAULT_BATCH`` on CPU: our CPU machines have two cores, where
+none: the target alone) fits, capped at ``GPU_MAX_DEFAULT_BATCH`` on a GPU (a run decodes at least
+4 requests per slot, so each level above costs twice the one below; pass larger ones explicitly)
+and at ``CPU_MAX_DEFAULT_BATCH`` on CPU (a run cycles the workload's requests, so a concurrency
+above their count keeps every slot busy too): our CPU machines have two cores, where
 batches above 8 only queue work and make every trial slow. Speculative configurations that do not
 fit at a batch size of that list are recorded as infeasible rather than shrinking the list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from autotune.engines.embedded.footprint import cache_positions, longest_prompt_tokens
@@ -24,7 +26,7 @@ from autotune.models.footprint import ModelFootprint
 from autotune.workload import Workload
 
 CPU_MAX_DEFAULT_BATCH = 8
-GPU_MAX_DEFAULT_BATCH = 1024
+GPU_MAX_DEFAULT_BATCH = 64
 GIB = 1 << 30
 
 
@@ -82,6 +84,17 @@ class MemoryPlan:
                     f"({fit.MEMORY_MARGIN:.0%} kept as safety margin)")
         return None
 
+    def require_baseline_fits(self, batch_sizes: Iterable[int], option: str) -> None:
+        """ConfigurationError naming the batch sizes ``option`` asked for at which not even the
+        baseline (the target alone) fits: nothing could be measured there."""
+        too_large = sorted(b for b in set(batch_sizes) if self.infeasibility("none", 0, b) is not None)
+        if not too_large:
+            return
+        largest = self.largest_batch_size("none", 0)
+        fix = f"pass sizes up to {largest}" if largest else "use a smaller --target or a shorter --workload"
+        raise ConfigurationError(f"{option} {', '.join(map(str, too_large))}: the target alone "
+                                 f"{self.infeasibility('none', 0, too_large[0])}; {fix}")
+
     def require_fit(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> None:
         """ConfigurationError, saying what to change, when this one configuration cannot run here:
         the check ``tune`` applies to each candidate (:meth:`infeasibility`), for ``measure``."""
@@ -125,9 +138,9 @@ def plan_memory(device_bytes: int, target: ModelFootprint, drafts: Mapping[str, 
     )
 
 
-def default_batch_sizes(plan: MemoryPlan, device_type: str, n_requests: int) -> tuple[int, ...]:
+def default_batch_sizes(plan: MemoryPlan, device_type: str) -> tuple[int, ...]:
     """Powers of two up to the largest batch at which the baseline fits (see the module doc)."""
-    cap = min(CPU_MAX_DEFAULT_BATCH if device_type == "cpu" else GPU_MAX_DEFAULT_BATCH, n_requests)
+    cap = CPU_MAX_DEFAULT_BATCH if device_type == "cpu" else GPU_MAX_DEFAULT_BATCH
     sizes = []
     batch_size = 1
     while batch_size <= cap and plan.infeasibility("none", 0, batch_size) is None:

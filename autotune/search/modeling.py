@@ -35,7 +35,7 @@ from autotune.search.space import BASELINE_METHOD, Candidate
 from autotune.store import Database, performance
 from autotune.store.models import StudyRecord
 from autotune.store.results import TrialRow
-from autotune.workload import Workload
+from autotune.workload import Workload, first_cycle
 
 # Three rounds of three steps: the cost profile's median and slow-round cut need three rounds
 # (perfmodel/cost.py); a round also pays a prefill worth ~3-9 steps, so 3 x (O + 3) costs about
@@ -190,9 +190,10 @@ class StudyModeling:
 
     def _lengths(self, rows: Sequence[TrialRow]) -> list[int]:
         """Output tokens per request: a measured run's (greedy output is the same for every lossless
-        configuration), else the requests' max_tokens."""
+        configuration; a run's stream holds the workload's requests in whole cycles, so its first
+        cycle is the workload), else the requests' max_tokens."""
         for row in reversed(rows):
-            tokens = ((row.extra or {}).get("measurement") or {}).get("request_tokens")
-            if row.state == "complete" and tokens and len(tokens) == len(self.prompts):
-                return list(tokens)
+            tokens = first_cycle(((row.extra or {}).get("measurement") or {}).get("request_tokens"), len(self.prompts))
+            if row.state == "complete" and tokens:
+                return tokens
         return [request.max_tokens for request in self.plan.workload.requests]

@@ -119,8 +119,6 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     """Validate ``options`` and work out the study (probing the hardware unless given)."""
     options.validate()
     workload = load_workload(options.workload)
-    if options.batch_sizes:
-        workload.check_batch_sizes(options.batch_sizes, "--batch-sizes")
     if options.folder_engine:
         hardware = _hardware(options)
         models = folder_models(
@@ -134,7 +132,9 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     memory = plan_memory(hardware.memory_total_bytes, target.footprint,
                          {label: draft.footprint for label, draft in models.drafts.items()}, workload,
                          whole_prompt_logits=not options.folder_engine)
-    batch_sizes = options.batch_sizes or default_batch_sizes(memory, hardware.device_type, len(workload.requests))
+    if options.batch_sizes:
+        memory.require_baseline_fits(options.batch_sizes, "--batch-sizes")
+    batch_sizes = options.batch_sizes or default_batch_sizes(memory, hardware.device_type)
     space = SearchSpace.build(_methods(options, models), tuple(models.drafts), options.max_depth, batch_sizes,
                               target.footprint.n_mtp > 0)
     sampler = options.search_sampler

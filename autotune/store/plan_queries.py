@@ -22,6 +22,7 @@ from autotune.store.models import (
     ModelRecord,
     ProbeRecord,
 )
+from autotune.workload import first_cycle
 
 DRAFT_PREFIX = "draft:"
 
@@ -63,12 +64,14 @@ def proposer_drafts(
 
 def measured_request_tokens(session: Session, measurement_ids: Iterable[int], requests: int) -> list[int] | None:
     """The output tokens per request of the newest of these measurements that stored one valid
-    count for each of the workload's ``requests``, or None."""
+    count for each of the workload's ``requests`` (a run's stream holds them in whole cycles: its
+    first cycle), or None."""
     for measurement_id in sorted(set(measurement_ids), reverse=True):
         measurement = session.get(MeasurementRecord, measurement_id)
-        tokens = ((measurement.extra or {}).get("measurement") or {}).get("request_tokens") if measurement else None
-        if tokens and len(tokens) == requests and all(isinstance(t, int) and t >= 1 for t in tokens):
-            return list(tokens)
+        stored = ((measurement.extra or {}).get("measurement") or {}).get("request_tokens") if measurement else None
+        tokens = first_cycle(stored, requests) if isinstance(stored, list) else None
+        if tokens and all(isinstance(t, int) and t >= 1 for t in tokens):
+            return tokens
     return None
 
 

@@ -3,6 +3,7 @@
 import pytest
 
 from autotune.engines.base import MAX_DEPTH, EngineConfig, Measurement, validate_run_options
+from autotune.engines.steady import latency_percentiles
 from autotune.errors import ConfigurationError
 
 
@@ -50,8 +51,8 @@ def test_run_options_are_validated(batch_size, temperature):
 
 
 def test_latency_percentiles_interpolate_and_skip_missing_values():
-    assert Measurement.latency_percentiles([4.0, 1.0, None, 3.0, 2.0]) == (2.5, 3.7, pytest.approx(3.97))
-    assert Measurement.latency_percentiles([None]) == (None, None, None)
+    assert latency_percentiles([4.0, 1.0, None, 3.0, 2.0]) == (2.5, 3.7, pytest.approx(3.97))
+    assert latency_percentiles([None]) == (None, None, None)
 
 
 def test_from_dict_rejects_unknown_fields():

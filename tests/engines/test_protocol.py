@@ -19,6 +19,7 @@ from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.protocol import (
     BASELINE, EngineFault, ProtocolOptions, ProtocolResult, RepeatedMeasurement, compare_samples, measure_repeatedly,
 )
+from autotune.engines.steady import request_stream
 from autotune.errors import ConfigurationError, EngineError
 from autotune.workload import Request, Workload
 
@@ -164,7 +165,7 @@ def test_warm_up_decodes_one_batch_of_the_first_requests(machine):
     engine.measure = recording
     run(engine, min_repetitions=3, max_repetitions=3, batch_size=2)
     assert seen[0].requests == WORKLOAD.requests[:2] and seen[1].requests == WORKLOAD.requests[:2]
-    assert all(w == WORKLOAD for w in seen[2:])
+    assert all(w == request_stream(WORKLOAD, 2) for w in seen[2:])  # every timed pass: the steady-state stream
 
 
 def test_rounds_alternate_their_order_and_include_the_baseline(machine):

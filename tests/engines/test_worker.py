@@ -19,6 +19,7 @@ from autotune.engines.embedded.builtin import save_model
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.engines.embedded.model import CausalLM, ModelConfig
 from autotune.engines.protocol import ProtocolOptions
+from autotune.engines.steady import stream_length
 from autotune.engines.worker import EngineSpec, EngineWorker, WorkerFailure, workload_from_data, workload_to_data
 from autotune.errors import EngineError
 from autotune.workload import Request, Workload
@@ -85,7 +86,7 @@ def test_worker_is_reused_while_the_configuration_stays(worker) -> None:
     first = worker.measure(EngineConfig("none"), WORKLOAD, 1)
     second = worker.measure(EngineConfig("none"), WORKLOAD, 2)
     assert (first.batch_size, second.batch_size) == (1, 2)
-    assert second.output_tokens == 7
+    assert second.output_tokens == 7 * stream_length(len(WORKLOAD.requests), 2) // len(WORKLOAD.requests)
     assert (worker.starts, worker.loads) == (1, 1)
     worker.measure(EngineConfig("ngram", 2), WORKLOAD, 2)
     assert (worker.starts, worker.loads) == (2, 2)  # a new configuration: a fresh process, the model reloaded
@@ -215,7 +216,7 @@ def test_discarded_rounds_are_said_while_the_protocol_runs(worker) -> None:
 
 def test_measurements_come_back_with_their_outputs(worker) -> None:
     measurement = worker.measure(EngineConfig("none"), WORKLOAD, 2)
-    assert [len(tokens) for tokens in measurement.outputs] == [4, 3]
+    assert [len(tokens) for tokens in measurement.outputs] == [4, 3] * 4  # the stream: 4 requests per slot
 
 
 def test_unsupported_configurations_are_reported_as_such(worker) -> None:

@@ -30,19 +30,18 @@ def test_estimate_bounds_the_engines_own_count(options, models, memory, method, 
 
 
 def test_default_batch_sizes_are_powers_of_two_capped_on_cpu(memory) -> None:
-    assert default_batch_sizes(memory, "cpu", n_requests=100) == (1, 2, 4, 8)
+    assert default_batch_sizes(memory, "cpu") == (1, 2, 4, 8)
     assert CPU_MAX_DEFAULT_BATCH == 8
-    assert default_batch_sizes(memory, "cuda", n_requests=100) == (1, 2, 4, 8, 16, 32, 64)
-    assert default_batch_sizes(memory, "cpu", n_requests=3) == (1, 2)
+    assert default_batch_sizes(memory, "cuda") == (1, 2, 4, 8, 16, 32, 64)
 
 
 def test_default_batch_sizes_stop_where_the_baseline_stops_fitting(memory) -> None:
     fits_two = memory.required_bytes("none", 0, 2)
     small = replace(memory, device_bytes=int(fits_two / (1 - MEMORY_MARGIN)) + 1)
-    assert default_batch_sizes(small, "cpu", n_requests=100) == (1, 2)
+    assert default_batch_sizes(small, "cpu") == (1, 2)
     tiny = replace(memory, device_bytes=memory.target.weight_bytes)
     with pytest.raises(ConfigurationError, match="does not fit on this device even at batch 1"):
-        default_batch_sizes(tiny, "cpu", n_requests=100)
+        default_batch_sizes(tiny, "cpu")
 
 
 def test_speculative_configurations_that_do_not_fit_are_infeasible(memory) -> None:
@@ -63,4 +62,10 @@ def test_sequences_longer_than_the_models_handle_are_infeasible(options, models)
 def test_the_plan_uses_the_profiles_memory(options, cpu_profile) -> None:
     plan = plan_study(replace(options, batch_sizes=None, hardware=cpu_profile(ram_bytes=64 << 30)))
     assert plan.memory.device_bytes == 64 << 30
-    assert plan.space.batch_sizes == (1, 2)  # three requests in the workload
+    assert plan.space.batch_sizes == (1, 2, 4, 8)  # a run cycles the workload's three requests
+
+
+def test_batch_sizes_at_which_not_even_the_baseline_fits_are_refused(options, cpu_profile) -> None:
+    small = cpu_profile(ram_bytes=64 << 20)
+    with pytest.raises(ConfigurationError, match=r"--batch-sizes 4096: the target alone needs ~.* GiB .* pass sizes up to"):
+        plan_study(replace(options, batch_sizes=(1, 4096), hardware=small))

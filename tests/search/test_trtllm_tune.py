@@ -82,7 +82,7 @@ def test_a_study_reads_each_model_folder_once(fake_trtllm, folders, gpu, monkeyp
 
 def test_default_batch_sizes_come_from_the_gpu_memory(fake_trtllm, folders, gpu) -> None:
     plan = plan_study(trtllm_options(folders, gpu, batch_sizes=None))
-    assert plan.space.batch_sizes == (1, 2)  # capped at the workload's 3 requests
+    assert plan.space.batch_sizes == (1, 2, 4, 8, 16, 32, 64)  # GPU_MAX_DEFAULT_BATCH: the memory allows more
     tight = int(plan.memory.required_bytes("none", 0, 2) / (1 - MEMORY_MARGIN)) - 1  # a byte short of batch 2
     assert plan_study(trtllm_options(folders, gpu, batch_sizes=None, hardware=gpu(tight))).space.batch_sizes == (1,)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autotune.engines.base import RequestResult
+from autotune.engines.steady import RequestResult
 from autotune.engines.embedded.acceptance import sample, token_probabilities, verify_greedy, verify_sampling
 from autotune.engines.embedded.batch import DecodeState, Proposal, Rows
 from autotune.engines.embedded.model import CausalLM
@@ -96,8 +96,9 @@ class _Sequence:
 
     request_index: int
     max_tokens: int
-    generated: list[int]
-    first_token_s: float
+    send_s: float  # when the request was admitted (sent to the engine), seconds since the run started
+    generated: list[int] = field(default_factory=list)
+    token_times_s: list[float] = field(default_factory=list)  # when each generated token was committed
 
 
 def required_capacity(requests: list[GenerationRequest], depth: int) -> int:
@@ -186,7 +187,8 @@ class Decoder:
 
     @torch.inference_mode()
     def run(self, requests: list[GenerationRequest]) -> DecodeResult:
-        """Decode all ``requests`` (all submitted at t=0); results come back in request order."""
+        """Decode all ``requests``, each sent when a slot frees (``batch_size`` in flight); results come
+        back in request order."""
         results: list[RequestResult | None] = [None] * len(requests)
         pending = deque(enumerate(requests))
         self.start = time.perf_counter()
@@ -205,6 +207,7 @@ class Decoder:
     def _admit(self, admitted: list[tuple[int, int, GenerationRequest]]) -> list[int]:
         """Prefill the requests into their slots; returns the slots whose request already finished."""
         t0 = time.perf_counter()
+        sent = t0 - self.start
         slots = [slot for slot, _, _ in admitted]
         prompts = [request.prompt for _, _, request in admitted]
         lengths = [len(p) for p in prompts]
@@ -231,8 +234,8 @@ class Decoder:
 
         finished = []
         for (slot, index, request), token in zip(admitted, first_host):
-            self.sequences[slot] = _Sequence(index, request.max_tokens, [], now)
-            if self._append(slot, [token]):
+            self.sequences[slot] = _Sequence(index, request.max_tokens, sent)
+            if self._append(slot, [token], now):
                 finished.append(slot)
         if self.proposer is not None:
             self.proposer.admit(self.state, rows, hidden, lengths)
@@ -273,20 +276,22 @@ class Decoder:
         self.state.write_tokens(rows, rows.committed, emitted)
         self.cache.lengths[rows.index] = starts + n_accepted + 1
         host = torch.cat([emitted, n_accepted[:, None]], dim=1).tolist()  # the step's one sync
+        now = time.perf_counter() - self.start
         n_accepted_host = [row[-1] for row in host]
         if self.proposer is not None:
             self.proposer.commit(self.state, rows, hidden, n_accepted_host)
         self.stats.count_step(proposal.counts_host, n_accepted_host)
 
-        finished = [slot for slot, row, a in zip(slots, host, n_accepted_host) if self._append(slot, row[: a + 1])]
+        finished = [slot for slot, row, a in zip(slots, host, n_accepted_host) if self._append(slot, row[: a + 1], now)]
         self._sync()
         t2 = time.perf_counter()
         self.stats.propose_time_s += t1 - t0
         self.stats.verify_time_s += t2 - t1
         return finished
 
-    def _append(self, slot: int, tokens: list[int]) -> bool:
-        """Commit ``tokens`` to the slot's request, cut at max_tokens and after EOS; True when it is done."""
+    def _append(self, slot: int, tokens: list[int], now: float) -> bool:
+        """Commit ``tokens`` (arrived at ``now``) to the slot's request, cut at max_tokens and after EOS;
+        True when it is done."""
         sequence = self.sequences[slot]
         tokens = tokens[: sequence.max_tokens - len(sequence.generated)]
         if self.eos_id is not None and self.eos_id in tokens:
@@ -295,6 +300,7 @@ class Decoder:
         else:
             done = len(sequence.generated) + len(tokens) >= sequence.max_tokens
         sequence.generated += tokens
+        sequence.token_times_s += [now] * len(tokens)
         self.state.sequences[slot] += tokens
         self.state.committed[slot] += len(tokens)
         return done
@@ -303,7 +309,9 @@ class Decoder:
         now = time.perf_counter() - self.start
         for slot in slots:
             sequence = self.sequences.pop(slot)
-            results[sequence.request_index] = RequestResult(sequence.generated, sequence.first_token_s, now)
+            finish = sequence.token_times_s[-1] if sequence.token_times_s else now
+            results[sequence.request_index] = RequestResult(sequence.generated, sequence.send_s,
+                                                            sequence.token_times_s, finish)
 
     def _sync(self) -> None:
         """Wait for queued device work, so phase timings are true on asynchronous devices."""

@@ -57,7 +57,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from autotune.engines.base import EngineConfig, Measurement, RequestResult, RunCounters, measurement_of_run
+from autotune.engines.base import EngineConfig, Measurement, RunCounters
+from autotune.engines.steady import RequestResult, measurement_of_run
 from autotune.workload import Workload
 
 STATS_TIMEOUT_S = 1.0  # get_stats_async stops after this long without a new iteration

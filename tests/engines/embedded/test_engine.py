@@ -33,8 +33,11 @@ def test_measures_a_speculative_configuration(engine, tiny_model_files, workload
     assert m.n_requests == 5 and m.workload_sha256 == workload.sha256
     assert [len(o) for o in m.outputs] == [r.max_tokens for r in workload.requests]
     assert m.output_tokens == sum(r.max_tokens for r in workload.requests)
-    assert m.tokens_per_s == pytest.approx(m.output_tokens / m.wall_time_s)
-    assert m.requests_per_s == pytest.approx(5 / m.wall_time_s)
+    # Five requests at 2 in flight: a steady window from the ramp-up to the 4th finish.
+    assert m.steady and 0 < m.window_start_s < m.window_start_s + m.window_s <= m.wall_time_s
+    assert m.occupancy == pytest.approx(1.0, abs=0.05)
+    assert 0 < m.tokens_per_s * m.window_s < m.output_tokens
+    assert m.requests_per_s == pytest.approx(m.window_requests / m.window_s)
     assert 0 < m.accepted_tokens <= m.drafted_tokens == 3 * m.sequence_steps
     assert m.acceptance_rate == pytest.approx(m.accepted_tokens / m.drafted_tokens)
     assert m.acceptance_length == pytest.approx(1 + m.accepted_tokens / m.sequence_steps)

@@ -1,0 +1,276 @@
+"""The steady-state harness: the one definition of what a run at concurrency C measures, for every
+engine (embedded, vLLM, TensorRT-LLM) and for the performance model's replay.
+
+A server under load keeps C requests in flight. A study that decodes a workload's few prompts at
+"batch size" C measures something else: its requests end at different lengths, the batch drains,
+and the figure mixes C rows with C - 1, C - 2, ... 1 (8 prompts at C = 8 averaged 69 % occupancy,
+and studies read 27-155 % below what the same engine served: docs/benchmarks.md). So a run is built
+to reach a steady state, and only the steady state is measured:
+
+1. **The stream** (:func:`request_stream`): the workload's requests cycled, in order and in whole
+   cycles (every prompt equally often), until the stream holds at least ``STREAM_FACTOR`` x C
+   requests. Each copy is a request of its own: engines seed sampling per stream position, so a
+   copy at temperature > 0 samples afresh.
+2. **The engines only run requests**: they keep exactly C requests in flight, sending the next
+   request of the stream the moment one finishes (``vllm bench serve --max-concurrency C`` with an
+   infinite request rate), and report per request when it was sent and when each token arrived
+   (:class:`RequestResult`).
+3. **The window** (:func:`steady_window`): from the end of the ramp-up (the moment every one of the
+   first C requests has its first token, so all C slots decode) to the first moment fewer than C
+   requests remain unfinished (the (N - C + 1)-th finish of N). Inside it the engine always has C
+   requests to run; what it does not run of them shows as ``occupancy`` below 1.
+4. **The figures** (:func:`window_figures`), with the definitions of ``vllm bench serve`` (vLLM 0.32.0,
+   ``vllm/benchmarks/serve.py`` ``calculate_metrics`` and ``vllm/benchmarks/lib/endpoint_request_func.py``):
+   TTFT = first token - send; TPOT = (last token - first token) / (output tokens - 1), for requests
+   of more than one token; percentiles by linear interpolation (``np.percentile``'s default). Where
+   ``vllm bench serve`` divides every token by the whole run, ours are the window's: output
+   throughput = tokens that arrived inside the window / its length; requests/s = requests that
+   finished inside it / its length; TTFT and TPOT over the requests sent and finished inside it.
+   ``occupancy`` = the window's mean of (requests sent and not finished) / C.
+
+A run too short for a window (fewer requests than C + 1, or a window of no length: a direct engine
+call on a few requests) is measured over the whole run, from the first send to the last finish, and
+says so (``steady`` False).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from bisect import bisect_right
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from autotune.engines.base import EngineConfig, Measurement, RunCounters
+
+if TYPE_CHECKING:
+    from autotune.workload import Workload
+
+# Requests per slot in a stream: with 4, the ramp-up (one prefill) and the drain (the last C
+# requests) leave about three quarters of a run inside the window, and a figure at C no longer
+# depends on the workload's length (tests/engines/test_steady.py).
+STREAM_FACTOR = 4
+
+
+def stream_length(n_requests: int, concurrency: int, factor: int = STREAM_FACTOR) -> int:
+    """Requests in the stream of a workload of ``n_requests`` at ``concurrency``: whole cycles of the
+    workload, at least ``factor`` x ``concurrency`` requests (the workload once when it is longer)."""
+    if n_requests < 1 or concurrency < 1:
+        raise ValueError(f"a stream needs requests and a concurrency >= 1, got {n_requests} and {concurrency}")
+    cycles = max(1, math.ceil(factor * concurrency / n_requests))
+    return cycles * n_requests
+
+
+def stream_indices(n_requests: int, concurrency: int, factor: int = STREAM_FACTOR) -> list[int]:
+    """The workload request behind each position of the stream (position i is request i mod n)."""
+    return [i % n_requests for i in range(stream_length(n_requests, concurrency, factor))]
+
+
+def request_stream(workload: Workload, concurrency: int, factor: int = STREAM_FACTOR) -> Workload:
+    """The stream a run at ``concurrency`` decodes (module doc, 1): same name and version, the
+    requests cycled."""
+    from autotune.workload import Workload  # noqa: PLC0415 - workload imports nothing of engines; keep it so
+
+    requests = workload.requests
+    return Workload(workload.name, tuple(requests[i] for i in stream_indices(len(requests), concurrency, factor)),
+                    workload.version)
+
+
+class TimedRequest(Protocol):
+    """What the window and the figures read of a request: when it was sent, got its first token
+    (None: none) and finished, how many tokens it produced, and how many of them arrived in a span."""
+
+    send_s: float
+    finish_s: float
+
+    @property
+    def first_token_s(self) -> float | None: ...
+
+    @property
+    def n_tokens(self) -> int: ...
+
+    def tokens_between(self, start_s: float, end_s: float) -> int | float:
+        """Tokens that arrived after ``start_s`` and up to ``end_s``."""
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """One request of a run: its generated token ids, when it was sent and when each token arrived
+    (``token_times_s``, one entry per token, non-decreasing; tokens that arrived together share a
+    time), in seconds since the run started; ``finish_s``: when it finished (its last token, or the
+    moment it ended without one)."""
+
+    tokens: list[int]
+    send_s: float
+    token_times_s: list[float]
+    finish_s: float
+
+    @property
+    def first_token_s(self) -> float | None:
+        return self.token_times_s[0] if self.token_times_s else None
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    def tokens_between(self, start_s: float, end_s: float) -> int:
+        return bisect_right(self.token_times_s, end_s) - bisect_right(self.token_times_s, start_s)
+
+
+@dataclass(frozen=True)
+class Window:
+    """The steady window of a run (module doc, 3): ``start_s`` to ``end_s`` (seconds since the run
+    started), ``occupancy`` (mean in flight / C over it), ``requests``: requests finished inside it,
+    ``steady``: False when the run was too short and the window is the whole run."""
+
+    start_s: float
+    end_s: float
+    occupancy: float
+    requests: int
+    steady: bool = True
+
+    @property
+    def length_s(self) -> float:
+        return self.end_s - self.start_s
+
+    def contains(self, result: TimedRequest) -> bool:
+        """Sent and finished inside the window: a request whose latencies are the window's."""
+        return result.send_s >= self.start_s and result.finish_s <= self.end_s
+
+
+def steady_window(results: Sequence[TimedRequest], concurrency: int) -> Window:
+    """The window of a run of ``results`` (any order) at ``concurrency`` (module doc, 3)."""
+    if not results:
+        raise ValueError("a run without requests has no window")
+    by_send = sorted(results, key=lambda r: r.send_s)
+    finishes = sorted(r.finish_s for r in results)
+    start = end = None
+    if len(results) > concurrency:
+        first = by_send[:concurrency]
+        start = max(r.first_token_s if r.first_token_s is not None else r.finish_s for r in first)
+        end = finishes[len(results) - concurrency]  # the (N - C + 1)-th finish: C - 1 requests remain after it
+    steady = start is not None and end is not None and end > start
+    if not steady:
+        start, end = by_send[0].send_s, finishes[-1]
+    finished = sum(1 for f in finishes if start < f <= end)
+    return Window(start, end, _occupancy(results, concurrency, start, end), finished, steady)
+
+
+def _occupancy(results: Sequence[TimedRequest], concurrency: int, start: float, end: float) -> float:
+    """Mean over [start, end] of (requests sent and not finished) / concurrency."""
+    if end <= start:
+        return 1.0
+    busy = sum(max(0.0, min(r.finish_s, end) - max(r.send_s, start)) for r in results)
+    return busy / (concurrency * (end - start))
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear-interpolation percentile (``np.percentile``'s default), None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100.0
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def latency_percentiles(values: Sequence[float | None]) -> tuple[float | None, float | None, float | None]:
+    """p50, p90, p99 of the values that are not None."""
+    present = [v for v in values if v is not None]
+    return percentile(present, 50), percentile(present, 90), percentile(present, 99)
+
+
+def ttft_ms(result: TimedRequest) -> float:
+    """First token - send, in ms; a request that produced no token has its first token at its finish."""
+    first = result.first_token_s if result.first_token_s is not None else result.finish_s
+    return (first - result.send_s) * 1e3
+
+
+def tpot_ms(result: TimedRequest) -> float | None:
+    """(finish - first token) / (tokens - 1) in ms, a request finishing with its last token; None for a
+    request of fewer than two tokens."""
+    if result.n_tokens < 2 or result.first_token_s is None:
+        return None
+    return (result.finish_s - result.first_token_s) * 1e3 / (result.n_tokens - 1)
+
+
+@dataclass(frozen=True)
+class WindowFigures:
+    """A run's figures over its steady window (module doc, 4)."""
+
+    window: Window
+    tokens_per_s: float
+    requests_per_s: float
+    ttft_ms: tuple[float | None, float | None, float | None]  # p50, p90, p99
+    tpot_ms: tuple[float | None, float | None, float | None]
+    output_tokens: float  # tokens that arrived inside the window
+
+
+def window_figures(results: Sequence[TimedRequest], concurrency: int) -> WindowFigures:
+    """Throughput and latency percentiles of ``results`` over their steady window."""
+    window = steady_window(results, concurrency)
+    length = window.length_s
+    tokens = sum(r.tokens_between(window.start_s, window.end_s) for r in results)
+    inside = [r for r in results if window.contains(r)] or list(results)
+    return WindowFigures(
+        window=window,
+        tokens_per_s=tokens / length if length > 0 else math.inf,
+        requests_per_s=window.requests / length if length > 0 else math.inf,
+        ttft_ms=latency_percentiles([ttft_ms(r) for r in inside]),
+        tpot_ms=latency_percentiles([tpot_ms(r) for r in inside]),
+        output_tokens=tokens,
+    )
+
+
+def measurement_of_run(
+    config: EngineConfig,
+    workload: Workload,
+    results: Sequence[RequestResult],
+    counters: RunCounters,
+    *,
+    batch_size: int,
+    temperature: float | None,
+    seed: int,
+    wall_time_s: float,
+    device: str,
+    engine: str,
+) -> Measurement:
+    """The :class:`Measurement` of one run of ``workload`` (``results`` in request order) at
+    concurrency ``batch_size``: throughput and latencies over the steady window (module doc), the
+    same way for every engine; the per-request lists cover every request of the run."""
+    figures = window_figures(results, batch_size)
+    window = figures.window
+    return Measurement(
+        method=config.method,
+        depth=config.depth,
+        batch_size=batch_size,
+        draft=config.draft_model,
+        temperature=temperature,
+        seed=seed,
+        device=device,
+        workload_name=workload.label,
+        workload_sha256=workload.sha256,
+        n_requests=len(results),
+        output_tokens=sum(len(r.tokens) for r in results),
+        wall_time_s=wall_time_s,
+        tokens_per_s=figures.tokens_per_s,
+        requests_per_s=figures.requests_per_s,
+        ttft_ms_p50=figures.ttft_ms[0],
+        ttft_ms_p90=figures.ttft_ms[1],
+        ttft_ms_p99=figures.ttft_ms[2],
+        tpot_ms_p50=figures.tpot_ms[0],
+        tpot_ms_p90=figures.tpot_ms[1],
+        tpot_ms_p99=figures.tpot_ms[2],
+        acceptance_rate=counters.accepted_tokens / counters.drafted_tokens if counters.drafted_tokens else None,
+        engine=engine,
+        window_start_s=window.start_s,
+        window_s=window.length_s,
+        occupancy=window.occupancy,
+        window_requests=window.requests,
+        steady=window.steady,
+        request_ttft_ms=[ttft_ms(r) for r in results],
+        request_tpot_ms=[tpot_ms(r) for r in results],
+        request_tokens=[len(r.tokens) for r in results],
+        outputs=[list(r.tokens) for r in results],
+        **asdict(counters),
+    )
