@@ -33,6 +33,14 @@ class UnsupportedConfigError(EngineError):
     """The engine cannot run this (method, draft, depth, batch size) combination."""
 
 
+class InvalidOption(ConfigurationError):
+    """A request refused for one of its fields: ``field`` names it (None: a combination of them)."""
+
+    def __init__(self, message: str, field: str | None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class NotFoundError(ConfigurationError):
     """A named thing (study, profile, model, hardware) is neither stored nor in the catalog; the
     message names what is. The service answers it with 404, every other ConfigurationError with 422."""

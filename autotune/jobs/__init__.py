@@ -40,7 +40,7 @@ def submit(db_url: str | None, request: dict[str, Any], roots: ModelRoots | None
     PostgreSQL only what holds on any machine: the worker checks the files and the engine).
     ``roots``: the server's (None: on SQLite, where this process runs the job, those of
     ``AUTOTUNE_MODEL_ROOTS``, as its runner has them; on PostgreSQL, not checked before a worker
-    takes the job). :class:`~autotune.jobs.checks.InvalidOption` naming the field at fault."""
+    takes the job). :class:`~autotune.errors.InvalidOption` naming the field at fault."""
     here = runs_jobs_itself(db_url)
     if here and roots is None:
         roots = ModelRoots.of()

@@ -15,19 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from autotune.errors import ConfigurationError
+from autotune.errors import ConfigurationError, InvalidOption
 
 if TYPE_CHECKING:
     from autotune.jobs.roots import ModelRoots
     from autotune.search.options import TuneOptions
-
-
-class InvalidOption(ConfigurationError):
-    """A tune request refused; ``field`` is the request field at fault (None: a combination of them)."""
-
-    def __init__(self, message: str, field: str | None) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def checked_options(request: Mapping[str, Any], db_url: str | None, roots: ModelRoots | None, *,

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autotune.jobs.checks import InvalidOption
+from autotune.errors import InvalidOption
 
 ENV_MODEL_ROOTS = "AUTOTUNE_MODEL_ROOTS"
 
