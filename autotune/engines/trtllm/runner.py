@@ -5,11 +5,13 @@
 ``"autotune.engines.trtllm.runner:TrtLlmRunner"``. ``tensorrt_llm`` is imported in :meth:`_build`
 only, i.e. in the child.
 
-A run follows trtllm-bench's asynchronous benchmark (``tensorrt_llm/bench/benchmark/utils/
-asynchronous.py``): every request is an ``llm.generate_async(prompt, sampling_params,
-streaming=True)`` whose stream is read with ``async for``; a semaphore of ``batch_size`` keeps that
-many requests in flight (the scheduler's batch); a concurrent task reads ``llm.get_stats_async()``.
-All requests count as arriving at t=0, as in the embedded engine, so TTFT includes queueing.
+A run decodes the steady-state stream it is given (:mod:`autotune.engines.steady`) with
+``batch_size`` requests in flight, as ``trtllm-bench --concurrency`` does and as a load generator
+does against ``trtllm-serve`` (:mod:`autotune.engines.trtllm.streaming`, which cites the sources):
+each request is an ``llm.generate_async(prompt, sampling_params, streaming=True)`` sent the moment
+a slot frees, its stream read with ``async for``, each token timed by the chunk that brought it; a
+concurrent task reads ``llm.get_stats_async()``. The step-cost timing runs go through the same
+path, every row in flight at once.
 
 One asyncio event loop lives as long as the LLM: TensorRT-LLM binds its stats queue to the loop of
 the first submission, so every run must use the same loop.
@@ -34,6 +36,7 @@ import gc
 import importlib
 import time
 from collections.abc import Awaitable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
@@ -58,6 +61,7 @@ from autotune.engines.trtllm.stats import (
     build_measurement,
     summarize_iterations,
 )
+from autotune.engines.trtllm.streaming import keep_in_flight, stream_request
 from autotune.engines.trtllm.timing import forced_acceptance, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
 from autotune.models import fit
@@ -124,7 +128,8 @@ class TrtLlmRunner:
             self._build(self.max_batch_size)
 
     def measure(self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0) -> Measurement:
-        """Stream ``workload`` with ``batch_size`` requests in flight and measure it."""
+        """Run ``workload``'s requests (the protocol hands the steady-state stream) with ``batch_size``
+        in flight and measure it over its steady window (:func:`autotune.engines.steady.measurement_of_run`)."""
         if self.config is None:
             raise EngineError("no configuration loaded; call load(config) before measure()")
         validate_run_options(batch_size, temperature)
@@ -139,6 +144,9 @@ class TrtLlmRunner:
         try:
             return self._loop.run_until_complete(self._run(workload, batch_size, temperature, seed))
         except Exception as exc:
+            # The failed run's other requests may still be running in the engine, where they would
+            # share the next run's iterations and statistics: that run gets a fresh LLM.
+            self.close()
             raise_out_of_memory(exc)
             raise
 
@@ -280,25 +288,19 @@ class TrtLlmRunner:
         return result, stats
 
     async def _stream(
-        self, requests: list[tuple[str, int, float]], batch_size: int, temperature: float | None, seed: int, start: float,
+        self, requests: list[tuple[str, int, float]], concurrency: int, temperature: float | None, seed: int, start: float,
         ignore_eos: bool = False,
     ) -> list[RequestRecord]:
-        """Run ``requests`` (prompt, max_tokens, temperature) with ``batch_size`` in flight, in order."""
-        slots = asyncio.Semaphore(batch_size)
-
-        async def one(index: int, prompt: str, max_tokens: int, own_temperature: float) -> RequestRecord:
-            async with slots:
-                params = self._sampling_params(max_tokens, own_temperature if temperature is None else temperature,
-                                               seed + index, ignore_eos)
-                output = self._llm.generate_async(prompt, sampling_params=params, streaming=True)
-                first_token_s = None
-                async for chunk in output:
-                    if first_token_s is None and chunk.outputs and chunk.outputs[0].token_ids:
-                        first_token_s = time.perf_counter() - start
-                finish_s = time.perf_counter() - start
-                return RequestRecord(list(output.outputs[0].token_ids), first_token_s, finish_s, int(output.decoding_iter))
-
-        return await asyncio.gather(*(one(i, *request) for i, request in enumerate(requests)))
+        """Run ``requests`` (prompt, max_tokens, temperature) in order with ``concurrency`` in flight
+        (:func:`~autotune.engines.trtllm.streaming.keep_in_flight`), request i seeded ``seed + i``;
+        their records in request order, times in seconds since ``start``."""
+        sends = [
+            partial(stream_request, self._llm, prompt,
+                    self._sampling_params(max_tokens, own if temperature is None else temperature, seed + index, ignore_eos),
+                    start)
+            for index, (prompt, max_tokens, own) in enumerate(requests)
+        ]
+        return await keep_in_flight(sends, concurrency)
 
     def _sampling_params(self, max_tokens: int, temperature: float, seed: int, ignore_eos: bool = False) -> Any:
         from tensorrt_llm import SamplingParams  # noqa: PLC0415 - worker process only

@@ -13,6 +13,7 @@ import pytest
 
 from autotune.engines.base import EngineConfig
 from autotune.engines.registry import create_engine, engine_spec
+from autotune.engines.steady import stream_length
 from autotune.engines.trtllm import TensorRtLlmNotInstalledError
 from autotune.engines.trtllm.engine import runner_spec
 from autotune.engines.worker import EngineWorker, WorkerFailure
@@ -55,15 +56,17 @@ def test_measures_in_a_worker_and_reuses_the_llm_across_batch_sizes(engine, fake
     assert "speculative_config" not in init["kwargs"]
     generated = [e for e in fake_trtllm() if e["event"] == "generate"]
     assert all(e["streaming"] and e["sampling_params"]["top_k"] == 1 and e["pid"] == init["pid"] for e in generated)
-    assert [e["sampling_params"]["max_tokens"] for e in generated] == [4] + [12, 9, 7] * 3  # one warm-up, then the runs
-    for run in runs:
-        assert run.engine == "trtllm" and run.output_tokens == 28 and run.n_requests == 3
+    # The worker runs the steady-state stream: the workload in whole cycles, at least 4 x C requests.
+    cycles = [stream_length(3, batch_size) // 3 for batch_size in (1, 2, 4)]
+    assert [e["sampling_params"]["max_tokens"] for e in generated] == [4] + [12, 9, 7] * sum(cycles)  # a warm-up first
+    for run, n in zip(runs, cycles):
+        assert run.engine == "trtllm" and run.output_tokens == 28 * n and run.n_requests == 3 * n
         assert run.acceptance_length == 1.0 and run.drafted_tokens == 0 and run.acceptance_rate is None
-        assert run.target_passes > 0 and run.sequence_steps == 11 + 8 + 6  # tokens after the first, one per step
+        assert run.target_passes > 0 and run.sequence_steps == (11 + 8 + 6) * n  # tokens after the first, one per step
         assert run.peak_memory_bytes > 0 and run.memory_kind == "trtllm_weights_and_kv_cache"
         assert run.device_memory_bytes > run.peak_memory_bytes  # device-wide, labelled apart
         assert run.propose_time_s is None  # nothing drafted, nothing timed
-    assert runs[2].target_passes < runs[0].target_passes  # more sequences share each iteration
+    assert runs[2].target_passes / cycles[2] < runs[0].target_passes / cycles[0]  # more sequences share each iteration
 
 
 def test_configuration_change_rebuilds_the_llm_in_the_same_worker_and_counts_acceptance(engine, fake_trtllm,
@@ -111,9 +114,9 @@ def test_draft_folders_select_their_decoding_config(fake_trtllm, engine, draft_d
     (init,) = inits(fake_trtllm)
     assert init["kwargs"]["speculative_config"]["class"] == expected_class
     assert init["kwargs"]["speculative_config"]["fields"]["speculative_model_dir"] == str(folder)
-    sampled = [e["sampling_params"] for e in fake_trtllm() if e["event"] == "generate"][-3:]
+    sampled = [e["sampling_params"] for e in fake_trtllm() if e["event"] == "generate"][1:]  # after the warm-up
     assert all(p["temperature"] == 0.7 and "top_k" not in p for p in sampled)
-    assert sorted(p["seed"] for p in sampled) == [3, 4, 5]
+    assert sorted(p["seed"] for p in sampled) == list(range(3, 3 + stream_length(3, 2)))  # a seed per stream position
     assert run.temperature == 0.7 and run.draft == str(folder)
 
 
@@ -147,7 +150,7 @@ def test_failures_come_back_typed_and_the_next_call_starts_afresh(fake_trtllm, t
             engine.measure(WORKLOAD, 1)
         assert failure.value.kind == kind and reason in failure.value.reason
         monkeypatch.delenv("FAKE_TRTLLM_FAULT")
-        assert engine.measure(WORKLOAD, 1).output_tokens == 28
+        assert engine.measure(WORKLOAD, 1).output_tokens == 28 * stream_length(3, 1) // 3
     finally:
         engine.close()
 

@@ -21,6 +21,13 @@ from autotune.workload import Request, Workload
 WORKLOAD = Workload("w", [Request("a", 5), Request("b", 3)])
 
 
+def record(tokens: list[int], first_s: float | None, finish_s: float, decoding_iter: int, send_s: float = 0.0) -> RequestRecord:
+    """A request sent at ``send_s`` whose tokens arrived evenly from ``first_s`` to ``finish_s``."""
+    n = len(tokens)
+    times = [first_s + (finish_s - first_s) * k / max(1, n - 1) for k in range(n)] if n else []
+    return RequestRecord(tokens, send_s, times, finish_s, decoding_iter)
+
+
 def iteration(context: int, generation: int, latency_ms: float, drafted: int = 0, accepted: int = 0,
               with_drafts: int = 0, draft_ms: float = 0.0, memory: int | None = 10, kv_blocks: int | None = None) -> dict:
     stat = {"iterLatencyMS": latency_ms, "inflightBatchingStats": {"numContextRequests": context, "numGenRequests": generation}}
@@ -60,7 +67,7 @@ def test_drafting_time_is_not_measured_where_the_engine_reports_zero() -> None:
     # a one-model mode never counts as timed, whatever the field holds
     one_model = summarize_iterations([iteration(0, 2, 3.0, drafted=6, with_drafts=2, draft_ms=1.0)], drafter_timed=False)
     assert one_model.propose_time_s is None and one_model.verify_time_s == pytest.approx(0.003)
-    m = build_measurement([RequestRecord([1, 2], 0.01, 0.02, decoding_iter=2)], one_model, EngineConfig("mtp", 3),
+    m = build_measurement([record([1, 2], 0.01, 0.02, decoding_iter=2)], one_model, EngineConfig("mtp", 3),
                           Workload("w", [Request("a", 2)]), 1, None, 0, wall_time_s=0.02)
     assert m.propose_time_s is None and Measurement.from_dict(m.to_dict()).propose_time_s is None
 
@@ -68,8 +75,8 @@ def test_drafting_time_is_not_measured_where_the_engine_reports_zero() -> None:
 def test_measurement_counts_acceptance_from_decoding_iterations_and_stats() -> None:
     records = [
         # decoding_iter counts the context step too (PyTorch backend): 4 tokens after the first in 2 steps
-        RequestRecord([1, 2, 3, 4, 5], first_token_s=0.010, finish_s=0.030, decoding_iter=3),
-        RequestRecord([6, 7, 8], first_token_s=0.020, finish_s=0.024, decoding_iter=3),  # 2 tokens in 2 steps
+        record([1, 2, 3, 4, 5], first_s=0.010, finish_s=0.030, decoding_iter=3),
+        record([6, 7, 8], first_s=0.020, finish_s=0.024, decoding_iter=3),  # 2 tokens in 2 steps
     ]
     summary = summarize_iterations([iteration(2, 0, 1.0), iteration(0, 2, 1.0, drafted=8, accepted=2, with_drafts=2),
                                     iteration(0, 2, 1.0, drafted=8, accepted=2, with_drafts=2, kv_blocks=100)])
@@ -78,7 +85,8 @@ def test_measurement_counts_acceptance_from_decoding_iterations_and_stats() -> N
                           version="1.2.0", memory=memory)
     assert (m.method, m.depth, m.batch_size, m.engine, m.seed) == ("mtp", 4, 2, "trtllm", 7)
     assert (m.output_tokens, m.n_requests) == (8, 2)
-    assert m.tokens_per_s == pytest.approx(8 / 0.05)
+    assert m.tokens_per_s == pytest.approx(8 / 0.03)  # two requests at 2: no steady window, first send to last finish
+    assert m.steady is False and m.wall_time_s == 0.05
     assert (m.drafted_tokens, m.accepted_tokens) == (16, 4)
     assert m.acceptance_rate == pytest.approx(0.25)
     assert m.acceptance_length == pytest.approx(6 / 4)  # tokens after the first / generation iterations
@@ -99,8 +107,8 @@ def test_the_context_step_is_taken_out_per_release(version, counted) -> None:
     # 1.0 on: tensorrt_llm.LLM is the PyTorch backend, whose sampler also counts the context step;
     # before: the TensorRT-engine backend advances decoding_iter in generation steps only.
     assert counts_context_step(version) is counted
-    records = [RequestRecord([1, 2, 3, 4, 5], 0.01, 0.03, decoding_iter=4 + counted),  # 4 generation steps
-               RequestRecord([6, 7, 8], 0.02, 0.03, decoding_iter=2 + counted)]  # 2 generation steps
+    records = [record([1, 2, 3, 4, 5], 0.01, 0.03, decoding_iter=4 + counted),  # 4 generation steps
+               record([6, 7, 8], 0.02, 0.03, decoding_iter=2 + counted)]  # 2 generation steps
     m = build_measurement(records, summarize_iterations([iteration(2, 0, 1.0)]), EngineConfig("none"), WORKLOAD, 2, 0.0, 0,
                           wall_time_s=0.03, version=version)
     assert m.sequence_steps == 6 and m.acceptance_length == 1.0
@@ -108,7 +116,7 @@ def test_the_context_step_is_taken_out_per_release(version, counted) -> None:
 
 def test_without_speculation_the_acceptance_length_is_exactly_one_from_the_counts() -> None:
     # Σ(tokens - 1) steps: the old arithmetic (Σ decoding_iter) counted one step too many per request.
-    records = [RequestRecord(list(range(n)), 0.01, 0.03, decoding_iter=n) for n in (5, 3, 1)]
+    records = [record(list(range(n)), 0.01, 0.03, decoding_iter=n) for n in (5, 3, 1)]
     m = build_measurement(records, summarize_iterations([iteration(3, 0, 1.0)]), EngineConfig("none"),
                           Workload("w", [Request("a", 5), Request("b", 3), Request("c", 1)]), 3, 0.0, 0, wall_time_s=0.03)
     assert m.sequence_steps == 4 + 2 + 0
@@ -116,8 +124,8 @@ def test_without_speculation_the_acceptance_length_is_exactly_one_from_the_count
 
 
 def test_without_speculation_or_memory_figures() -> None:
-    records = [RequestRecord([1], first_token_s=0.01, finish_s=0.01, decoding_iter=0),
-               RequestRecord([], first_token_s=None, finish_s=0.02, decoding_iter=0)]
+    records = [record([1], first_s=0.01, finish_s=0.01, decoding_iter=0),
+               record([], first_s=None, finish_s=0.02, decoding_iter=0)]
     m = build_measurement(records, summarize_iterations([iteration(2, 0, 1.0, memory=None)]), EngineConfig("none"),
                           WORKLOAD, 2, 0.0, 0, wall_time_s=0.02)
     assert m.acceptance_rate is None and m.acceptance_length == 1.0
@@ -127,7 +135,7 @@ def test_without_speculation_or_memory_figures() -> None:
 
 
 def test_memory_needs_the_kv_pool_size_and_the_model_sizes() -> None:
-    records = [RequestRecord([1], 0.01, 0.01, decoding_iter=1), RequestRecord([2], 0.01, 0.01, decoding_iter=1)]
+    records = [record([1], 0.01, 0.01, decoding_iter=1), record([2], 0.01, 0.01, decoding_iter=1)]
     device_wide = summarize_iterations([iteration(2, 0, 1.0, memory=72 << 30)])  # no kvCacheStats
     m = build_measurement(records, device_wide, EngineConfig("none"), WORKLOAD, 2, 0.0, 0, wall_time_s=0.02,
                           memory=ModelMemory(1000, 4))
