@@ -16,7 +16,10 @@ point:
    ``trtllm-bench`` (a report), for the installed version's line;
 6. rebuild at a second, larger batch size in the same worker with the first LLM's memory freed (the
    KV pool as large again, the device figure not grown), and one build per configuration;
-7. step-cost timing with ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (acceptance forced).
+7. step-cost timing with ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (acceptance forced);
+8. steady state (issue 38): each measurement kept C requests in flight over its steady window
+   (occupancy >= 0.95). The runner itself refuses a stream whose ``token_ids_diff`` chunks do not add
+   up to the request's output (autotune/engines/trtllm/streaming.py): such a release fails row 3.
 
 Writes ``results.json`` and ``table.md`` to the output folder; exits 1 when a check failed, 2 when
 the preflight refuses the target. A dry run works with the CPU stand-in:
@@ -53,6 +56,7 @@ from autotune.workload import Workload, load_workload
 
 SAMPLED_TEMPERATURE = 1.0
 MEMORY_TOLERANCE = 0.1  # a rebuilt LLM's pool / device figure may differ this much from the first's
+STEADY_OCCUPANCY = 0.95  # issue 38: a measurement keeps C in flight over its window
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,10 @@ def check_measurement(config: EngineConfig, kind: str | None, m: Measurement, ch
         checks.add("3", f"{where}: drafting time {'measured (two-model)' if timed else 'not measured (None)'}",
                    (m.propose_time_s is not None and m.propose_time_s > 0) if timed else m.propose_time_s is None,
                    f"propose_time_s {m.propose_time_s}")
+    checks.add("8", f"{where}: {m.batch_size} requests in flight over the steady window (occupancy >= {STEADY_OCCUPANCY})",
+               bool(m.steady) and (m.occupancy or 0.0) >= STEADY_OCCUPANCY,
+               f"occupancy {m.occupancy or 0.0:.3f} over {m.window_s or 0.0:.3f} s of {m.wall_time_s:.3f} s, "
+               f"{m.window_requests} of {m.n_requests} requests finished in it")
     device = m.device_memory_bytes or 0
     checks.add("3", f"{where}: memory = weights + KV pool, device-wide figure apart",
                m.memory_kind == MEMORY_KIND and 0 < m.peak_memory_bytes <= device,

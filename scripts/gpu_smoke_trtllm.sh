@@ -11,7 +11,8 @@
 #
 # Steps: 1. GPU and TensorRT-LLM present; 2. the points through the library
 # (scripts/gpu_smoke_trtllm.py: step count, sampling at temperature > 0, stats per method, each YAML
-# through trtllm-serve and trtllm-bench, rebuild with memory freed, step costs at forced acceptance);
+# through trtllm-serve and trtllm-bench, rebuild with memory freed, step costs at forced acceptance,
+# C requests kept in flight over each measurement's steady window);
 # 3. a few-trial `autotune tune --engine trtllm` into $OUT/autotune.db (model-guided by default: it
 # times step costs at forced acceptance first, through the tuner); 4. every stored profile
 # exported for the installed version and loaded through trtllm-serve and trtllm-bench; 5. the study's
@@ -21,7 +22,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
-    sed -n '2,19p' "$0"
+    sed -n '2,20p' "$0"
     exit 64
 fi
 TARGET=$1

@@ -69,7 +69,7 @@ def test_every_point_passes_against_the_1_2_stand_in(fake_trtllm_dir, mtp_target
     code, output, rows = run_script(fake_trtllm_dir, tmp_path / "out", "1.2.0", "--target", str(mtp_target_dir),
                                     "--draft", str(draft_dir), "--batch-sizes", "1", "2", "--trtllm-version", "1.2")
     assert code == 0, output
-    assert {row[0] for row in rows} == {"1", "2", "3", "4/5", "6", "7"}
+    assert {row[0] for row in rows} == {"1", "2", "3", "4/5", "6", "7", "8"}
     assert all(row[2] == "PASS" for row in rows), [row for row in rows if row[2] != "PASS"]
     # the step-count label says what is checked now (the context step is not a generation step)
     assert any("generation steps = decoding_iter - 1 per request" in row[1] for row in rows if row[0] == "1")
