@@ -22,6 +22,8 @@ import profile_factory as factory
 from autotune.engines.embedded.builtin import load_builtin_target
 from autotune.engines.embedded.decoding import GenerationRequest, decode
 from autotune.engines.embedded.tokenizer import ByteTokenizer
+from autotune.engines.vllm.memory import engine_memory
+from autotune.models.folder import read_model
 from autotune.store import open_database
 from autotune.workload import load_workload
 from vllm_support import (
@@ -46,6 +48,14 @@ TOKENIZER = ByteTokenizer()
 # and our engine computes in float32, and the output is compared token for token; eager mode
 # because torch.compile would add minutes to the start on two cores.
 SERVE_ARGS = ["--dtype", "float32", "--enforce-eager"]
+
+
+def served_memory(models: dict[str, Path]) -> list[str]:
+    """The server's KV cache as autotune sets it for the servers it starts (vLLM's CPU default claims
+    most of the machine's memory: autotune/engines/vllm/memory.py)."""
+    return engine_memory("draft", read_model(models["target"], "target"), read_model(models["draft"], "draft"), 2,
+                         engines=1, on_cpu=True, server=True).server_arguments()
+
 
 CLIENT = r'''
 import json, sys
@@ -107,7 +117,8 @@ def test_exported_vllm_script_serves_the_profile(vllm_python: Path, hf_models: d
     env = vllm_env(PATH=vllm_path(vllm_python, tmp_path / "bin"))
     started = time.monotonic()
     with log.open("wb") as log_file:
-        server = subprocess.Popen(["bash", str(script), "--host", "127.0.0.1", "--port", str(port), *SERVE_ARGS],
+        server = subprocess.Popen(["bash", str(script), "--host", "127.0.0.1", "--port", str(port), *SERVE_ARGS,
+                                   *served_memory(hf_models)],
                                   stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                   cwd=tmp_path, start_new_session=True)
     try:
