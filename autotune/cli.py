@@ -522,12 +522,12 @@ def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
         return
     render.print_profile(profile, wide, off_state)
     if validations:
-        from autotune.validation.table import COLUMNS, OPTIONAL, gap_lines, title, validation_rows
+        from autotune.validation.table import COLUMNS, OPTIONAL, summary_lines, title, validation_rows
 
         newest = validations[0]  # the older ones are in --json
         render.print_rows(validation_rows(newest), COLUMNS, title=f"Served: {title(newest)}", optional=OPTIONAL,
                           wide=wide)
-        for line in gap_lines(newest):
+        for line in summary_lines(newest):
             click.echo(line)
 
 
@@ -602,10 +602,12 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
 @click.option("--concurrency", default=None,
               help="Comma-separated concurrency levels (default: the profile's batch sizes).")
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Timed runs per server and concurrency level (each figure's interval is over these).")
+              help="Rounds: timed runs per server and concurrency level, the servers alternating (each "
+                   "figure's interval is over these).")
 @click.option("--vllm-python", type=click.Path(dir_okay=False), default=None,
               help="Python of the venv with vLLM (default: the venv of the vllm on PATH).")
-@click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port on 127.0.0.1 (default: a free one).")
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="The first server's port on 127.0.0.1, the others' the ports after it (default: free ones).")
 @click.option("--start-timeout", "start_timeout_s", type=float, default=600.0, show_default=True,
               help="Seconds a server may take to answer /health.")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None,
@@ -619,12 +621,14 @@ def validate_command(db_url, profile_id, engine, concurrency, runs, vllm_python,
     """Serve a profile's vLLM export as written and check its figures under load.
 
     Starts the exported script (the bytes `autotune export --format vllm` writes) on 127.0.0.1,
-    then the best single fixed depth and no speculation, one server at a time; drives each with
-    vLLM's own load generator (`vllm bench serve`) on the study's prompts at each concurrency level,
-    warm-up requests first, --runs times. Prints output tok/s, TPOT and TTFT p50/p99, acceptance
-    (vLLM's /metrics counters) and goodput under the study's SLO, each with its 95 % interval over
-    the runs, and per concurrency the gap between the served and the tuned tok/s; stores it all
-    with the profile (`autotune profiles show`). Every server is stopped, whatever happens.
+    the best single fixed depth and no speculation, each with its memory set for this machine, and
+    runs them in --runs alternating rounds; drives each with autotune's load generator on the study's
+    request stream at each concurrency level (C requests in flight, figures over the steady window,
+    as a study measures). Prints output tok/s, TPOT and TTFT, acceptance (vLLM's /metrics counters)
+    and goodput under the study's SLO, each with its 95 % interval over the rounds, the schedule's
+    paired ratio to the others, and per concurrency the gap between the served and the tuned tok/s;
+    stores it all with the profile (`autotune profiles show`). A server that dies stops it at once,
+    saying why; every server is stopped, whatever happens; progress goes to stderr.
 
     \b
     Examples:
@@ -633,20 +637,21 @@ def validate_command(db_url, profile_id, engine, concurrency, runs, vllm_python,
       autotune validate 3 --concurrency 1 --runs 1 --server-arg=--enforce-eager --vllm-python .venv-vllm/bin/python
     """
     from autotune.validation import ValidationOptions
-    from autotune.validation.table import COLUMNS, OPTIONAL, gap_lines, parse_concurrency, title, validation_rows
+    from autotune.validation.progress import validation_progress
+    from autotune.validation.table import COLUMNS, OPTIONAL, parse_concurrency, summary_lines, title, validation_rows
 
     options = ValidationOptions(engine=engine, concurrency=parse_concurrency(concurrency), runs=runs,
                                 vllm_python=vllm_python, port=port, start_timeout_s=start_timeout_s,
                                 workload=workload, server_args=tuple(server_args))
-    # Progress as the other long commands show it: a transient status line on a terminal, nothing when
-    # piped, so that a failure is one line on stderr.
-    with render.status_spinner(enabled=not as_json) as progress:
+    # A status line on a terminal, one line per server start and run on a pipe (stderr: --json's
+    # stdout stays the JSON alone).
+    with validation_progress() as progress:
         result = api.validate(db_url, profile_id, options, progress=progress)
     if as_json:
         click.echo(json_shapes.dumps(result.to_dict()))
         return
     render.print_rows(validation_rows(result), COLUMNS, title=title(result), optional=OPTIONAL)
-    for line in gap_lines(result):
+    for line in summary_lines(result):
         click.echo(line)
 
 

@@ -278,7 +278,7 @@ def plot_served(validation: ValidationResult) -> Figure:
                         label=f"{server.name}: {server.label}".replace("$", r"\$"))
         _batch_axis(ax, validation.concurrency)
         _label(ax, "concurrency (requests in flight)", ylabel,
-               f"{heading} (vllm bench serve, {validation.runs} run(s) per point)", legend_size=7)
+               f"{heading} ({validation.runs} run(s) per point)", legend_size=7)
     return figure
 
 
@@ -619,10 +619,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], text_column
 
 def _served_html(validation: ValidationResult) -> str:
     """The newest validation as a table (every figure with its interval) and its tuned-vs-served gaps."""
-    from autotune.validation.table import COLUMNS, gap_lines, title, validation_rows
+    from autotune.validation.table import COLUMNS, summary_lines, title, validation_rows
 
     rows = [[row[column] for column in COLUMNS] for row in validation_rows(validation)]
-    notes = "".join(f"<li>{html.escape(line)}</li>" for line in gap_lines(validation))
+    notes = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(validation))
     return (f"<p class='meta'>{html.escape(title(validation))}</p>" + _table(COLUMNS, rows, text_columns=(1, 2))
             + f"<ul>{notes}</ul>")
 

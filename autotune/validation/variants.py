@@ -35,11 +35,13 @@ SERVERS = (SCHEDULE, FIXED, NONE)
 @dataclass(frozen=True)
 class ServerVariant:
     """One server to run: ``name`` (one of :data:`SERVERS`), what it serves (``label``, e.g. ``draft@2``
-    or ``draft schedule [[1, 1, 2], [2, 2, 1]]``) and the script's text."""
+    or ``draft schedule b1:2, b2:1``), the script's text, and its draft length at every batch size
+    (``depth``: 0 for none; None for the schedule, whose depth depends on the batch: :func:`schedule_depth`)."""
 
     name: str
     label: str
     script: str
+    depth: int | None
 
 
 def server_variants(profile: DeploymentProfile) -> list[ServerVariant]:
@@ -47,7 +49,7 @@ def server_variants(profile: DeploymentProfile) -> list[ServerVariant]:
     profile of method none has the none server only (there is nothing else to compare)."""
     plan = deployed_plan(profile, VLLM_OFF_RULE)
     none_profile = replace(profile, method="none", depth=0, draft=None)
-    none = ServerVariant(NONE, "none", vllm_script(none_profile, _none_plan(plan)))
+    none = ServerVariant(NONE, "none", vllm_script(none_profile, _none_plan(plan)), 0)
     if profile.method == "none":
         return [none]
     depths = sorted(set(plan.depths.values()), reverse=True)
@@ -55,10 +57,18 @@ def server_variants(profile: DeploymentProfile) -> list[ServerVariant]:
         f"{profile.method} schedule " + ", ".join(f"b{b}:{d}" for b, d in sorted(plan.depths.items()))
     depth = best_fixed_depth(profile)
     return [
-        ServerVariant(SCHEDULE, schedule_label, export_profile(profile, "vllm")),
-        ServerVariant(FIXED, f"{profile.method}@{depth}", vllm_script(profile, fixed_plan(plan, depth))),
+        ServerVariant(SCHEDULE, schedule_label, export_profile(profile, "vllm"), None),
+        ServerVariant(FIXED, f"{profile.method}@{depth}", vllm_script(profile, fixed_plan(plan, depth)), depth),
         none,
     ]
+
+
+def schedule_depth(plan: ServingPlan, concurrency: int) -> int:
+    """The draft length the schedule server runs with ``concurrency`` requests in flight: the plan's
+    depth at the largest batch size it lists up to ``concurrency`` (each holds up to the next one,
+    as the export writes its ranges: autotune/serving/vllm.py ``vllm_batch_schedule``)."""
+    listed = [b for b in plan.depths if b <= concurrency] or [min(plan.depths)]
+    return plan.depths[max(listed)]
 
 
 def fixed_plan(plan: ServingPlan, depth: int) -> ServingPlan:

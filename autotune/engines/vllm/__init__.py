@@ -1,8 +1,9 @@
-"""The vLLM engine: vLLM's ``LLMEngine`` run in an isolated worker process.
+"""The vLLM engine: ``vllm serve`` servers started and measured from an isolated worker process.
 
-``vllm`` is imported only inside that worker (:mod:`autotune.engines.vllm.runner`); importing this
-package, :mod:`~autotune.engines.vllm.mapping`, :mod:`~autotune.engines.vllm.stats` or
-:mod:`~autotune.engines.vllm.engine` never does. :func:`require_vllm` checks that the package is
+``vllm`` is imported only inside that worker (:mod:`autotune.engines.vllm.runner`) and its servers
+(:mod:`autotune.engines.vllm.serve_main`); importing this package, :mod:`~autotune.engines.vllm.mapping`,
+:mod:`~autotune.engines.vllm.stats`, :mod:`~autotune.engines.vllm.memory`, :mod:`~autotune.engines.vllm.
+server`, :mod:`~autotune.engines.vllm.client` or :mod:`~autotune.engines.vllm.engine` never does. :func:`require_vllm` checks that the package is
 installed without importing it (importing it takes seconds and starts nothing we need here).
 """
 

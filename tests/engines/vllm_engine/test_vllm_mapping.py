@@ -68,19 +68,20 @@ def test_an_invalid_configuration_is_refused_before_mapping() -> None:
 
 
 def test_engine_arguments_of_a_speculative_configuration() -> None:
+    # Built as `vllm serve` runs the export: compiled, vLLM's dtype, the exported step budget (8192).
     assert engine_arguments(EngineConfig("draft", 4, DRAFT), "/models/target", 8, "eagle3") == {
-        "model": "/models/target", "tokenizer": "/models/target", "max_num_seqs": 8, "enforce_eager": True,
-        "dtype": "auto", "seed": 0, "disable_log_stats": False,
+        "model": "/models/target", "tokenizer": "/models/target", "max_num_seqs": 8, "max_num_batched_tokens": 8192,
+        "enforce_eager": False, "dtype": "auto", "seed": 0, "disable_log_stats": False,
         "speculative_config": {"num_speculative_tokens": 4, "method": "eagle3", "model": DRAFT},
     }
 
 
 def test_engine_arguments_pass_the_options_through() -> None:
-    arguments = engine_arguments(EngineConfig("ngram", 2), "/t", 3, None, max_ngram=4, enforce_eager=False,
+    arguments = engine_arguments(EngineConfig("ngram", 2), "/t", 3, None, max_ngram=4, enforce_eager=True,
                                  dtype="float32", seed=7)
     assert arguments == {
-        "model": "/t", "tokenizer": "/t", "max_num_seqs": 3, "enforce_eager": False, "dtype": "float32", "seed": 7,
-        "disable_log_stats": False,
+        "model": "/t", "tokenizer": "/t", "max_num_seqs": 3, "max_num_batched_tokens": 8192, "enforce_eager": True,
+        "dtype": "float32", "seed": 7, "disable_log_stats": False,
         "speculative_config": {"num_speculative_tokens": 2, "method": "ngram", "prompt_lookup_max": 4,
                                "prompt_lookup_min": 1},
     }
@@ -92,6 +93,12 @@ def test_method_none_has_no_speculative_config_argument() -> None:
     assert arguments["disable_log_stats"] is False  # the per-step statistics are where the counts come from
     assert arguments["dtype"] == "bfloat16"
     assert arguments["max_num_seqs"] == 1
+
+
+def test_the_step_budget_holds_every_row_verifying_its_whole_draft() -> None:
+    # The exported script's --max-num-batched-tokens: at least 8192, and every row's depth + 1 tokens
+    # (autotune/profiles/analysis.py ServingPlan.max_num_tokens).
+    assert engine_arguments(EngineConfig("ngram", 7), "/t", 2048, None)["max_num_batched_tokens"] == 2048 * 8
 
 
 @pytest.mark.parametrize("max_num_seqs", [0, -1, 2.0, "4", None])
