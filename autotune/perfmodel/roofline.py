@@ -64,14 +64,14 @@ from autotune.hardware.catalog import AcceleratorSpec
 from autotune.models.folder import config_param
 from autotune.models.footprint import UNBOUNDED_CONTEXT, ModelFootprint
 from autotune.models.kind import mtp_layers
-from autotune.perfmodel.cost import BASELINE, CostPoint, CostProfile
+from autotune.perfmodel.cost import BASELINE, CostProfile
+from autotune.perfmodel.step_costs import cost_profile
 
 # One-sigma relative uncertainty of a roofline step time. The roofline takes peak bandwidth and
 # FLOP/s, which real kernels reach only in part (decoding GEMVs typically 70-90 % of the peak
 # bandwidth, small GEMMs and attention much less of the FLOP/s), and its launch overhead is an
 # assumption; 25 % covers that range. It is an assumption, not a fit: no measurement backs it.
 ROOFLINE_SPREAD = 0.25
-MAX_GRID_BATCH = 1 << 16
 # Activations cross the interconnect in the compute dtype of activations (bf16) whatever the weights'.
 ACTIVATION_BYTES = 2
 # A small-message all-reduce's fixed cost on NVLink, charged per call on top of its bytes (an
@@ -385,17 +385,47 @@ def prefill_s(spec: AcceleratorSpec, shape: ModelShape, rows: int, prompt_tokens
 # -- the cost profile ---------------------------------------------------------------------------------
 
 
-def grid_batch_sizes(batch_sizes: Iterable[int]) -> list[int]:
-    """The batch sizes the profile holds: those asked, plus 1 and the powers of two below the largest
-    (a workload's tail runs at fewer rows, and the profile interpolates between its points)."""
-    asked = sorted({int(b) for b in batch_sizes})
-    if not asked or asked[0] < 1 or asked[-1] > MAX_GRID_BATCH:
-        raise ConfigurationError(f"batch sizes must be between 1 and {MAX_GRID_BATCH}, got {asked}")
-    grid, size = set(asked), 1
-    while size < asked[-1]:
-        grid.add(size)
-        size *= 2
-    return sorted(grid)
+@dataclass(frozen=True)
+class RooflinePricer:
+    """The parts of a step (:mod:`autotune.perfmodel.step_costs`) priced by the roofline of ``spec``:
+    ``context`` cached tokens a row attends to while decoding, ``prompt`` tokens it prefills."""
+
+    spec: AcceleratorSpec
+    target: ModelShape
+    draft_shapes: Mapping[str, ModelShape]
+    context: float
+    prompt: int
+
+    @property
+    def n_mtp(self) -> int:
+        return self.target.n_mtp
+
+    @property
+    def drafts(self) -> list[str]:
+        return list(self.draft_shapes)
+
+    def target_s(self, rows: int, tokens: int) -> float:
+        return target_step_s(self.spec, self.target, rows, tokens, self.context)
+
+    def mtp_token_s(self, rows: int) -> float:
+        return mtp_token_s(self.spec, self.target, rows, self.context)
+
+    def draft_token_s(self, label: str, rows: int) -> float:
+        return target_step_s(self.spec, self.draft_shapes[label], rows, 1, self.context)
+
+    def prefill_s(self, rows: int) -> float:
+        return prefill_s(self.spec, self.target, rows, self.prompt)
+
+    def mtp_prefill_s(self, rows: int, modules: int) -> float:
+        return modules * prefill_s(self.spec, self.target, rows, self.prompt, layers=1, pass_overhead=False)
+
+    def draft_prefill_s(self, label: str, rows: int) -> float:
+        return prefill_s(self.spec, self.draft_shapes[label], rows, self.prompt)
+
+
+def default_methods(target: ModelShape, drafts: Mapping[str, ModelShape]) -> set[str]:
+    """none, ngram, mtp when the target has MTP modules, draft when drafts are given."""
+    return {BASELINE, "ngram", *(("mtp",) if target.n_mtp else ()), *(("draft",) if drafts else ())}
 
 
 def roofline_cost(
@@ -411,35 +441,10 @@ def roofline_cost(
     """A :class:`CostProfile` (source ``"roofline"``) of the baseline and every asked method at
     every depth and batch size (module doc). ``drafts``: draft label -> shape; ``context_tokens``:
     cached tokens a row attends to during decoding (on average); ``prompt_tokens``: the prompt
-    each row prefills (the longest). ``methods``: default none, ngram, mtp when the target has MTP
-    modules, draft when drafts are given."""
-    wanted = set(methods) if methods is not None else {BASELINE, "ngram", *(("mtp",) if target.n_mtp else ()),
-                                                        *(("draft",) if drafts else ())}
-    depth_list = sorted({int(d) for d in depths})
-    if depth_list and depth_list[0] < 1:
-        raise ConfigurationError(f"depths must be >= 1, got {depth_list}")
-    prompt = max(int(prompt_tokens), 1)
-    points: list[CostPoint] = []
-    for rows in grid_batch_sizes(batch_sizes):
-        tokens = rows * prompt
-        base_prefill = prefill_s(spec, target, rows, prompt)
-        points.append(CostPoint(BASELINE, None, 0, rows, 0.0, target_step_s(spec, target, rows, 1, context_tokens),
-                                base_prefill, tokens))
-        for depth in depth_list:
-            verify = target_step_s(spec, target, rows, depth + 1, context_tokens)
-            if "ngram" in wanted:
-                points.append(CostPoint("ngram", None, depth, rows, 0.0, verify, base_prefill, tokens, float(depth)))
-            if "mtp" in wanted:
-                modules = max(1, min(depth, target.n_mtp or depth))  # deeper drafts reuse the last module
-                prefill = base_prefill + modules * prefill_s(spec, target, rows, prompt, layers=1, pass_overhead=False)
-                propose = depth * mtp_token_s(spec, target, rows, context_tokens)
-                points.append(CostPoint("mtp", None, depth, rows, propose, verify, prefill, tokens, float(depth)))
-            if "draft" in wanted:
-                for label, draft in drafts.items():
-                    propose = depth * target_step_s(spec, draft, rows, 1, context_tokens)
-                    prefill = base_prefill + prefill_s(spec, draft, rows, prompt)
-                    points.append(CostPoint("draft", label, depth, rows, propose, verify, prefill, tokens, float(depth)))
-    return CostProfile(points, source="roofline", spread=ROOFLINE_SPREAD)
+    each row prefills (the longest). ``methods``: default :func:`default_methods`."""
+    pricer = RooflinePricer(spec, target, drafts, context_tokens, max(int(prompt_tokens), 1))
+    wanted = set(methods) if methods is not None else default_methods(target, drafts)
+    return cost_profile(pricer, batch_sizes, depths, prompt_tokens, wanted, "roofline", ROOFLINE_SPREAD)
 
 
 def _config_dtype_bytes(config: Mapping[str, Any]) -> float:
