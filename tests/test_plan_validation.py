@@ -98,7 +98,7 @@ def predict(case: Case) -> dict[int, float]:
     spec = deployment_spec(base, deployment, compute_dtype(target, base, case.dtype), None)
     key = (case.method, "draft" if case.draft else None)
     predicted = predict_configurations(spec, target, drafts, {key: given_curve(case.method, case.rates)},
-                                       {key: len(case.rates)}, [case.isl], [case.osl], [case.batch])[case.batch]
+                                       {key: len(case.rates)}, [case.isl], [case.osl], [case.batch])[0][case.batch]
     return {depth: p.tokens_per_s / case.batch for (_, _, depth), p in predicted.items()}
 
 
