@@ -239,7 +239,7 @@ class DeploymentPlan:
             tokens_per_s=chosen.predicted_tokens_per_s, tpot_ms_p50=chosen.predicted_tpot_ms_p50,
             speedup=chosen.predicted_speedup, per_batch_size=table,
             details={"predicted": True, "source": self.cost_source, "hardware": self.hardware.name,
-                     "tensor_parallel_size": self.hardware.tp,
+                     "tensor_parallel_size": self.hardware.tp, "expert_parallel_size": self.basis["cost"]["ep"],
                      "draft": chosen.draft, "tokens_per_s_low": chosen.predicted_tokens_per_s_low,
                      "tokens_per_s_high": chosen.predicted_tokens_per_s_high, "basis": self.basis,
                      "acceptance": self.acceptance_summary},
@@ -306,7 +306,7 @@ def plan_deployment(
         notes.append(f"prompt tokens estimated at {BYTES_PER_TOKEN} bytes per token (the tokenizer is not loaded)")
     predicted = _predict(spec, stored.target.name, target_shape, draft_shapes, stored.curves, depth_of, prompts,
                          lengths, sizes, pricing)
-    basis = _basis(spec, stored.acceptance, predicted)
+    basis = _basis(spec, stored.acceptance, predicted, deployment)
     basis["workload"] = {"requests": len(prompts), "requests_per_row": STREAM_FACTOR,
                          "output_lengths": "--osl" if deployment.osl else
                          "measured (a stored run's)" if stored.lengths else "the requests' max_tokens",
@@ -385,7 +385,7 @@ def plan_from_config(
     predicted = _predict(spec, target.info.name, target_shape, draft_shapes, {key: curve},
                          {key: _covered_depth(curve, max_depth)}, prompts, lengths, sizes, pricing)
     origin = {"key": hardware.strip().lower(), "origin": "catalog", "fingerprint": None}
-    basis = _basis(spec, [item], predicted)
+    basis = _basis(spec, [item], predicted, deployment)
     basis["workload"] = {"requests": "one per row" if workload is None else len(prompts),
                          "prompt_tokens": prompts[0] if workload is None else f"about {BYTES_PER_TOKEN} bytes per token",
                          "output_tokens": lengths[0] if workload is None else "the requests' max_tokens"}
@@ -496,13 +496,14 @@ def _smallest_tp(target: ModelShape, name: str, spec: AcceleratorSpec, row_token
     return f"no tensor parallelism up to {MAX_TP} GPUs fits"
 
 
-def _basis(spec: AcceleratorSpec, acceptance: list[dict[str, Any]], predicted: _Predicted) -> dict[str, Any]:
+def _basis(spec: AcceleratorSpec, acceptance: list[dict[str, Any]], predicted: _Predicted,
+           deployment: Deployment) -> dict[str, Any]:
     priced = predicted.priced
     return {
         "acceptance": acceptance,
         "cost": {"source": priced.source, "data": priced.data, "parts": priced.parts, "hardware": spec.name,
                  "memory_bw_gbps": spec.memory_bw_gbps,
-                 "peak_tflops": spec.peak_tflops, "dtype": spec.dtype, "tp": spec.tp,
+                 "peak_tflops": spec.peak_tflops, "dtype": spec.dtype, "tp": spec.tp, "ep": deployment.ep,
                  "interconnect_gbps": spec.interconnect_gbps, "pass_overhead_us": spec.pass_overhead_us,
                  "kernel_latency_us": spec.kernel_latency_us, "bandwidth_fraction": spec.bandwidth_fraction,
                  "gemm_fraction": spec.gemm_fraction, "spread": priced.spread,
