@@ -2,8 +2,10 @@
 
 Acceptance is a property of (target, proposer, workload), not of the machine (DESIGN.md section
 9): the acceptance profiles ``autotune tune`` stored on any machine carry over. Step costs do not:
-here they come from a roofline of the device (:mod:`autotune.perfmodel.roofline`) — a catalog GPU
-(``--hardware h200``) or a stored hardware profile (a CUDA one through its NVML name's datasheet
+here they come from NVIDIA's measured kernels for the GPU, engine and version where
+aiconfigurator-core has them, part by part, else from a roofline of the device
+(:mod:`autotune.planning_costs`, ``--step-costs``; :mod:`autotune.perfmodel.roofline`) — a catalog
+GPU (``--hardware h200``) or a stored hardware profile (a CUDA one through its NVML name's datasheet
 figures, a CPU one through its probe's measured bandwidth and FLOP/s). The performance model
 (:class:`~autotune.perfmodel.model.PerformanceModel`) combines the two and replays the workload
 at each batch size. Every figure is a prediction and is labelled so; nothing is measured and
