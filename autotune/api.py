@@ -262,13 +262,15 @@ def plan(db_url: str | None, *, hardware: str, model: str | None = None, config:
          acceptance_from: str | None = None, workload: str | Path | None = None,
          batch_sizes: Sequence[int] | None = None, max_depth: int | None = None, tp: int = 1, dtype: str | None = None,
          kv_dtype: str | None = None, engine: str = "trtllm", isl: int | None = None, osl: int | None = None,
-         calibration: str = "auto", export_format: str | None = None, output: str | Path | None = None, force: bool = False) -> PlanResult:
+         calibration: str = "auto", step_costs: str = "auto", engine_version: str | None = None, ep: int = 1,
+         export_format: str | None = None, output: str | Path | None = None, force: bool = False) -> PlanResult:
     """Predict the best configuration per batch size on ``hardware`` (nothing is measured or written
     to the database) of a tuned target (``model``: its stored acceptance) or of the model a
     config.json describes (``config``, with the acceptance given: ``acceptance`` "a1,a2,...",
     ``acceptance_length`` "L" or "L@depth", or ``acceptance_from`` a tuned target as a proxy) and,
     with ``export_format``, write it as a serving config. ``calibration``: auto, stored or assumed
-    (:mod:`autotune.planning_inputs`)."""
+    (:mod:`autotune.planning_inputs`); ``step_costs``: auto, silicon or roofline, ``engine_version``
+    the measured data's (:mod:`autotune.planning_costs`); ``ep``: expert parallelism within ``tp``."""
     from autotune.perfmodel.given_acceptance import parse_length, parse_rates
     from autotune.planning import plan_deployment, plan_from_config, write_plan_export
     from autotune.planning_inputs import Deployment
@@ -279,7 +281,7 @@ def plan(db_url: str | None, *, hardware: str, model: str | None = None, config:
         raise ConfigurationError("--draft-config and the --acceptance options go with --config; --model uses the "
                                  "acceptance stored for the target")
     deployment = Deployment(tp=tp, dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl,
-                            calibration=calibration)
+                            calibration=calibration, ep=ep, engine_version=engine_version, step_costs=step_costs)
     if model is not None:
         predicted = plan_deployment(db_url, hardware=hardware, model=model, workload=workload,
                                     batch_sizes=batch_sizes, max_depth=max_depth, deployment=deployment)

@@ -688,6 +688,13 @@ def _accelerator_names() -> str:
 @click.option("--calibration", default="auto", show_default=True,
               help="Step overhead from a stored timed cost profile of this GPU and engine: auto (when one is stored), "
                    "stored (required), assumed (the named constants).")
+@click.option("--step-costs", default="auto", show_default=True,
+              help="What prices a step: silicon (NVIDIA's measured kernels, aiconfigurator-core: the plan extra), "
+                   "roofline, or auto (silicon where it has the GPU, engine and model, else the roofline).")
+@click.option("--engine-version", default=None,
+              help="Engine version of the measured kernel data (default: the data's current one).")
+@click.option("--ep", type=int, default=1, show_default=True,
+              help="MoE: of the --tp GPUs, how many split the experts (expert parallelism); the rest split each expert.")
 @click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two 1..256 that fit).")
 @click.option("--max-depth", type=int, default=None, help="Deepest speculation to consider (default: the deepest measured).")
 @click.option("--export", "export_format", type=click.Choice(["trtllm", "trtllm-bench", "vllm", "sglang", "json"]),
@@ -697,16 +704,18 @@ def _accelerator_names() -> str:
 @click.option("--force", is_flag=True, help="Overwrite an existing export file.")
 @json_option
 def plan_command(db_url, hardware, model, config, draft_config, acceptance, acceptance_length, acceptance_from,
-                 workload, isl, osl, tp, dtype, kv_dtype, engine, calibration, batch_sizes, max_depth, export_format,
-                 output, force, as_json) -> None:
+                 workload, isl, osl, tp, dtype, kv_dtype, engine, calibration, step_costs, engine_version, ep, batch_sizes,
+                 max_depth, export_format, output, force, as_json) -> None:
     """Predict the best speculative configuration per batch size on hardware you do not have.
 
     Acceptance comes from the profiles `autotune tune` stored for the target on the workload (it does
     not depend on the hardware), or, for a model known by its config.json only, from --acceptance,
-    --acceptance-length or --acceptance-from; step costs from a roofline of the device (bandwidth,
-    FLOP/s at the dtype, interconnect, at the shares of the peaks serving engines reach, plus the
-    engine's step overhead, fitted to a stored timed cost profile of the same GPU and engine when one
-    exists). Every figure is a prediction with a 95 % interval, never a measurement.
+    --acceptance-length or --acceptance-from; step costs from NVIDIA's measured kernel data for the
+    GPU, engine and version where aiconfigurator-core has it (--step-costs), else from a roofline of
+    the device (bandwidth, FLOP/s at the dtype, interconnect, at the shares of the peaks serving
+    engines reach), plus the engine's step overhead, fitted to a stored timed cost profile of the same
+    GPU and engine when one exists. Every figure is a prediction with a 95 % interval, never a
+    measurement.
 
     \b
     Examples:
@@ -714,6 +723,7 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
       autotune plan --hardware h200 --config Llama-3.1-8B/config.json --acceptance-length 3.2
       autotune plan --hardware h200 --config Llama-3.1-8B --acceptance 0.8,0.6,0.45 --tp 2 --dtype fp8
       autotune plan --hardware b200 --config DeepSeek-V3 --acceptance-length 1.8@1 --tp 8 --dtype fp4
+      autotune plan --hardware h200 --config DeepSeek-R1 --acceptance-length 2.7@3 --tp 8 --ep 8 --step-costs silicon
       autotune plan --hardware b200 --model autotune-byte-target --batch-sizes 1,8,64 --json
       autotune plan --hardware h100-sxm --model autotune-byte-target --export trtllm -o h100.yaml
     """
@@ -725,6 +735,7 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
                       acceptance=acceptance, acceptance_length=acceptance_length, acceptance_from=acceptance_from,
                       workload=workload, batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth, tp=tp,
                       dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl, calibration=calibration,
+                      step_costs=step_costs, engine_version=engine_version, ep=ep,
                       export_format=export_format, output=output, force=force)
     if as_json:
         click.echo(json_shapes.dumps(result.to_dict()))

@@ -2,8 +2,10 @@
 
 Acceptance is a property of (target, proposer, workload), not of the machine (DESIGN.md section
 9): the acceptance profiles ``autotune tune`` stored on any machine carry over. Step costs do not:
-here they come from a roofline of the device (:mod:`autotune.perfmodel.roofline`) — a catalog GPU
-(``--hardware h200``) or a stored hardware profile (a CUDA one through its NVML name's datasheet
+here they come from NVIDIA's measured kernels for the GPU, engine and version where
+aiconfigurator-core has them, part by part, else from a roofline of the device
+(:mod:`autotune.planning_costs`, ``--step-costs``; :mod:`autotune.perfmodel.roofline`) — a catalog
+GPU (``--hardware h200``) or a stored hardware profile (a CUDA one through its NVML name's datasheet
 figures, a CPU one through its probe's measured bandwidth and FLOP/s). The performance model
 (:class:`~autotune.perfmodel.model.PerformanceModel`) combines the two and replays the workload
 at each batch size. Every figure is a prediction and is labelled so; nothing is measured and
@@ -53,11 +55,13 @@ from autotune.hardware.catalog import (
 )
 from autotune.models import fit
 from autotune.models.footprint import ModelFootprint
+from autotune.models.kind import draft_kind
 from autotune.perfmodel.acceptance import AcceptanceCurve
-from autotune.perfmodel.calibration import FAST_SPREAD, SLOW_SPREAD
 from autotune.perfmodel.given_acceptance import given_curve, rates_from_length
 from autotune.perfmodel.model import PRIOR_SIGMA, Z95, PerformanceModel, Prediction
-from autotune.perfmodel.roofline import ROOFLINE_SPREAD, ModelShape, forward_pass, roofline_cost
+from autotune.perfmodel.roofline import ModelShape, forward_pass
+from autotune.perfmodel.step_costs import cost_profile
+from autotune.planning_costs import ConfigSource, Priced, Pricing
 from autotune.planning_inputs import (
     DEFAULT_ISL,
     DEFAULT_OSL,
@@ -137,7 +141,13 @@ class DeploymentPlan:
     @property
     def title(self) -> str:
         where = f"{self.hardware.tp}x " if self.hardware.tp > 1 else ""
-        return f"{PREDICTED} — roofline for {where}{self.hardware.name}, {self.acceptance_summary}; not measured"
+        return f"{PREDICTED} — {self.cost_source} for {where}{self.hardware.name}, {self.acceptance_summary}; not measured"
+
+    @property
+    def cost_source(self) -> str:
+        """What priced the steps, in words: ``roofline`` or ``measured kernels (DATA)``."""
+        cost = self.basis["cost"]
+        return f"measured kernels ({cost['data']})" if cost["source"] == "silicon" else "roofline"
 
     @property
     def recommended(self) -> PlanRow | None:
@@ -161,9 +171,13 @@ class DeploymentPlan:
                          f"depths 1..{item['max_depth']} (acceptance length {lengths})")
         cost = self.basis["cost"]
         tp = f", tp {cost['tp']} over {cost['interconnect_gbps']:,.0f} GB/s" if cost["tp"] > 1 else ""
-        lines.append(f"step costs: predicted by a roofline ({cost['hardware']}: peaks {cost['memory_bw_gbps']:,.0f} GB/s, "
-                     f"{cost['peak_tflops']:,.4g} TFLOP/s {cost['dtype']}{tp}; -{cost['spread_slow']:.0%} / "
-                     f"+{cost['spread_fast']:.0%} one sigma)")
+        spread = f"-{cost['spread_slow']:.0%} / +{cost['spread_fast']:.0%} one sigma"
+        if cost["source"] == "silicon":
+            lines.append(f"step costs: measured kernels, {cost['data']}{tp} ({spread}); by part:")
+            lines += [f"  {part}: {source}" for part, source in cost["parts"].items()]
+        else:
+            lines.append(f"step costs: predicted by a roofline ({cost['hardware']}: peaks {cost['memory_bw_gbps']:,.0f} "
+                         f"GB/s, {cost['peak_tflops']:,.4g} TFLOP/s {cost['dtype']}{tp}; {spread})")
         lines.append(f"calibration: {self.basis['calibration']}")
         return lines
 
@@ -198,7 +212,7 @@ class DeploymentPlan:
                                      "sizes: there is no configuration to export")
         now = dt.datetime.now(dt.timezone.utc)
         study = StudyInfo(
-            name=f"plan {self.hardware.name} {self.target.name}", optuna_study_name="", engine="roofline",
+            name=f"plan {self.hardware.name} {self.target.name}", optuna_study_name="", engine=self.basis["cost"]["source"],
             objective="throughput", workload_name=self.workload["label"],
             workload_fingerprint=self.workload["fingerprint"], status="predicted", created_at=now,
             search_space={"batch_sizes": [row.batch_size for row in self.rows]},
@@ -226,7 +240,8 @@ class DeploymentPlan:
             draft=self.drafts[chosen.draft] if chosen.draft else None,
             tokens_per_s=chosen.predicted_tokens_per_s, tpot_ms_p50=chosen.predicted_tpot_ms_p50,
             speedup=chosen.predicted_speedup, per_batch_size=table,
-            details={"predicted": True, "source": "roofline", "hardware": self.hardware.name,
+            details={"predicted": True, "source": self.cost_source, "hardware": self.hardware.name,
+                     "tensor_parallel_size": self.hardware.tp, "expert_parallel_size": self.basis["cost"]["ep"],
                      "draft": chosen.draft, "tokens_per_s_low": chosen.predicted_tokens_per_s_low,
                      "tokens_per_s_high": chosen.predicted_tokens_per_s_high, "basis": self.basis,
                      "acceptance": self.acceptance_summary},
@@ -274,6 +289,9 @@ def plan_deployment(
                     for label, info in stored.drafts.items()}
     spec = deployment_spec(stored.spec, deployment, compute_dtype(target_shape, stored.spec, deployment.dtype)
                            if stored.spec.device_type == "cuda" else stored.spec.dtype, stored.calibration)
+    gpu = catalog_nvml_name(hardware) if stored.origin["origin"] == "catalog" else stored.origin.get("gpu")
+    pricing = _pricing(deployment, gpu, _config_source(stored.target, "target"),
+                       {label: _config_source(info, "draft") for label, info in stored.drafts.items()})
 
     byte_level = "d_model" in stored.target.config
     if deployment.isl or deployment.osl:
@@ -289,8 +307,8 @@ def plan_deployment(
     if not byte_level and not deployment.isl:
         notes.append(f"prompt tokens estimated at {BYTES_PER_TOKEN} bytes per token (the tokenizer is not loaded)")
     predicted = _predict(spec, stored.target.name, target_shape, draft_shapes, stored.curves, depth_of, prompts,
-                         lengths, sizes)
-    basis = _basis(spec, stored.acceptance, predicted)
+                         lengths, sizes, pricing)
+    basis = _basis(spec, stored.acceptance, predicted, deployment)
     basis["workload"] = {"requests": len(prompts), "requests_per_row": STREAM_FACTOR,
                          "output_lengths": "--osl" if deployment.osl else
                          "measured (a stored run's)" if stored.lengths else "the requests' max_tokens",
@@ -364,10 +382,12 @@ def plan_from_config(
     else:
         isl, osl = deployment.isl or DEFAULT_ISL, deployment.osl or DEFAULT_OSL
         prompts, lengths = [isl], [osl]
+    pricing = _pricing(deployment, catalog_nvml_name(hardware), target.source,
+                       {draft.info.name: draft.source} if draft else {})
     predicted = _predict(spec, target.info.name, target_shape, draft_shapes, {key: curve},
-                         {key: _covered_depth(curve, max_depth)}, prompts, lengths, sizes)
+                         {key: _covered_depth(curve, max_depth)}, prompts, lengths, sizes, pricing)
     origin = {"key": hardware.strip().lower(), "origin": "catalog", "fingerprint": None}
-    basis = _basis(spec, [item], predicted)
+    basis = _basis(spec, [item], predicted, deployment)
     basis["workload"] = {"requests": "one per row" if workload is None else len(prompts),
                          "prompt_tokens": prompts[0] if workload is None else f"about {BYTES_PER_TOKEN} bytes per token",
                          "output_tokens": lengths[0] if workload is None else "the requests' max_tokens"}
@@ -388,13 +408,14 @@ class _Predicted:
     prompt: int
     notes: list[str]
     warnings: list[str]
+    priced: Priced
 
 
 def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[str, ModelShape],
              curves: dict[tuple[str, str | None], AcceptanceCurve], depth_of: dict[tuple[str, str | None], int],
-             prompts: list[int], lengths: list[int], sizes: list[int] | None) -> _Predicted:
+             prompts: list[int], lengths: list[int], sizes: list[int] | None, pricing: Pricing) -> _Predicted:
     """The rows at ``sizes`` (default: the powers of two that fit), with the notes and warnings of
-    the deployment."""
+    the deployment, step costs priced as ``pricing`` says."""
     row_tokens = max(prompts) + max(lengths)
     target_footprint = target.footprint(name, spec.tp)
     draft_footprints = {label: shape.footprint(label, spec.tp) for label, shape in drafts.items()}
@@ -413,42 +434,59 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
     if sizes is None:
         sizes = [b for b in DEFAULT_BATCH_SIZES if memory("none", None, 0, b) <= limit] or [1]
     context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
-    rows = []
-    for batch_size, predicted in predict_configurations(spec, target, drafts, curves, depth_of, prompts, lengths,
-                                                        sizes).items():
-        rows.append(_choose(batch_size, list(predicted.items()), memory, limit))
+    predictions, priced = predict_configurations(spec, target, drafts, curves, depth_of, prompts, lengths, sizes,
+                                                 pricing)
+    rows = [_choose(batch_size, list(predicted.items()), memory, limit, priced)
+            for batch_size, predicted in predictions.items()]
     step = {b: forward_pass(spec, target, b, 1, context) for b in sizes}
     share = {b: t.overhead_s / t.seconds for b, t in step.items()}
     worst = max(share, key=share.get)
-    if share[worst] > OVERHEAD_WARNING and spec.calibrated_from is None:  # a fitted overhead is not assumed
+    # A fitted overhead is not assumed; measured kernels carry their own latencies.
+    if share[worst] > OVERHEAD_WARNING and spec.calibrated_from is None and priced.source == "roofline":
         warnings.append(f"the assumed step overhead ({spec.pass_overhead_us:.0f} us per step + "
                         f"{spec.kernel_latency_us:g} us per kernel, ~{target.kernels_per_layer:.0f} kernels per layer) "
                         f"is {share[worst]:.0%} of a decoding step at batch {worst}: the plan rests on that assumption "
                         f"more than on the {spec.name}'s figures")
     if spec.tp == 1 and spec.device_type == "cuda":
         notes.append("one GPU per replica: pass --tp N for tensor parallelism")
-    elif spec.tp > 1:
-        notes.append(f"--export writes no tensor parallelism yet: set {spec.tp} GPUs in the exported serving config")
-    return _Predicted(rows, context, max(prompts), notes, warnings)
+    return _Predicted(rows, context, max(prompts), priced.notes + notes, warnings, priced)
 
 
 def predict_configurations(
     spec: AcceleratorSpec, target: ModelShape, drafts: dict[str, ModelShape],
     curves: dict[tuple[str, str | None], AcceptanceCurve], depth_of: dict[tuple[str, str | None], int],
-    prompts: list[int], lengths: list[int], sizes: Sequence[int],
-) -> dict[int, dict[tuple[str, str | None, int], Prediction]]:
+    prompts: list[int], lengths: list[int], sizes: Sequence[int], pricing: Pricing | None = None,
+) -> tuple[dict[int, dict[tuple[str, str | None, int], Prediction]], Priced]:
     """Batch size -> every configuration's prediction (none, and each proposer at depths 1..its
-    ``depth_of``): the roofline's step costs replayed over the requests' steady-state stream. What a
-    plan chooses from, and what docs/plan-validation.md checks."""
+    ``depth_of``): the step costs ``pricing`` gives (default: the roofline) replayed over the
+    requests' steady-state stream; and what priced them. What a plan chooses from, and what
+    docs/plan-validation.md checks."""
     deepest = max(depth_of.values(), default=0)
     context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
-    cost = roofline_cost(spec, target, drafts, sizes, range(1, max(deepest, 1) + 1), context, max(prompts),
-                         methods={"none", *(method for method, _ in curves)})
+    priced = (pricing or Pricing(mode="roofline")).price(spec, target, drafts, context, max(prompts))
+    cost = cost_profile(priced.pricer, sizes, range(1, max(deepest, 1) + 1), max(prompts),
+                        {"none", *(method for method, _ in curves)}, priced.source, priced.spread)
     candidates = [("none", None, 0)] + [(method, draft, depth) for (method, draft), top in depth_of.items()
                                         for depth in range(1, top + 1)]
     performance = PerformanceModel(cost, curves, prompts, lengths)
     return {batch_size: {config: p for config in candidates if (p := performance.predict(*config, batch_size)) is not None}
-            for batch_size in sizes}
+            for batch_size in sizes}, priced
+
+
+def _pricing(deployment: Deployment, gpu: str | None, target: ConfigSource | None,
+             drafts: dict[str, ConfigSource | None]) -> Pricing:
+    """How the deployment's steps are priced (:mod:`autotune.planning_costs`) on the GPU NVML calls ``gpu``."""
+    return Pricing(mode=deployment.step_costs, gpu=gpu, engine=deployment.engine,
+                   engine_version=deployment.engine_version, ep=deployment.ep, dtype=deployment.dtype,
+                   kv_dtype=deployment.kv_dtype, target=target,
+                   drafts={label: source for label, source in drafts.items() if source is not None})
+
+
+def _config_source(model: ModelInfo, role: str) -> ConfigSource | None:
+    """A stored model as the measured kernel data builds it: None for a built-in one (no config.json)."""
+    if "d_model" in model.config:
+        return None
+    return ConfigSource(model.name, model.config, None, "target" if role == "target" else draft_kind(model.config))
 
 
 def _smallest_tp(target: ModelShape, name: str, spec: AcceleratorSpec, row_tokens: int) -> str:
@@ -460,17 +498,23 @@ def _smallest_tp(target: ModelShape, name: str, spec: AcceleratorSpec, row_token
     return f"no tensor parallelism up to {MAX_TP} GPUs fits"
 
 
-def _basis(spec: AcceleratorSpec, acceptance: list[dict[str, Any]], predicted: _Predicted) -> dict[str, Any]:
+def _basis(spec: AcceleratorSpec, acceptance: list[dict[str, Any]], predicted: _Predicted,
+           deployment: Deployment) -> dict[str, Any]:
+    priced = predicted.priced
     return {
         "acceptance": acceptance,
-        "cost": {"source": "roofline", "hardware": spec.name, "memory_bw_gbps": spec.memory_bw_gbps,
-                 "peak_tflops": spec.peak_tflops, "dtype": spec.dtype, "tp": spec.tp,
+        "cost": {"source": priced.source, "data": priced.data, "parts": priced.parts, "hardware": spec.name,
+                 "memory_bw_gbps": spec.memory_bw_gbps,
+                 "peak_tflops": spec.peak_tflops, "dtype": spec.dtype, "tp": spec.tp, "ep": deployment.ep,
                  "interconnect_gbps": spec.interconnect_gbps, "pass_overhead_us": spec.pass_overhead_us,
                  "kernel_latency_us": spec.kernel_latency_us, "bandwidth_fraction": spec.bandwidth_fraction,
-                 "gemm_fraction": spec.gemm_fraction, "spread": ROOFLINE_SPREAD,
-                 "spread_slow": SLOW_SPREAD, "spread_fast": FAST_SPREAD, "figures": spec.source,
+                 "gemm_fraction": spec.gemm_fraction, "spread": priced.spread,
+                 "spread_slow": priced.slow, "spread_fast": priced.fast, "figures": spec.source,
                  "context_tokens": round(predicted.context, 1), "prompt_tokens": predicted.prompt},
-        "calibration": spec.calibration,
+        # Measured kernels keep only the engine's step overhead of the calibration (module doc of
+        # autotune.perfmodel.silicon_cost): the shares of the peaks and the kernel floor are the roofline's.
+        "calibration": spec.calibration if priced.source == "roofline" else
+        f"{spec.overhead_origin}, added to the measured kernels per step",
         "calibrated_from": spec.calibrated_from,
         "model_sigma": PRIOR_SIGMA,
         "memory_headroom": fit.MEMORY_MARGIN,
@@ -514,7 +558,7 @@ def _proxy_curve(db_url: str | None, model: str, method: str,
 
 
 def _choose(batch_size: int, predicted: list[tuple[tuple[str, str | None, int], Prediction]], memory: Any,
-            limit: int) -> PlanRow:
+            limit: int, priced: Priced) -> PlanRow:
     """The plan's row at ``batch_size``: the fastest configuration that fits (any, when none fits),
     or a simpler one within SIMPLER_WITHIN of it."""
     sized = [(config, p, memory(*config, batch_size)) for config, p in predicted]
@@ -534,7 +578,7 @@ def _choose(batch_size: int, predicted: list[tuple[tuple[str, str | None, int], 
                      "predicted_acceptance_length": p.omega, "fits": need <= limit}
                     for config, p, need in sorted(best_of.values(), key=lambda item: -item[1].tokens_per_s)]
     label = _label(method, draft, depth)
-    low, high = _interval(prediction)
+    low, high = plan_interval(prediction, priced)
     return PlanRow(
         batch_size=batch_size, label=label, method=method, draft=draft, depth=depth,
         predicted_tokens_per_s=prediction.tokens_per_s, predicted_tokens_per_s_low=low,
@@ -547,13 +591,14 @@ def _choose(batch_size: int, predicted: list[tuple[tuple[str, str | None, int], 
     )
 
 
-def _interval(prediction: Prediction) -> tuple[float, float]:
-    """The 95 % interval of tokens/s with the roofline's spread wider on the slow side
-    (:mod:`autotune.perfmodel.calibration`) in place of the cost profile's symmetric one."""
+def plan_interval(prediction: Prediction, priced: Priced) -> tuple[float, float]:
+    """The 95 % interval of tokens/s with the step-cost source's spread, wider on the slow side
+    (:mod:`autotune.perfmodel.calibration`, :mod:`autotune.perfmodel.silicon_cost`), in place of
+    the cost profile's symmetric one."""
     rest = sum(sigma ** 2 for name, sigma in prediction.sigmas.items() if name != "cost")
     value = prediction.tokens_per_s
-    return (value * math.exp(-Z95 * math.sqrt(rest + SLOW_SPREAD ** 2)),
-            value * math.exp(Z95 * math.sqrt(rest + FAST_SPREAD ** 2)))
+    return (value * math.exp(-Z95 * math.sqrt(rest + priced.slow ** 2)),
+            value * math.exp(Z95 * math.sqrt(rest + priced.fast ** 2)))
 
 
 def _check_max_depth(max_depth: int | None) -> None:

@@ -24,10 +24,12 @@ from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import DTYPE_BYTES, AcceleratorSpec, catalog_nvml_name
 from autotune.models.folder import config_param
 from autotune.models.kind import EAGLE3, draft_kind
+from autotune.models.layers import unsupported_layers
 from autotune.perfmodel.calibration import DEFAULT_ENGINE, ENGINE_STEP_OVERHEAD_US, calibrate
 from autotune.perfmodel.cost import CostPoint
 from autotune.perfmodel.roofline import ModelShape
 from autotune.perfmodel.step_fit import StepFit, fit_step_costs
+from autotune.planning_costs import STEP_COSTS, ConfigSource
 from autotune.profiles.data import ModelInfo
 
 DTYPES = ("bf16", "fp8", "fp4")
@@ -44,9 +46,11 @@ REQUIRED_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "v
 
 @dataclass(frozen=True)
 class Deployment:
-    """How the model is served: ``tp`` GPUs per replica, the dtypes (None: the checkpoint's), the
-    engine whose step overhead applies, the prompt and output lengths (None: the workload's), and
-    where the calibration comes from (one of :data:`CALIBRATIONS`, module doc)."""
+    """How the model is served: ``tp`` GPUs per replica (``ep`` of them split a MoE's experts, the
+    rest split each expert), the dtypes (None: the checkpoint's), the engine whose step overhead
+    applies and its version (None: the measured data's current one), the prompt and output lengths
+    (None: the workload's), where the calibration comes from (one of :data:`CALIBRATIONS`, module
+    doc) and which source prices the steps (:data:`autotune.planning_costs.STEP_COSTS`)."""
 
     tp: int = 1
     dtype: str | None = None
@@ -55,10 +59,21 @@ class Deployment:
     isl: int | None = None
     osl: int | None = None
     calibration: str = "auto"
+    ep: int = 1
+    engine_version: str | None = None
+    step_costs: str = "auto"
 
     def __post_init__(self) -> None:
         if not 1 <= self.tp <= MAX_TP:
             raise ConfigurationError(f"--tp must be between 1 and {MAX_TP}, got {self.tp}")
+        if self.step_costs not in STEP_COSTS:
+            raise ConfigurationError(f"--step-costs must be one of {', '.join(STEP_COSTS)}, got {self.step_costs!r}")
+        if self.engine_version is not None and self.step_costs == "roofline":
+            raise ConfigurationError("--engine-version picks the measured kernel data: it needs --step-costs auto "
+                                     "or silicon")
+        if self.ep < 1 or self.tp % self.ep:
+            raise ConfigurationError(f"--ep must divide --tp {self.tp} (experts split over ep of the tp GPUs), "
+                                     f"got {self.ep}")
         for flag, value in (("--dtype", self.dtype), ("--kv-dtype", self.kv_dtype)):
             if value is not None and value not in DTYPES:
                 raise ConfigurationError(f"{flag} must be one of {', '.join(DTYPES)}, got {value!r}")
@@ -169,11 +184,18 @@ def stored_calibration_in(session: Any, nvml_name: str, engine: str, spec: Accel
 
 @dataclass(frozen=True)
 class ConfigModel:
-    """A model known by its config.json only: its record for the plan and its shape."""
+    """A model known by its config.json only: its record for the plan, its shape, and its
+    hf_quant_config.json beside it (None without one)."""
 
     info: ModelInfo
     shape: ModelShape
     kind: str  # "target", or a draft's kind (models.kind)
+    quant: dict[str, Any] | None = None
+
+    @property
+    def source(self) -> ConfigSource:
+        """The model as the measured kernel data builds it (:mod:`autotune.planning_costs`)."""
+        return ConfigSource(self.info.name, self.info.config, self.quant, self.kind)
 
 
 def read_config_model(path: str | Path, role: str) -> ConfigModel:
@@ -190,9 +212,15 @@ def read_config_model(path: str | Path, role: str) -> ConfigModel:
         raise ConfigurationError(f"{role} config {file} must hold a JSON object")
     architectures = [str(a) for a in config.get("architectures") or config_param(config, "architectures") or []]
     kind = "target" if role == "target" else draft_kind(config)
-    if not any("ForCausalLM" in a or a.endswith("LMHeadModel") for a in architectures):
+    # A multimodal wrapper (Llama-4, Gemma-3/4, Qwen-VL, Mistral-3) generates with its language model:
+    # that is what is planned (the encoders run at prefill only and are not counted).
+    if not any("ForCausalLM" in a or a.endswith("LMHeadModel") or a.endswith("ForConditionalGeneration")
+               for a in architectures):
         raise ConfigurationError(f"{role} config {file} is not a causal language model (architectures: "
                                  f"{', '.join(architectures) or 'none'})")
+    other = unsupported_layers(config)
+    if other:
+        raise ConfigurationError(f"{role} config {file} declares {other}: a plan prices attention + MLP layers only")
     required = REQUIRED_FIELDS if kind != EAGLE3 else REQUIRED_FIELDS[:3]  # a head: one layer, maybe no vocab
     missing = [name for name in required if not config_param(config, name)]
     if missing:
@@ -200,11 +228,27 @@ def read_config_model(path: str | Path, role: str) -> ConfigModel:
     try:
         # An EAGLE-3 head's own output head covers its draft vocabulary only (draft_vocab_size).
         head_vocab = config.get("draft_vocab_size") if kind == EAGLE3 else None
-        shape = ModelShape.from_config({**config, "vocab_size": head_vocab} if head_vocab else config)
+        quant = _hf_quant_config(file, role)
+        shape = ModelShape.from_config({**config, "vocab_size": head_vocab} if head_vocab else config, quant=quant)
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigurationError(f"{role} config {file}: {exc}") from None
     name = file.parent.name if file.name == "config.json" else file.stem
     info = ModelInfo(fingerprint=hashlib.sha256(file.read_bytes()).hexdigest(), name=name, role=role.split()[0],
                      source=str(file), num_params=shape.total_params, num_mtp_modules=shape.n_mtp,
                      vocab_size=shape.vocab, config=config)
-    return ConfigModel(info, shape, kind)
+    return ConfigModel(info, shape, kind, quant)
+
+
+def _hf_quant_config(file: Path, role: str) -> dict[str, Any] | None:
+    """The hf_quant_config.json beside ``file`` (ModelOpt's export: ``hf_quant_config.json`` in the
+    folder of a config.json, ``NAME_hf_quant_config.json`` beside a ``NAME_config.json``), or None."""
+    sibling = (file.parent / "hf_quant_config.json" if file.name == "config.json" else
+               file.with_name(file.name.removesuffix("config.json") + "hf_quant_config.json")
+               if file.name.endswith("_config.json") else None)
+    if sibling is None or not sibling.is_file():
+        return None
+    try:
+        found = json.loads(sibling.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigurationError(f"{role} quantisation config {sibling} cannot be read ({exc})") from None
+    return found if isinstance(found, dict) else None

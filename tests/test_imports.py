@@ -96,3 +96,16 @@ def test_model_folders_import_only_the_ground_floor() -> None:
     upward = sorted(f"{module} -> {imported}" for module, imports in GRAPH.items() if in_package(module, "autotune.models")
                     for imported in imports if not any(in_package(imported, allowed) for allowed in MODELS_MAY_IMPORT))
     assert upward == []
+
+
+def test_aiconfigurator_core_is_imported_by_its_adapter_only() -> None:
+    """The plan extra is optional: only autotune/perfmodel/silicon.py imports it (lazily), so that
+    `autotune plan` works without it and says how to install it."""
+    importers = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(imported.split(".")[0] == "aiconfigurator_core" for imported in names):
+                importers.add(name)
+    assert importers == {"autotune.perfmodel.silicon"}

@@ -69,7 +69,8 @@ def save_h200_profile(session, target_id: int, engine: str, points: list[dict]) 
 
 def plan(url: str, calibration: str = "auto", engine: str = "vllm"):  # noqa: ANN201 - a DeploymentPlan
     return plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance_length=(3.2, 4), batch_sizes=(1,),
-                            deployment=Deployment(engine=engine, calibration=calibration, isl=64, osl=64))
+                            deployment=Deployment(engine=engine, calibration=calibration, isl=64, osl=64,
+                                                  step_costs="roofline"))
 
 
 def test_the_fitted_overhead_replaces_the_assumed_one_and_moves_the_plan_as_the_physics_says(tmp_path: Path) -> None:
@@ -107,13 +108,15 @@ def test_an_absent_profile_falls_back_to_the_constants_and_the_plan_says_so(tmp_
     assert fallback.hardware.calibrated_from is None
     assert "no timed cost profile of the NVIDIA H200 with vllm is stored" in fallback.basis["calibration"]
     result = CliRunner().invoke(cli, ["plan", "--config", str(LLAMA_8B), "--hardware", "h200", "--engine", "vllm",
-                                      "--acceptance-length", "3.2", "--batch-sizes", "1", "--json", "--db", url])
+                                      "--acceptance-length", "3.2", "--batch-sizes", "1", "--json", "--step-costs", "roofline",
+                                      "--db", url])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert "step overhead 250 us (assumed; no timed cost profile" in data["calibration"]
     assert data["basis"]["calibrated_from"] is None
     text = CliRunner().invoke(cli, ["plan", "--config", str(LLAMA_8B), "--hardware", "h200", "--engine", "trtllm",
-                                    "--acceptance-length", "3.2", "--batch-sizes", "1", "--db", url])
+                                    "--acceptance-length", "3.2", "--batch-sizes", "1", "--step-costs", "roofline",
+                                    "--db", url])
     assert "calibration: " in text.output and "fitted to the timed cost profile 1" in text.output
 
 

@@ -140,6 +140,7 @@ class AcceleratorSpec:
     gemm_fraction: float = 1.0
     calibration: str = "none: datasheet peaks"
     calibrated_from: str | None = None  # the stored cost profile the overhead was fitted to, if any
+    overhead_origin: str = "none"  # where pass_overhead_us comes from, in words (the step part of ``calibration``)
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPE_BYTES:

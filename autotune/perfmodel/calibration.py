@@ -76,4 +76,4 @@ def calibrate(spec: AcceleratorSpec, engine: str = DEFAULT_ENGINE, probe_bw_frac
     text = (f"{origin}; GEMM {GEMM_FRACTION:.2f} of peak (assumed); {step}; "
             f"+ {spec.kernel_latency_us:g} us per kernel (assumed)")
     return replace(spec, bandwidth_fraction=bandwidth, gemm_fraction=GEMM_FRACTION, pass_overhead_us=overhead,
-                   calibration=text, calibrated_from=fit.label if fit is not None else None)
+                   calibration=text, calibrated_from=fit.label if fit is not None else None, overhead_origin=step)

@@ -61,17 +61,19 @@ from typing import Any
 
 from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import AcceleratorSpec
-from autotune.models.folder import config_param
+from autotune.models.folder import CONFIG_DTYPE_BYTES, DEFAULT_DTYPE_BYTES, config_dtype, config_param
 from autotune.models.footprint import UNBOUNDED_CONTEXT, ModelFootprint
 from autotune.models.kind import mtp_layers
-from autotune.perfmodel.cost import BASELINE, CostPoint, CostProfile
+from autotune.models.layers import moe_layout
+from autotune.models.quantization import weight_bytes_per_param
+from autotune.perfmodel.cost import BASELINE, CostProfile
+from autotune.perfmodel.step_costs import cost_profile
 
 # One-sigma relative uncertainty of a roofline step time. The roofline takes peak bandwidth and
 # FLOP/s, which real kernels reach only in part (decoding GEMVs typically 70-90 % of the peak
 # bandwidth, small GEMMs and attention much less of the FLOP/s), and its launch overhead is an
 # assumption; 25 % covers that range. It is an assumption, not a fit: no measurement backs it.
 ROOFLINE_SPREAD = 0.25
-MAX_GRID_BATCH = 1 << 16
 # Activations cross the interconnect in the compute dtype of activations (bf16) whatever the weights'.
 ACTIVATION_BYTES = 2
 # A small-message all-reduce's fixed cost on NVLink, charged per call on top of its bytes (an
@@ -99,10 +101,6 @@ ATTENTION_KERNELS, MLA_KERNELS, MLP_KERNELS, MOE_KERNELS, EMBEDDED_LAYER_KERNELS
 PASS_END_KERNELS = 3
 MTP_INPUT_KERNELS = 3
 
-# Bytes per element of a config.json ``torch_dtype``; quantised checkpoints state their format
-# in ``quantization_config`` (fp8: one byte per weight).
-_DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float8_e4m3fn": 1}
-_QUANT_BYTES = {"fp8": 1.0, "fbgemm_fp8": 1.0, "awq": 0.5, "gptq": 0.5, "mxfp4": 0.5}
 
 
 @dataclass(frozen=True)
@@ -133,7 +131,8 @@ class ModelShape:
     experts_per_token: int = 0
     expert_d_ff: int = 0
     moe_layers: int = 0
-    shared_experts: int = 0
+    shared_d_ff: int = 0  # the shared experts' MLP width, all of them together
+    moe_dense_d_ff: int = 0  # a dense MLP beside the experts in each MoE layer (Gemma-4)
     attention_width: int | None = None  # qk + v of one head's products (None: 2 * head_dim; module doc)
     attention_params: int | None = None  # one layer's attention weights (None: q/k/v/o of the heads)
     kv_split: bool = True  # whether tensor parallelism splits the cache (False for MLA's latent)
@@ -149,14 +148,16 @@ class ModelShape:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], *, params: int | None = None, n_mtp: int | None = None,
-                    bytes_per_param: float | None = None) -> ModelShape:
+                    bytes_per_param: float | None = None, quant: Mapping[str, Any] | None = None) -> ModelShape:
         """The shape of a stored model's ``config``: the built-in models' keys (d_model, n_layers,
         n_heads, d_ff, vocab_size, n_mtp) or a Hugging Face config.json (hidden_size,
         num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, intermediate_size,
-        MoE and MLA keys; ``text_config`` nesting is followed). ValueError when sizes are missing."""
+        MoE and MLA keys, :mod:`autotune.models.layers`; ``text_config`` nesting is followed; the
+        weights' bytes from its quantisation or ``quant``, its hf_quant_config.json:
+        :mod:`autotune.models.quantization`). ValueError when sizes are missing."""
         if "d_model" in config and "n_layers" in config:
             return cls._from_builtin(config, params, n_mtp, bytes_per_param)
-        return cls._from_hf(config, params, n_mtp, bytes_per_param)
+        return cls._from_hf(config, params, n_mtp, bytes_per_param, quant)
 
     @classmethod
     def _from_builtin(cls, config: Mapping[str, Any], params: int | None, n_mtp: int | None,
@@ -169,7 +170,7 @@ class ModelShape:
 
     @classmethod
     def _from_hf(cls, config: Mapping[str, Any], params: int | None, n_mtp: int | None,
-                 bytes_per_param: float | None) -> ModelShape:
+                 bytes_per_param: float | None, quant: Mapping[str, Any] | None) -> ModelShape:
         def get(name: str, default: Any = None) -> Any:
             return config_param(config, name, default)
 
@@ -189,19 +190,16 @@ class ModelShape:
             attention_width = kv_width + rank  # scores against latent + RoPE key, values from the latent
             query = d * q_rank + q_rank * heads * head_dim if q_rank else d * heads * head_dim
             attention_params = query + d * kv_width + rank * heads * (nope + v_dim) + heads * v_dim * d
-        experts = int(get("n_routed_experts") or get("num_local_experts") or get("num_experts") or 0)
-        per_token = int(get("num_experts_per_tok") or 0) if experts else 0
-        d_ff = int(get("intermediate_size") or 4 * d)
-        expert_d_ff = int(get("moe_intermediate_size") or d_ff) if experts else 0
-        moe_layers = max(layers - int(get("first_k_dense_replace") or 0), 0) if experts else 0
+        moe = moe_layout(config, layers, d)
         attention_kernels = MLA_KERNELS if kv_width is not None else ATTENTION_KERNELS
-        kernels = attention_kernels + (moe_layers * MOE_KERNELS + (layers - moe_layers) * MLP_KERNELS) / layers
-        return cls(layers=layers, d_model=d, heads=heads, kv_heads=kv_heads, head_dim=head_dim, d_ff=d_ff,
+        kernels = attention_kernels + (moe.moe_layers * MOE_KERNELS + (layers - moe.moe_layers) * MLP_KERNELS) / layers
+        return cls(layers=layers, d_model=d, heads=heads, kv_heads=kv_heads, head_dim=head_dim, d_ff=moe.dense_d_ff,
                    vocab=int(get("vocab_size")), n_mtp=mtp_layers(config) if n_mtp is None else n_mtp, params=params,
-                   bytes_per_param=bytes_per_param or _config_bytes(config), kv_bytes=_config_dtype_bytes(config),
-                   kv_width=kv_width, tied_embeddings=bool(get("tie_word_embeddings", False)), experts=experts,
-                   experts_per_token=per_token, expert_d_ff=expert_d_ff, moe_layers=moe_layers,
-                   shared_experts=int(get("n_shared_experts") or 0) if experts else 0,
+                   bytes_per_param=bytes_per_param or weight_bytes_per_param(config, quant),
+                   kv_bytes=float(CONFIG_DTYPE_BYTES.get(config_dtype(config) or "", DEFAULT_DTYPE_BYTES)),
+                   kv_width=kv_width, tied_embeddings=bool(get("tie_word_embeddings", False)), experts=moe.experts,
+                   experts_per_token=moe.per_token, expert_d_ff=moe.expert_d_ff, moe_layers=moe.moe_layers,
+                   shared_d_ff=moe.shared_d_ff, moe_dense_d_ff=moe.moe_dense_d_ff,
                    attention_width=attention_width, attention_params=attention_params, kv_split=kv_width is None,
                    kernels_per_layer=kernels)
 
@@ -235,8 +233,8 @@ class ModelShape:
         attention = self.attention_params or (2 * self.d_model * self.heads * self.head_dim
                                               + 2 * self.d_model * self.kv_heads * self.head_dim)
         if moe:
-            experts = (self.experts + self.shared_experts) * 3 * self.d_model * self.expert_d_ff
-            return attention + experts + self.d_model * self.experts
+            experts = self.experts * self.expert_d_ff + self.shared_d_ff + self.moe_dense_d_ff
+            return attention + 3 * self.d_model * experts + self.d_model * self.experts
         return attention + 3 * self.d_model * self.d_ff
 
     @property
@@ -385,17 +383,47 @@ def prefill_s(spec: AcceleratorSpec, shape: ModelShape, rows: int, prompt_tokens
 # -- the cost profile ---------------------------------------------------------------------------------
 
 
-def grid_batch_sizes(batch_sizes: Iterable[int]) -> list[int]:
-    """The batch sizes the profile holds: those asked, plus 1 and the powers of two below the largest
-    (a workload's tail runs at fewer rows, and the profile interpolates between its points)."""
-    asked = sorted({int(b) for b in batch_sizes})
-    if not asked or asked[0] < 1 or asked[-1] > MAX_GRID_BATCH:
-        raise ConfigurationError(f"batch sizes must be between 1 and {MAX_GRID_BATCH}, got {asked}")
-    grid, size = set(asked), 1
-    while size < asked[-1]:
-        grid.add(size)
-        size *= 2
-    return sorted(grid)
+@dataclass(frozen=True)
+class RooflinePricer:
+    """The parts of a step (:mod:`autotune.perfmodel.step_costs`) priced by the roofline of ``spec``:
+    ``context`` cached tokens a row attends to while decoding, ``prompt`` tokens it prefills."""
+
+    spec: AcceleratorSpec
+    target: ModelShape
+    draft_shapes: Mapping[str, ModelShape]
+    context: float
+    prompt: int
+
+    @property
+    def n_mtp(self) -> int:
+        return self.target.n_mtp
+
+    @property
+    def drafts(self) -> list[str]:
+        return list(self.draft_shapes)
+
+    def target_s(self, rows: int, tokens: int) -> float:
+        return target_step_s(self.spec, self.target, rows, tokens, self.context)
+
+    def mtp_token_s(self, rows: int) -> float:
+        return mtp_token_s(self.spec, self.target, rows, self.context)
+
+    def draft_token_s(self, label: str, rows: int) -> float:
+        return target_step_s(self.spec, self.draft_shapes[label], rows, 1, self.context)
+
+    def prefill_s(self, rows: int) -> float:
+        return prefill_s(self.spec, self.target, rows, self.prompt)
+
+    def mtp_prefill_s(self, rows: int, modules: int) -> float:
+        return modules * prefill_s(self.spec, self.target, rows, self.prompt, layers=1, pass_overhead=False)
+
+    def draft_prefill_s(self, label: str, rows: int) -> float:
+        return prefill_s(self.spec, self.draft_shapes[label], rows, self.prompt)
+
+
+def default_methods(target: ModelShape, drafts: Mapping[str, ModelShape]) -> set[str]:
+    """none, ngram, mtp when the target has MTP modules, draft when drafts are given."""
+    return {BASELINE, "ngram", *(("mtp",) if target.n_mtp else ()), *(("draft",) if drafts else ())}
 
 
 def roofline_cost(
@@ -411,46 +439,7 @@ def roofline_cost(
     """A :class:`CostProfile` (source ``"roofline"``) of the baseline and every asked method at
     every depth and batch size (module doc). ``drafts``: draft label -> shape; ``context_tokens``:
     cached tokens a row attends to during decoding (on average); ``prompt_tokens``: the prompt
-    each row prefills (the longest). ``methods``: default none, ngram, mtp when the target has MTP
-    modules, draft when drafts are given."""
-    wanted = set(methods) if methods is not None else {BASELINE, "ngram", *(("mtp",) if target.n_mtp else ()),
-                                                        *(("draft",) if drafts else ())}
-    depth_list = sorted({int(d) for d in depths})
-    if depth_list and depth_list[0] < 1:
-        raise ConfigurationError(f"depths must be >= 1, got {depth_list}")
-    prompt = max(int(prompt_tokens), 1)
-    points: list[CostPoint] = []
-    for rows in grid_batch_sizes(batch_sizes):
-        tokens = rows * prompt
-        base_prefill = prefill_s(spec, target, rows, prompt)
-        points.append(CostPoint(BASELINE, None, 0, rows, 0.0, target_step_s(spec, target, rows, 1, context_tokens),
-                                base_prefill, tokens))
-        for depth in depth_list:
-            verify = target_step_s(spec, target, rows, depth + 1, context_tokens)
-            if "ngram" in wanted:
-                points.append(CostPoint("ngram", None, depth, rows, 0.0, verify, base_prefill, tokens, float(depth)))
-            if "mtp" in wanted:
-                modules = max(1, min(depth, target.n_mtp or depth))  # deeper drafts reuse the last module
-                prefill = base_prefill + modules * prefill_s(spec, target, rows, prompt, layers=1, pass_overhead=False)
-                propose = depth * mtp_token_s(spec, target, rows, context_tokens)
-                points.append(CostPoint("mtp", None, depth, rows, propose, verify, prefill, tokens, float(depth)))
-            if "draft" in wanted:
-                for label, draft in drafts.items():
-                    propose = depth * target_step_s(spec, draft, rows, 1, context_tokens)
-                    prefill = base_prefill + prefill_s(spec, draft, rows, prompt)
-                    points.append(CostPoint("draft", label, depth, rows, propose, verify, prefill, tokens, float(depth)))
-    return CostProfile(points, source="roofline", spread=ROOFLINE_SPREAD)
-
-
-def _config_dtype_bytes(config: Mapping[str, Any]) -> float:
-    dtype = str(config_param(config, "torch_dtype") or config_param(config, "dtype") or "").removeprefix("torch.")
-    return float(_DTYPE_BYTES.get(dtype, 2))
-
-
-def _config_bytes(config: Mapping[str, Any]) -> float:
-    """Bytes per weight: the quantisation format's where config.json names one, else the dtype's."""
-    quant = config_param(config, "quantization_config") or {}
-    method = str(quant.get("quant_method") or "").lower() if isinstance(quant, Mapping) else ""
-    if method in _QUANT_BYTES:
-        return _QUANT_BYTES[method]
-    return _config_dtype_bytes(config)
+    each row prefills (the longest). ``methods``: default :func:`default_methods`."""
+    pricer = RooflinePricer(spec, target, drafts, context_tokens, max(int(prompt_tokens), 1))
+    wanted = set(methods) if methods is not None else default_methods(target, drafts)
+    return cost_profile(pricer, batch_sizes, depths, prompt_tokens, wanted, "roofline", ROOFLINE_SPREAD)

@@ -31,7 +31,12 @@ def header(profile: DeploymentProfile) -> list[str]:
 
 def predicted_line(profile: DeploymentProfile) -> str:
     """The first line of a plan's export: it is a prediction (``autotune plan``), not a measurement."""
-    return f"PREDICTED by autotune plan (roofline for {profile.hardware.name}), not measured"
+    return f"PREDICTED by autotune plan ({_cost_source(profile)} for {profile.hardware.name}), not measured"
+
+
+def _cost_source(profile: DeploymentProfile) -> str:
+    """What priced a plan's steps: ``roofline``, or ``measured kernels (DATA)`` (autotune.planning)."""
+    return str(profile.details.get("source") or "roofline")
 
 
 def _predicted_header(profile: DeploymentProfile) -> list[str]:
@@ -41,7 +46,7 @@ def _predicted_header(profile: DeploymentProfile) -> list[str]:
         f"autotune {__version__} plan: {profile.label()}{draft} at batch size {profile.batch_size}",
         f"target {profile.target.name} ({profile.target.fingerprint}) on {profile.hardware.name}",
         f"{profile.details.get('acceptance') or f'acceptance measured on workload {profile.study.workload_name}'}; "
-        "step costs from a roofline, never timed",
+        f"step costs from {'a roofline' if _cost_source(profile) == 'roofline' else _cost_source(profile)}, never timed",
         "predicted: " + measured_text(profile),
     ]
 

@@ -13,6 +13,7 @@ from autotune.models.kind import DRAFT_TARGET, EAGLE3
 from autotune.profiles.analysis import ServingPlan
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header
+from autotune.serving.parallel import planned_parallelism
 from autotune.serving.schedule import schedule_notes, unscheduled_notes
 from autotune.serving.speculation import engine_kind, serving_model
 from autotune.serving.text import ShellVar, option, script
@@ -29,6 +30,9 @@ def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         ["--max-running-requests", str(plan.max_batch_size)],
         ["--cuda-graph-max-bs", str(plan.max_batch_size)],
     ]
+    parallel = planned_parallelism(profile)
+    if parallel is not None:
+        lines.append(["--tp-size", str(parallel.tp), *(["--ep-size", str(parallel.ep)] if parallel.ep > 1 else [])])
     notes = header(profile)
     if profile.method != "none":
         depth = plan.max_draft_len

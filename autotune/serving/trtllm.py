@@ -36,6 +36,7 @@ from autotune.profiles.analysis import ServingPlan
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header
 from autotune.serving.offstate import deployed_plan, off_notes
+from autotune.serving.parallel import planned_parallelism
 from autotune.serving.schedule import schedule_notes
 from autotune.serving.speculation import engine_kind, max_ngram, measured_config, serving_model, speculative_kind
 from autotune.serving.text import ShellVar, command, comments, option, slugify, yaml_text
@@ -71,6 +72,11 @@ def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None,
     }
     if profile.method != "none":
         config["speculative_config"] = trtllm_speculative_config(profile, plan, rules.version)
+    parallel = planned_parallelism(profile)
+    if parallel is not None:
+        config["tensor_parallel_size"] = parallel.tp
+        if parallel.ep > 1:
+            config["moe_expert_parallel_size"] = parallel.ep
     return config
 
 
@@ -177,6 +183,9 @@ def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: 
         ["--extra_llm_api_options", ShellVar("CONFIG")], ["--max_batch_size", str(plan.max_batch_size)],
         ["--concurrency", str(profile.batch_size)], ["--streaming"], ["--report_json", ShellVar("REPORT_JSON")],
     ]
+    parallel = planned_parallelism(profile)
+    if parallel is not None:
+        lines.append(["--tp", str(parallel.tp), *(["--ep", str(parallel.ep)] if parallel.ep > 1 else [])])
     notes = header(profile) + [
         f"Re-measures the profile at concurrency {profile.batch_size} with trtllm-bench (TensorRT-LLM, PyTorch backend).",
         "DATASET: a trtllm-bench dataset, one JSON object per line:",

@@ -28,6 +28,7 @@ from autotune.profiles.analysis import ServingPlan
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header
 from autotune.serving.offstate import off_notes
+from autotune.serving.parallel import planned_parallelism
 from autotune.serving.schedule import schedule_notes
 from autotune.serving.speculation import engine_kind, max_ngram, measured_config, serving_model
 from autotune.serving.text import ShellVar, option, script
@@ -43,11 +44,18 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         ["--max-num-seqs", str(plan.max_batch_size)],
         ["--max-num-batched-tokens", str(plan.max_num_tokens(DEFAULT_MAX_NUM_TOKENS))],
     ]
+    parallel = planned_parallelism(profile)
+    if parallel is not None:
+        lines.append(["--tensor-parallel-size", str(parallel.tp), *(["--enable-expert-parallel"]
+                                                                     if parallel.ep == parallel.tp > 1 else [])])
     notes = header(profile) + [
         "Flags and --speculative-config keys checked against vLLM 0.32.0 (vllm/engine/arg_utils.py,",
         "vllm/config/speculative.py); method 'mtp' needs a vLLM that knows it (older: 'deepseek_mtp').",
         "Arguments of this script go on to vllm serve, e.g. --host 127.0.0.1 --port 8000; a repeated flag wins.",
     ]
+    if parallel is not None and 1 < parallel.ep < parallel.tp:
+        notes.append(f"Planned with experts split over {parallel.ep} of {parallel.tp} GPUs: vLLM's expert parallelism "
+                     "splits them over all of them (--enable-expert-parallel) or none.")
     if profile.method != "none":
         spec = vllm_speculative_config(profile, plan)
         lines.append(["--speculative-config", json.dumps(spec, separators=(", ", ": "))])

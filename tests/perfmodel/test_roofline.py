@@ -19,10 +19,10 @@ from autotune.perfmodel.roofline import (
     ROOFLINE_SPREAD,
     ModelShape,
     forward_pass,
-    grid_batch_sizes,
     roofline_cost,
     target_step_s,
 )
+from autotune.perfmodel.step_costs import grid_batch_sizes
 
 BUILTIN_TARGET = {"vocab_size": 259, "d_model": 320, "n_layers": 5, "n_heads": 5, "d_ff": 864, "max_seq_len": 1024,
                   "n_mtp": 2}
