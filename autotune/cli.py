@@ -302,7 +302,8 @@ def protocol_options(fn: Callable) -> Callable:
               help="Draft model file (default: the built-in draft); a Hugging Face folder with --engine trtllm/vllm.")
 @click.option("--target", type=click.Path(), default=None,
               help="Target model file (default: the built-in target); a Hugging Face folder with --engine trtllm/vllm.")
-@click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: the built-in one).")
+@click.option("--workload", type=click.Path(dir_okay=False), default=None,
+              help="A JSONL workload file, or a shipped one: code (the default), prose, chat.")
 @click.option("--temperature", type=float, default=None, help="Override the requests' temperature (0 = greedy).")
 @click.option("--verify", is_flag=True, help="Also compare the outputs with the baseline's, token for token.")
 @click.option("--device", default="cpu", show_default=True, help="torch device of the embedded engine: cpu, cuda, cuda:1 ...")
@@ -366,7 +367,8 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @click.option("--slo-ttft-ms", type=float, default=None, help="Limit on time to first token (ms) at --slo-percentile.")
 @click.option("--slo-percentile", type=click.Choice(["50", "90", "99"]), default="90", show_default=True,
               help="Percentile of the requests the SLOs apply to.")
-@click.option("--workload", type=click.Path(dir_okay=False), default=None, help="JSONL workload (default: built-in).")
+@click.option("--workload", type=click.Path(dir_okay=False), default=None,
+              help="A JSONL workload file, or a shipped one: code (the default), prose, chat.")
 @click.option("--retry-failed", type=int, default=None,
               help="Measure a configuration whose worker crashed, hung or ran out of memory up to this many more times: "
                    "a baseline right away, any other once nothing untried is left (each retry counts against --trials; "
@@ -611,7 +613,7 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
 @click.option("--start-timeout", "start_timeout_s", type=float, default=600.0, show_default=True,
               help="Seconds a server may take to answer /health.")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None,
-              help="The study's JSONL workload, when it was not the built-in one.")
+              help="The study's workload (a JSONL file, or a shipped name: prose, chat), when it was not the default.")
 @click.option("--server-arg", "server_args", multiple=True,
               help="An argument appended to every server's command line (repeatable), "
                    "e.g. --server-arg=--enforce-eager.")
@@ -675,7 +677,7 @@ def _accelerator_names() -> str:
 @click.option("--acceptance-from", default=None,
               help="With --config: a tuned target whose stored acceptance stands in (a proxy).")
 @click.option("--workload", type=click.Path(dir_okay=False), default=None,
-              help="JSONL workload whose stored acceptance to use (default: the built-in one).")
+              help="Workload whose stored acceptance to use: a JSONL file or a shipped name (default: code).")
 @click.option("--isl", type=int, default=None, help="Prompt tokens per request (--config default 1024).")
 @click.option("--osl", type=int, default=None, help="Output tokens per request (--config default 1024).")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel GPUs per model replica.")

@@ -5,10 +5,19 @@ A workload file is JSONL, one request per line::
     {"prompt": "def parse_args(argv):", "max_tokens": 128}
     {"prompt": "class LRUCache:", "max_tokens": 64, "temperature": 0.7}
 
-``prompt`` is required; ``max_tokens`` defaults to 128 and ``temperature`` to 0 (greedy). Blank
-lines are ignored. The built-in workload (``autotune/workloads/default.jsonl``) holds Python-code
-prompts that suit the built-in byte-level models trained on Python source; its version is bumped
-whenever its content changes, so stored measurements stay comparable.
+``prompt`` is required; ``max_tokens`` defaults to 128 and ``temperature`` to 0 (greedy);
+``category`` (optional) names the kind of request (``code``, ``prose``, ``chat``, ...). Blank lines
+are ignored.
+
+Shipped workloads (``autotune/workloads/``, named on the command line: ``--workload code|prose|chat``),
+each versioned: the version is bumped whenever its content changes, so stored measurements stay
+comparable:
+
+* ``code`` is the built-in default (``default.jsonl``, stored under the name ``builtin``): 16
+  Python-code prompts, what the built-in byte-level models were trained on;
+* ``prose``: 24 openings of plain English prose;
+* ``chat``: 24 turns of 8 multi-turn conversations with a shared system prompt, each turn's prompt
+  repeating the conversation so far (the repeated context a chat server sees).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +37,15 @@ BUILTIN_WORKLOAD_NAME = "builtin"
 BUILTIN_WORKLOAD_VERSION = 1
 BUILTIN_WORKLOAD_DIR = Path(__file__).parent / "workloads"  # package data
 BUILTIN_WORKLOAD_FILE = "default.jsonl"
+# Shipped workloads by the name the command line takes: (file, name stored, version).
+SHIPPED_WORKLOADS = {
+    "code": (BUILTIN_WORKLOAD_FILE, BUILTIN_WORKLOAD_NAME, BUILTIN_WORKLOAD_VERSION),
+    "prose": ("prose.jsonl", "prose", 1),
+    "chat": ("chat.jsonl", "chat", 1),
+}
 DEFAULT_MAX_TOKENS = 128
-REQUEST_KEYS = ("prompt", "max_tokens", "temperature")
+REQUEST_KEYS = ("prompt", "max_tokens", "temperature", "category")
+CATEGORY = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 
 
 @dataclass(frozen=True)
@@ -38,6 +55,7 @@ class Request:
     prompt: str
     max_tokens: int = DEFAULT_MAX_TOKENS
     temperature: float = 0.0
+    category: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,9 +73,12 @@ class Workload:
 
     @property
     def sha256(self) -> str:
-        """Content fingerprint: sha256 of the canonical JSON of the requests (name and formatting excluded)."""
+        """Content fingerprint: sha256 of the canonical JSON of the requests (name and formatting
+        excluded; a request's category counts where it has one, so a workload without categories keeps
+        the fingerprint it always had)."""
         canonical = json.dumps(
-            [[r.prompt, r.max_tokens, float(r.temperature)] for r in self.requests],
+            [[r.prompt, r.max_tokens, float(r.temperature)] + ([r.category] if r.category is not None else [])
+             for r in self.requests],
             ensure_ascii=False,
             separators=(",", ":"),
         )
@@ -91,20 +112,30 @@ def first_cycle(values: Sequence[Any], n_requests: int) -> list[Any] | None:
 
 
 def builtin_workload() -> Workload:
-    """The workload shipped with the package (versioned: see ``BUILTIN_WORKLOAD_VERSION``)."""
-    text = (BUILTIN_WORKLOAD_DIR / BUILTIN_WORKLOAD_FILE).read_text(encoding="utf-8")
-    return Workload(BUILTIN_WORKLOAD_NAME, parse_requests(text, BUILTIN_WORKLOAD_FILE), BUILTIN_WORKLOAD_VERSION)
+    """The default workload (``code``; versioned: see ``BUILTIN_WORKLOAD_VERSION``)."""
+    return shipped_workload("code")
+
+
+def shipped_workload(key: str) -> Workload:
+    """A workload shipped with the package, by the name the command line takes (module doc)."""
+    file, name, version = SHIPPED_WORKLOADS[key]
+    text = (BUILTIN_WORKLOAD_DIR / file).read_text(encoding="utf-8")
+    return Workload(name, parse_requests(text, file), version)
 
 
 def load_workload(path: str | Path | Workload | None = None) -> Workload:
-    """The workload in the JSONL file at ``path``; the built-in one for None (a Workload passes through)."""
+    """The workload in the JSONL file at ``path``, or the shipped one of that name (``code``, ``prose``,
+    ``chat``) when no such file exists; the default one for None (a Workload passes through)."""
     if isinstance(path, Workload):
         return path
     if path is None:
         return builtin_workload()
+    if str(path) in SHIPPED_WORKLOADS and not Path(path).is_file():
+        return shipped_workload(str(path))
     path = Path(path)
     if not path.is_file():
-        raise WorkloadError(f"workload file {path} does not exist; pass a JSONL file with one {{\"prompt\": ...}} per line")
+        raise WorkloadError(f"workload file {path} does not exist; pass a JSONL file with one {{\"prompt\": ...}} per line, "
+                            f"or one of the shipped workloads: {', '.join(SHIPPED_WORKLOADS)}")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -142,7 +173,11 @@ def _parse_line(line: str, where: str) -> Request:
     temperature = data.get("temperature", 0.0)
     if not _is_number(temperature) or not math.isfinite(temperature) or temperature < 0:
         raise WorkloadError(f"{where}: 'temperature' must be a number >= 0, got {temperature!r}")
-    return Request(prompt, max_tokens, float(temperature))
+    category = data.get("category")
+    if category is not None and not (isinstance(category, str) and CATEGORY.fullmatch(category)):
+        raise WorkloadError(f"{where}: 'category' must be a short lower-case name like \"code\" or \"chat\" "
+                            f"(letters, digits, - and _), got {category!r}")
+    return Request(prompt, max_tokens, float(temperature), category)
 
 
 def _is_number(value: object) -> bool:

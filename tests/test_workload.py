@@ -97,3 +97,47 @@ def test_missing_and_unreadable_files(tmp_path):
 def test_a_workload_needs_requests():
     with pytest.raises(WorkloadError, match="no requests"):
         Workload("empty", [])
+
+
+@pytest.mark.parametrize(("name", "label", "requests"), [("code", "builtin@v1", 16), ("prose", "prose@v1", 24),
+                                                          ("chat", "chat@v1", 24)])
+def test_shipped_workloads_load_by_name_with_a_name_and_version(name, label, requests):
+    workload = load_workload(name)
+    assert workload.label == label and len(workload.requests) == requests
+    assert load_workload("code").sha256 == builtin_workload().sha256  # the default is the code workload
+
+
+def test_a_file_of_a_shipped_name_is_read_as_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prose").write_text('{"prompt": "mine"}\n', encoding="utf-8")
+    assert load_workload("prose").requests[0].prompt == "mine"
+
+
+def test_the_chat_workload_repeats_each_conversation_so_far():
+    prompts = [r.prompt for r in load_workload("chat").requests]
+    assert all(r.category == "chat" for r in load_workload("chat").requests)
+    # Each later turn of a conversation starts with the whole previous turn's prompt.
+    assert sum(later.startswith(earlier) for earlier, later in zip(prompts, prompts[1:])) >= 16
+
+
+def test_categories_are_read_and_count_in_the_fingerprint_only_where_given(tmp_path):
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text('{"prompt": "a"}\n', encoding="utf-8")
+    tagged = tmp_path / "tagged.jsonl"
+    tagged.write_text('{"prompt": "a", "category": "code"}\n', encoding="utf-8")
+    assert load_workload(tagged).requests[0].category == "code"
+    assert load_workload(plain).sha256 != load_workload(tagged).sha256
+    assert load_workload(plain).sha256 == Workload("x", [Request("a")]).sha256  # unchanged without categories
+
+
+@pytest.mark.parametrize("category", ["", "Code", "a b", 3, "x" * 33])
+def test_a_bad_category_is_refused_naming_the_line(tmp_path, category):
+    path = tmp_path / "w.jsonl"
+    path.write_text(json.dumps({"prompt": "a", "category": category}) + "\n", encoding="utf-8")
+    with pytest.raises(WorkloadError, match=r"w.jsonl:1: 'category' must be"):
+        load_workload(path)
+
+
+def test_an_unknown_workload_name_lists_the_shipped_ones():
+    with pytest.raises(WorkloadError, match="code, prose, chat"):
+        load_workload("poetry")

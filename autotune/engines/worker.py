@@ -123,7 +123,7 @@ def workload_to_data(workload: Workload) -> dict[str, Any]:
     return {
         "name": workload.name,
         "version": workload.version,
-        "requests": [[r.prompt, r.max_tokens, r.temperature] for r in workload.requests],
+        "requests": [[r.prompt, r.max_tokens, r.temperature, r.category] for r in workload.requests],
     }
 
 

@@ -46,7 +46,7 @@ from autotune.validation.install import VllmInstall, find_vllm
 from autotune.validation.metrics import SpecCounters
 from autotune.validation.results import PointResult, ServerResult, ValidationResult
 from autotune.validation.variants import FIXED, SCHEDULE, ServerVariant, schedule_depth, server_variants
-from autotune.workload import Workload, builtin_workload, load_workload
+from autotune.workload import SHIPPED_WORKLOADS, Workload, load_workload, shipped_workload
 
 DEFAULT_RUNS = 3
 ENGINES = ("vllm",)
@@ -182,13 +182,14 @@ def check_model_folders(profile: DeploymentProfile) -> None:
 
 
 def study_workload(profile: DeploymentProfile, path: str | Path | None) -> Workload:
-    """The study's workload: ``path`` when given (its content must be the study's), else the built-in
-    one when the study ran on it; WorkloadError otherwise, naming what to pass."""
+    """The study's workload: ``path`` when given (its content must be the study's), else the shipped
+    one the study ran on (code, prose, chat: matched by content); WorkloadError otherwise, naming what
+    to pass."""
     fingerprint = profile.study.workload_fingerprint
     if path is None:
-        builtin = builtin_workload()
-        if profile.study.workload_name in (builtin.label, builtin.name) or fingerprint == builtin.sha256:
-            return builtin
+        shipped = next((w for w in map(shipped_workload, SHIPPED_WORKLOADS) if w.sha256 == fingerprint), None)
+        if shipped is not None:
+            return shipped
         raise WorkloadError(f"profile {profile.id}'s study ran on workload {profile.study.workload_name!r}: pass its "
                             "JSONL file with --workload")
     workload = load_workload(path)
