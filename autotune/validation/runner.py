@@ -183,11 +183,12 @@ def check_model_folders(profile: DeploymentProfile) -> None:
 
 def study_workload(profile: DeploymentProfile, path: str | Path | None) -> Workload:
     """The study's workload: ``path`` when given (its content must be the study's), else the shipped
-    one the study ran on (code, prose, chat: matched by content); WorkloadError otherwise, naming what
-    to pass."""
+    one the study ran on (code, prose, chat: matched by content or name); WorkloadError otherwise,
+    naming what to pass."""
     fingerprint = profile.study.workload_fingerprint
     if path is None:
-        shipped = next((w for w in map(shipped_workload, SHIPPED_WORKLOADS) if w.sha256 == fingerprint), None)
+        shipped = next((w for w in map(shipped_workload, SHIPPED_WORKLOADS)
+                        if w.sha256 == fingerprint or profile.study.workload_name in (w.label, w.name)), None)
         if shipped is not None:
             return shipped
         raise WorkloadError(f"profile {profile.id}'s study ran on workload {profile.study.workload_name!r}: pass its "
