@@ -38,8 +38,8 @@ KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
 # Blocks are allocated whole and the scheduler keeps some free: room for a quarter more.
 KV_HEADROOM = 1.25
 # What one vLLM engine's processes hold on our CPU besides its weights and KV cache: the engine core
-# and its model worker (torch, the compiled graph, buffers), and the API server for `vllm serve`
-# (measured on the 2-core machine, docs/vllm.md "Memory").
+# and its model worker (torch, the compiled graph, buffers; measured 0.64 + 0.82 GiB resident with the
+# built-in models), and the API server for `vllm serve` (0.68 GiB): docs/validation.md, "Rounds".
 ENGINE_PROCESS_BYTES = int(1.75 * GIB)
 SERVER_PROCESS_BYTES = int(0.75 * GIB)
 GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default, for one engine on the device
