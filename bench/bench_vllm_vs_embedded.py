@@ -83,7 +83,6 @@ def fmt(estimate: dict | None, digits: int) -> str:
 
 def main() -> None:
     args = parse_args()
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from autotune.engines.embedded.engine import EmbeddedEngine
     from autotune.engines.vllm.runner import VllmRunner
 
