@@ -93,7 +93,7 @@ def tuned_profile(args: argparse.Namespace, db_url: str, workload: Path | None) 
     print(f"tuned in {time.monotonic() - started:.0f} s, {result.analysis.model_loads} engine builds")
     for line in result.summary_lines():
         print(f"  {line}")
-    return result.profile.id
+    return api.list_profiles(db_url, study=result.study_name)[0].id  # the profile the study just stored
 
 
 def goal_checks(result: ValidationResult) -> list[dict[str, Any]]:
