@@ -29,6 +29,12 @@ TARGET = ModelConfig(vocab_size=259, d_model=16, n_layers=1, n_heads=2, d_ff=32,
 WORKLOAD = Workload("tiny", [Request("def f(x):", 4), Request("import os", 3)])
 
 
+def stream_tokens(concurrency: int) -> int:
+    """The tokens a run of WORKLOAD at ``concurrency`` decodes: its 7 per cycle, over the steady
+    harness's whole cycles."""
+    return 7 * stream_length(len(WORKLOAD.requests), concurrency) // len(WORKLOAD.requests)
+
+
 class FaultyEngine(EmbeddedEngine):
     """The embedded engine, failing on purpose when the workload is named after a fault."""
 
@@ -86,7 +92,7 @@ def test_worker_is_reused_while_the_configuration_stays(worker) -> None:
     first = worker.measure(EngineConfig("none"), WORKLOAD, 1)
     second = worker.measure(EngineConfig("none"), WORKLOAD, 2)
     assert (first.batch_size, second.batch_size) == (1, 2)
-    assert second.output_tokens == 7 * stream_length(len(WORKLOAD.requests), 2) // len(WORKLOAD.requests)
+    assert second.output_tokens == stream_tokens(2)
     assert (worker.starts, worker.loads) == (1, 1)
     worker.measure(EngineConfig("ngram", 2), WORKLOAD, 2)
     assert (worker.starts, worker.loads) == (2, 2)  # a new configuration: a fresh process, the model reloaded
@@ -158,7 +164,7 @@ def test_failures_are_typed_and_the_next_call_works(worker, fault, kind, reason)
     assert reason in failure.value.reason
     assert isinstance(failure.value, EngineError)
     assert not worker.alive
-    assert worker.measure(EngineConfig("none"), WORKLOAD, 1).output_tokens == 7
+    assert worker.measure(EngineConfig("none"), WORKLOAD, 1).output_tokens == stream_tokens(1)
     assert worker.starts == 2
 
 
@@ -263,7 +269,7 @@ def _all_gone(pids: list[int], timeout_s: float = 5) -> bool:
 @pytest.mark.slow  # a worker process per case, some waited out to a timeout
 def test_an_engine_may_start_processes_of_its_own(target_file, tmp_path) -> None:
     with _spawning_worker(target_file, tmp_path) as worker:
-        assert worker.measure(EngineConfig("none"), WORKLOAD, 1).output_tokens == 7
+        assert worker.measure(EngineConfig("none"), WORKLOAD, 1).output_tokens == stream_tokens(1)
         assert not worker._process.daemon
         pids = [_wait_for_pid(tmp_path / "child"), _wait_for_pid(tmp_path / "grandchild")]
         assert all(_running(pid) for pid in pids)
