@@ -4,8 +4,9 @@ Step-cost timing forces every draft to be accepted; if a rejection cost more (ro
 re-reading what the target emitted) the model would under-price real runs. For one configuration
 this prints, as medians of 3 runs on the first 6 requests of the built-in workload: the real run's
 propose and verify time per step (real acceptance), the same forced to accept k = 0, depth / 2
-and depth drafts per step (the timing's k = depth), and the workload replayed with the real run's
-acceptance length and step cost against the real wall time::
+and depth drafts per step (the timing's k = depth), and the requests' steady-state stream (the 6
+requests cycled to 4 per slot, :mod:`autotune.engines.steady`) replayed with the real run's
+acceptance length and step cost against the real run of that stream (its last finish)::
 
     python bench/bench_rejection_cost.py draft 8 1      # method depth batch size; figures in docs/statistics.md
 """
@@ -19,6 +20,7 @@ from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
 from autotune.engines.embedded.decoding import Decoder, GenerationRequest, build_proposer, required_capacity
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.engines.embedded.timing import DEFAULT_TIMING_STEPS, timing_requests
+from autotune.engines.steady import stream_indices
 from autotune.perfmodel.simulate import simulate
 from autotune.workload import builtin_workload
 
@@ -35,7 +37,8 @@ def run(engine: EmbeddedEngine, config: EngineConfig, batch_size: int, requests:
 
 def main(method: str, depth: int, batch_size: int) -> None:
     engine = EmbeddedEngine()
-    requests = engine.generation_requests(builtin_workload())[:6]
+    workload = engine.generation_requests(builtin_workload())[:6]
+    requests = [workload[i] for i in stream_indices(len(workload), batch_size)]
     config = EngineConfig(method, depth, BUILTIN_DRAFT if method == "draft" else None)
     run(engine, config, 1, requests[:1])  # warm-up
     levels = sorted({0, depth // 2, depth})
@@ -53,17 +56,12 @@ def main(method: str, depth: int, batch_size: int) -> None:
     print(f"{config.method}@{depth} b{batch_size}: real {step * 1e3:.1f} ms/step ({accepted:.2f} accepted per step)")
     for k in levels:
         print(f"  forced k={k}: {statistics.median(forced[k]) * 1e3:.1f} ms/step")
-    lengths = [len(r.tokens) for r in result.results]
-    counted = [0]
-
-    def step_s(_rows: int) -> float:
-        counted[0] += 1
-        return step
-
-    replay = simulate([len(r.prompt) for r in requests], lengths, batch_size, 1 + accepted, step_s,
-                      lambda _tokens: prefill / len(requests) * batch_size)
-    print(f"  replay with the real acceptance and step: {counted[0]} steps against {passes:.0f}, "
-          f"{replay.wall_s:.2f} s against {wall:.2f} s")
+    lengths = [len(r.tokens) for r in result.results][: len(workload)]
+    replay = simulate([len(r.prompt) for r in workload], lengths, batch_size, 1 + accepted, lambda _rows: step,
+                      lambda _tokens: prefill / len(requests))  # a steady state admits one request at a time
+    last_finish = max(r.finish_s for r in replay.requests)
+    print(f"  replay with the real acceptance and step: {last_finish:.2f} s against {wall:.2f} s "
+          f"({passes:.0f} steps measured)")
 
 
 if __name__ == "__main__":
