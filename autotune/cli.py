@@ -784,8 +784,9 @@ def serve_command(db_url, host, port, model_roots, answer_cache_s, access_log) -
 
     Profiles, the best profile for a request, exports (the bytes `autotune export` writes),
     studies, trials, reports, hardware and what-if plans, in the shapes --json prints; OpenAPI at
-    /docs, Prometheus metrics at /metrics, health at /healthz, a page for people at /. Jobs: POST /v1/tune queues a tune,
-    GET /v1/jobs follows it. Writes need `Authorization: Bearer $AUTOTUNE_API_TOKEN`; without that
+    /docs (its assets served locally: it works offline), Prometheus metrics at /metrics, health at
+    /healthz, a page for people at / (jobs with their state, progress and ETA; a study's plots at
+    /v1/studies/NAME/plots). Jobs: POST /v1/tune queues a tune, GET /v1/jobs follows it. Writes need `Authorization: Bearer $AUTOTUNE_API_TOKEN`; without that
     variable set the server is read-only. On SQLite the server runs the jobs itself, one at a time;
     on PostgreSQL `autotune worker` processes do. With --model-root a job naming a file elsewhere is
     refused at once (422); the workers check their own roots in any case.
