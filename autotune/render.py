@@ -330,7 +330,7 @@ def trial_speedup(row) -> str:  # noqa: ANN001 - a TrialFigures row (a TrialRow)
 
 def trial_notes(row) -> str | None:  # noqa: ANN001 - a TrialFigures row
     """Why a row failed, a screening pass the machine's load disturbed however often it was
-    measured again, one measured again for lying far below its prediction (or whose repetition
+    measured again or measured under a load that persisted, one measured again for lying far below its prediction (or whose repetition
     failed), and what the confirmation protocol said about it (raced out, noisy, capped,
     implausible batch size)."""
     extra = row.extra or {}
@@ -338,6 +338,9 @@ def trial_notes(row) -> str | None:  # noqa: ANN001 - a TrialFigures row
     if extra.get("disturbed"):
         notes.append(f"screened while the machine was busy ({extra['disturbed']}; "
                      f"{1 + int(extra.get('disturbed_reruns', 0))} passes): not used to guide the search")
+    if extra.get("loaded"):
+        notes.append(f"screened under a load that persisted ({extra['loaded']}): the loaded machine's figure, "
+                     "used to guide the search")
     if extra.get("rerun_failed"):
         notes.append(f"measuring it again failed ({extra['rerun_failed']}): the pass before it stands")
     elif extra.get("surprise_rerun") is not None:

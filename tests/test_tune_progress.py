@@ -50,6 +50,9 @@ def test_the_trials_table_says_which_screening_pass_stayed_disturbed() -> None:
     assert trial_notes(row) == ("screened while the machine was busy (other processes use 1.80 of 2 cores; 3 passes): "
                                 "not used to guide the search")
     assert trial_notes(SimpleNamespace(reason=None, extra={"disturbed_reruns": 1})) is None  # the re-run was quiet
+    loaded = SimpleNamespace(reason=None, extra={"loaded": "other processes use 1.80 of 2 cores"})
+    assert trial_notes(loaded) == ("screened under a load that persisted (other processes use 1.80 of 2 cores): the "
+                                   "loaded machine's figure, used to guide the search")
 
 
 def test_the_trials_table_says_which_screening_pass_was_measured_again_for_its_surprise() -> None:

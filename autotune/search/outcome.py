@@ -23,6 +23,7 @@ from autotune.analysis.prediction import prediction_error
 from autotune.engines.base import MAX_DEPTH
 from autotune.search.objective import Objective
 from autotune.search.samplers import SAMPLERS, Sampler
+from autotune.search.screening import LOADED_ATTR
 from autotune.store.results import TrialRow
 
 
@@ -208,8 +209,19 @@ class TuneResult:
         """The analysis' summary, the performance model's record, what the study cost in trials and
         model loads, then the drafts the preflight left out and why, then this run's notes."""
         excluded = self.search_space.get("excluded_drafts") or {}
-        return self.analysis.summary + self.model_lines() + [f"Draft {label} left out by the preflight: {reason}"
-                                                             for label, reason in excluded.items()] + self.notes
+        return (self.analysis.summary + self.load_lines() + self.model_lines()
+                + [f"Draft {label} left out by the preflight: {reason}" for label, reason in excluded.items()]
+                + self.notes)
+
+    def load_lines(self) -> list[str]:
+        """One line when screening passes were measured under a load that persisted (search/screening.py)."""
+        screened = [row for row in self.rows if row.phase == "screening" and row.state == "complete"]
+        loaded = [row for row in screened if row.extra.get(LOADED_ATTR)]
+        if not loaded:
+            return []
+        return [f"Other processes kept the machine busy through {len(loaded)} of {len(screened)} screening passes "
+                f"(the last: {loaded[-1].extra[LOADED_ATTR]}): the study measured under that load, so its absolute "
+                "figures are the loaded machine's; speedups are paired against none under the same load."]
 
     def model_lines(self) -> list[str]:
         error, count = prediction_error(self.rows)

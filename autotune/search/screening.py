@@ -17,6 +17,18 @@ in the worker around the pass):
 
 ``extra["disturbed_reruns"]`` counts the passes measured again.
 
+**A load that persists is a condition, not a blip** (issue 40: two busy loops on a 2-core machine
+kept every pass disturbed for 900 s; each was measured three times for nothing and the study never
+reached its confirmation). When a trial's passes stayed disturbed through all its re-measurements
+(:class:`MachineLoad` remembers it for the study), the study measures *under* the load: the next
+passes are measured once, and a disturbed pass while the load persists is kept and marked
+``extra["loaded"]`` rather than ``"disturbed"``. Loaded rows guide the search (they are what this
+machine does now; the performance model's study-wide correction, fitted on the passes' log
+residuals, scales its predictions to them), the confirmation keeps disturbed rounds at once (its
+rounds pair each configuration with the baseline under the same load, so the speedups survive where
+absolute figures do not), and the summary says that the absolute figures are the loaded machine's.
+The first quiet pass ends the state: the next disturbed pass is measured again as before.
+
 A pass measured *again* that fails in the worker (a crash, a timeout, memory) does not fail the
 trial: the configuration has already run once, so what failed is the repetition, not the
 configuration. The passes so far stand, chosen by the same rules, and the row says why
@@ -54,8 +66,22 @@ SURPRISE_ATTR = "surprise_rerun"
 # a machine loaded for longer gets a marked row after three passes instead of a study that stalls.
 MAX_DISTURBED_RERUNS = 2
 DISTURBED_ATTR = "disturbed"
+LOADED_ATTR = "loaded"
 RERUNS_ATTR = "disturbed_reruns"
 RERUN_FAILED_ATTR = "rerun_failed"
+
+
+@dataclass
+class MachineLoad:
+    """Whether other processes' load has outlasted a trial's re-measurements (module doc): set by
+    :func:`screen` when every pass of a trial stayed disturbed, cleared by the next quiet pass."""
+
+    persisting: BackgroundLoad | None = None  # the latest load measured under, while it persists
+    loaded_passes: int = 0  # passes kept under a persisting load, over the study
+
+    @property
+    def persists(self) -> bool:
+        return self.persisting is not None
 
 
 @dataclass(frozen=True)
@@ -67,6 +93,7 @@ class ScreenedPass:
     reruns: int = 0
     surprise: float | None = None  # the slower pass's tokens/s, when a surprising pass was measured again
     rerun_failed: str | None = None  # why a pass measured again failed (the passes before it stand)
+    loaded: bool = False  # kept under a load that persists: it guides the search (module doc)
 
     @property
     def disturbed(self) -> bool:
@@ -76,7 +103,7 @@ class ScreenedPass:
         """What the trial's row stores about disturbance (nothing for a quiet first pass)."""
         extra: dict[str, Any] = {RERUNS_ATTR: self.reruns} if self.reruns else {}
         if self.disturbed:
-            extra[DISTURBED_ATTR] = self.load.describe()
+            extra[LOADED_ATTR if self.loaded else DISTURBED_ATTR] = self.load.describe()
         if self.surprise is not None:
             extra[SURPRISE_ATTR] = self.surprise
         if self.rerun_failed is not None:
@@ -98,10 +125,15 @@ def screen(
     in_time: Callable[[], bool] = lambda: True,
     max_reruns: int = MAX_DISTURBED_RERUNS,
     floor: float | None = None,
+    machine: MachineLoad | None = None,
 ) -> ScreenedPass:
     """Measure one pass with ``measure``, again while it is disturbed, and once more when it stays
     quiet below ``floor`` tokens/s (:func:`surprise_floor`; see the module doc); ``in_time()`` False
-    stops the re-runs (the study's budget is spent)."""
+    stops the re-runs (the study's budget is spent). ``machine`` carries the study's load state
+    across trials: while a load persists the pass is measured once and kept, marked loaded."""
+    machine = machine if machine is not None else MachineLoad()
+    if machine.persists:
+        max_reruns = 0
     passes = [measure()]
     failed: str | None = None
 
@@ -121,6 +153,17 @@ def screen(
             break
         passes.append(rerun)
     kept = passes[-1] if not passes[-1].load.disturbed else max(passes, key=lambda one: one.measurement.tokens_per_s)
+    # Every pass disturbed, and either re-measured as often as allowed or already under a persisting
+    # load: the load has outlasted the re-measurements, so the study measures under it from now on.
+    loaded = kept.load.disturbed and (machine.persists or len(passes) > max_reruns)
+    if not kept.load.disturbed:
+        machine.persisting = None
+    elif loaded:
+        if not machine.persists:
+            say(f"{kept.load.describe()} through {len(passes)} passes: measuring under this load from now on "
+                "(absolute figures are the loaded machine's; speedups stay paired)")
+        machine.persisting = kept.load
+        machine.loaded_passes += 1
     surprise = None
     if floor is not None and not kept.load.disturbed and kept.measurement.tokens_per_s < floor and in_time():
         surprise = kept.measurement.tokens_per_s
@@ -128,9 +171,10 @@ def screen(
         rerun = again()
         if rerun is not None and not rerun.load.disturbed and rerun.measurement.tokens_per_s > surprise:
             kept = rerun
-    return ScreenedPass(kept.measurement, kept.load, len(passes) - 1, surprise, failed)
+    return ScreenedPass(kept.measurement, kept.load, len(passes) - 1, surprise, failed, loaded)
 
 
 def undisturbed(rows: Iterable[Any]) -> list[Any]:
-    """The rows whose figures may guide the search: a screening pass that stayed disturbed is left out."""
+    """The rows whose figures may guide the search: a screening pass disturbed by a load that passed
+    is left out; one measured under a load that persists (``loaded``) stays."""
     return [row for row in rows if not row.extra.get(DISTURBED_ATTR)]

@@ -51,7 +51,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import optuna
@@ -144,6 +144,7 @@ class Tuner:
         self.progress = progress or (lambda _update: None)
         self.worker = EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout)
         self.trials_run = 0
+        self.machine = screening.MachineLoad()  # whether other processes' load persists (screening.py)
         self.last: Candidate | None = None  # the configuration this worker measured last (the guide keeps it loaded)
         self.pick: guide.Pick | None = None
         self.deadline = Deadline.start(options.timeout_s)  # the whole study: timings, screening, confirmation
@@ -280,7 +281,7 @@ class Tuner:
                 lambda: self.worker.measure_pass(config, self.plan.workload, candidate.batch_size,
                                                  seed=self.options.seed or 0),
                 lambda text: self._say(f"{candidate.label}: {text}", kind="note"), self.deadline.in_time,
-                floor=floor,
+                floor=floor, machine=self.machine,
             )
         except WorkerFailure as failure:
             return TrialOutcome("failed", failure.reason, failure_kind=failure.kind)
@@ -400,7 +401,9 @@ class Tuner:
         chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo, predicted,
                                    self.plan.off_floor, self.plan.zero_to_measure)
         batches = confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
-                                  self.options.protocol, self._say, 1 + self.options.retries, self.deadline,
+                                  # under a load that persists, disturbed rounds are kept at once (screening.py)
+                                  replace(self.options.protocol, measure_under_load=self.machine.persists),
+                                  self._say, 1 + self.options.retries, self.deadline,
                                   lambda text: self._say(text, kind="note"))
         unconfirmed = [batch.batch_size for batch in batches if batch.out_of_time]
         if unconfirmed:

@@ -12,7 +12,7 @@ import pytest
 from autotune.engines.noise import BackgroundLoad
 from autotune.engines.protocol import Pass
 from autotune.engines.worker import WorkerFailure
-from autotune.search.screening import MAX_DISTURBED_RERUNS, SURPRISE_Z, screen, surprise_floor, undisturbed
+from autotune.search.screening import MAX_DISTURBED_RERUNS, SURPRISE_Z, MachineLoad, screen, surprise_floor, undisturbed
 
 QUIET = BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.1, cpu_count=2)
 BUSY = BackgroundLoad(other_cpu_cores=1.8, steal_fraction=0.0, load_avg_1m=5.8, cpu_count=2)
@@ -48,13 +48,36 @@ def test_a_disturbed_pass_is_measured_again_and_the_quiet_one_kept() -> None:
     assert said == ["other processes use 1.80 of 2 cores: re-measuring (1 of 2)"]
 
 
-def test_a_machine_that_stays_busy_gets_a_bounded_number_of_reruns_and_a_marked_row() -> None:
-    measure, said = passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY), (220.0, QUIET)), []
-    kept = screen(measure, said.append)
+def test_a_machine_that_stays_busy_gets_a_bounded_number_of_reruns_then_is_measured_under_its_load() -> None:
+    measure, said, machine = passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY), (220.0, QUIET)), [], MachineLoad()
+    kept = screen(measure, said.append, machine=machine)
     assert measure.calls == 1 + MAX_DISTURBED_RERUNS == 3
     assert kept.measurement.tokens_per_s == 90.0  # other work only slows a pass: the fastest is the least distorted
-    assert kept.extra() == {"disturbed_reruns": 2, "disturbed": "other processes use 1.80 of 2 cores"}
-    assert len(said) == 2
+    # the load outlasted the re-measurements: the row is the loaded machine's figure, and guides
+    assert kept.extra() == {"disturbed_reruns": 2, "loaded": "other processes use 1.80 of 2 cores"}
+    assert machine.persists and machine.loaded_passes == 1
+    assert said[-1] == ("other processes use 1.80 of 2 cores through 3 passes: measuring under this load from now "
+                        "on (absolute figures are the loaded machine's; speedups stay paired)")
+    assert len(said) == 3
+
+
+def test_while_a_load_persists_each_pass_is_measured_once_and_kept() -> None:
+    machine = MachineLoad()
+    screen(passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY)), machine=machine)
+    measure, said = passes((70.0, BUSY), (220.0, QUIET)), []
+    kept = screen(measure, said.append, machine=machine)
+    assert (measure.calls, kept.measurement.tokens_per_s, said) == (1, 70.0, [])
+    assert kept.extra() == {"loaded": "other processes use 1.80 of 2 cores"}
+    assert machine.loaded_passes == 2
+
+
+def test_a_quiet_pass_ends_the_load_and_the_next_disturbed_pass_is_measured_again() -> None:
+    machine = MachineLoad()
+    screen(passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY)), machine=machine)
+    assert screen(passes((200.0, QUIET)), machine=machine).extra() == {}
+    assert not machine.persists
+    measure = passes((30.0, BUSY), (210.0, QUIET))
+    assert screen(measure, machine=machine).extra() == {"disturbed_reruns": 1} and measure.calls == 2
 
 
 def test_no_rerun_once_the_time_budget_is_spent() -> None:
@@ -70,10 +93,11 @@ def test_cpu_steal_is_named_too() -> None:
     assert said == ["CPU steal 30%: re-measuring (1 of 2)"]
 
 
-def test_marked_rows_never_guide_the_search() -> None:
+def test_disturbed_rows_never_guide_the_search_and_loaded_ones_do() -> None:
     rows = [SimpleNamespace(label="none b1", extra={}), SimpleNamespace(label="mtp@2 b1", extra={"disturbed_reruns": 1}),
-            SimpleNamespace(label="draft@8 b1", extra={"disturbed": "other processes use 1.80 of 2 cores"})]
-    assert [row.label for row in undisturbed(rows)] == ["none b1", "mtp@2 b1"]
+            SimpleNamespace(label="draft@8 b1", extra={"disturbed": "other processes use 1.80 of 2 cores"}),
+            SimpleNamespace(label="draft@8 b2", extra={"loaded": "other processes use 1.80 of 2 cores"})]
+    assert [row.label for row in undisturbed(rows)] == ["none b1", "mtp@2 b1", "draft@8 b2"]
 
 
 def test_a_quiet_pass_far_below_its_prediction_is_measured_once_more_and_the_faster_kept() -> None:
