@@ -13,7 +13,7 @@ neither torch nor Optuna: each function imports what it needs when called.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from autotune.profiles.query import CURRENT_HARDWARE
 from autotune.store import SchemaStatus, open_database
 
 if TYPE_CHECKING:  # these import torch, Optuna or matplotlib: load them only when called
+    from autotune.analysis.mix import MixFigures
     from autotune.engines.protocol import ProtocolOptions
     from autotune.hardware import HardwareProfile
     from autotune.hardware.catalog import AcceleratorSpec
@@ -185,6 +186,18 @@ def show_profile(db_url: str | None, profile_id: int) -> DeploymentProfile:
     from autotune.profiles import show_profile as load_profile
 
     return load_profile(db_url, profile_id)
+
+
+def profile_mix(db_url: str | None, profile_id: int, mix: str | Mapping[str, float]) -> MixFigures:
+    """A stored profile's tokens/s, TPOT p50 and speedup predicted for ``mix`` (request shares by
+    category: ``"code=0.3,chat=0.7"`` or a mapping), from its acceptance per category
+    (:mod:`autotune.analysis.mix` states the math); ConfigurationError for a malformed mix or one
+    naming a category the profile did not measure."""
+    from autotune.analysis.mix import check_shares, parse_mix
+    from autotune.profiles.categories import profile_mix as carry_over
+
+    shares = parse_mix(mix) if isinstance(mix, str) else check_shares(mix)
+    return carry_over(show_profile(db_url, profile_id), shares)
 
 
 def best_profile(db_url: str | None, model: str, *, hardware: str | None = CURRENT_HARDWARE,
