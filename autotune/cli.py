@@ -719,10 +719,13 @@ def _accelerator_names() -> str:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Export file (default: under profiles/); needs --export.")
 @click.option("--force", is_flag=True, help="Overwrite an existing export file.")
+@click.option("--mix", default=None, metavar="CATEGORY=SHARE,...",
+              help="With --model: plan for this mix of request categories, e.g. code=0.3,chat=0.7 (needs a study "
+                   "on a workload with categories).")
 @json_option
 def plan_command(db_url, hardware, model, config, draft_config, acceptance, acceptance_length, acceptance_from,
                  workload, isl, osl, tp, dtype, kv_dtype, engine, calibration, step_costs, engine_version, ep, batch_sizes,
-                 max_depth, export_format, output, force, as_json) -> None:
+                 max_depth, export_format, output, force, mix, as_json) -> None:
     """Predict the best speculative configuration per batch size on hardware you do not have.
 
     Acceptance comes from the profiles `autotune tune` stored for the target on the workload (it does
@@ -743,6 +746,7 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
       autotune plan --hardware h200 --config DeepSeek-R1 --acceptance-length 2.7@3 --tp 8 --ep 8 --step-costs silicon
       autotune plan --hardware b200 --model autotune-byte-target --batch-sizes 1,8,64 --json
       autotune plan --hardware h100-sxm --model autotune-byte-target --export trtllm -o h100.yaml
+      autotune plan --hardware h200 --model autotune-byte-target --workload mixed.jsonl --mix code=0.3,chat=0.7
     """
     from autotune.planning import parse_batch_sizes
 
@@ -753,7 +757,7 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
                       workload=workload, batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth, tp=tp,
                       dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl, calibration=calibration,
                       step_costs=step_costs, engine_version=engine_version, ep=ep,
-                      export_format=export_format, output=output, force=force)
+                      export_format=export_format, output=output, force=force, mix=mix)
     if as_json:
         click.echo(json_shapes.dumps(result.to_dict()))
         return

@@ -42,7 +42,7 @@ def profile_detail(profile: DeploymentProfile, off_state: Any = None,
     held when served (``validations``, newest first: :func:`autotune.api.profile_validations`);
     its configuration's acceptance per request category (None: no categories) and, with ``--mix``,
     its figures for that mix (``mix``: :class:`autotune.analysis.mix.MixFigures`)."""
-    from autotune.profiles.categories import category_rows, profile_categories
+    from autotune.profiles.categories import category_differences, category_rows, profile_categories
 
     if off_state is None:
         off_state = off_state_report(profile)
@@ -50,4 +50,5 @@ def profile_detail(profile: DeploymentProfile, off_state: Any = None,
     return {**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with,
             "off_state": off_state, "validations": [validation.to_dict() for validation in validations],
             "acceptance_by_category": category_rows(by_category) if by_category else None,
+            "acceptance_differences": category_differences(by_category) if by_category else [],
             **({"mix": mix.to_dict()} if mix is not None else {})}

@@ -541,7 +541,7 @@ CATEGORY_COLUMNS = ["category", "acceptance", "95 % interval", "prompts", "reque
 
 def print_categories(by_category, title: str, wide: bool = False) -> None:  # noqa: ANN001 - {category: entry}
     """Acceptance length per request category with its 95 % interval (autotune.analysis.categories)."""
-    from autotune.profiles.categories import category_rows
+    from autotune.profiles.categories import category_differences, category_rows
 
     rows = [{"category": row["category"], "acceptance": format_value(row["acceptance_length"]),
              "95 % interval": "-" if row["low"] is None else f"[{row['low']:.3g}, {row['high']:.3g}]",
@@ -549,6 +549,7 @@ def print_categories(by_category, title: str, wide: bool = False) -> None:  # no
              "tokens/request": format_value(row["tokens_per_request"]), "share": f"{row['share']:.0%}"}
             for row in category_rows(by_category)]
     print_rows(rows, CATEGORY_COLUMNS, title=title, optional=("share", "tokens/request", "requests"), wide=wide)
+    print_lines(category_differences(by_category))
 
 
 def print_mix(mix, wide: bool = False) -> None:  # noqa: ANN001 - autotune.analysis.mix.MixFigures
