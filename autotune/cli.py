@@ -524,8 +524,8 @@ def profiles_show_command(db_url, profile_id, mix, as_json, wide) -> None:
     from autotune.profiles.categories import profile_categories
     from autotune.serving.offstate import off_state_report
 
-    profile = api.show_profile(db_url, profile_id)
     mixed = api.profile_mix(db_url, profile_id, mix) if mix is not None else None
+    profile = api.show_profile(db_url, profile_id)
     off_state = off_state_report(profile)
     validations = api.profile_validations(db_url, profile_id)
     if as_json:

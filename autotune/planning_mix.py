@@ -45,7 +45,7 @@ def stored_factors(db_url: str | None, sources: Mapping[Key, tuple[int, ...]], m
                 if not stored or record.depth in by_depth:
                     continue
                 seen = stored
-                check_mix(mix, stored, f"the study's measurements on {workload}")
+                check_mix(mix, stored, f"the study on {workload}")
                 by_depth[record.depth] = mix_factor(stored, mix)[2]
             if by_depth:
                 factors[key] = by_depth

@@ -83,7 +83,7 @@ def check_mix(mix: Mapping[str, float], by_category: Mapping[str, Any] | None, w
                                  "whose requests carry a category (--workload prose|chat|FILE with \"category\")")
     missing = sorted(set(mix) - set(by_category))
     if missing:
-        raise ConfigurationError(f"{what} has no category {', '.join(missing)}; it measured "
+        raise ConfigurationError(f"{what} measured no category {', '.join(missing)}; it measured "
                                  f"{', '.join(sorted(by_category))}")
 
 
