@@ -35,7 +35,7 @@ category in a workload that has some are counted under :data:`UNCATEGORIZED`.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from autotune.analysis.intervals import CONFIDENCE, Estimate, t_quantile
@@ -96,6 +96,20 @@ def ratio_estimate(pairs: Sequence[Sequence[int | float]], confidence: float = C
     return Estimate(ratio, max(1.0, ratio - half), ratio + half, m, confidence)
 
 
-def category_estimate(entry: dict[str, Any]) -> Estimate:
-    """A stored category entry's acceptance length as an :class:`Estimate`."""
-    return Estimate.from_dict(entry)
+def category_differences(by_category: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per pair of categories whose acceptance intervals do not overlap (they differ by
+    more than the noise over their prompts), largest ratio first; [] otherwise."""
+    lines = []
+    names = sorted(by_category)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            high, low = sorted((by_category[a], by_category[b]), key=lambda e: -e["value"])
+            if None in (high.get("low"), low.get("high")) or high["low"] <= low["high"]:
+                continue
+            top, bottom = (a, b) if high is by_category[a] else (b, a)
+            ratio = high["value"] / low["value"]
+            lines.append((ratio, f"acceptance differs by category beyond the noise: {top} {high['value']:.3g} "
+                                 f"[{high['low']:.3g}, {high['high']:.3g}] against {bottom} {low['value']:.3g} "
+                                 f"[{low['low']:.3g}, {low['high']:.3g}] tokens per pass ({ratio:.2f}x); "
+                                 "a different mix of requests moves the figures (--mix)"))
+    return [line for _, line in sorted(lines, key=lambda item: -item[0])]

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from autotune.analysis.categories import category_differences
 from autotune.analysis.mix import MixFigures, check_mix, figures_for_mix, own_mix, tokens_per_request
 from autotune.profiles.data import DeploymentProfile
 from autotune.store.results import TrialRow
 
 MIX_FIGURES = ("tokens_per_s", "tpot_ms_p50", "speedup")
+__all__ = ["category_differences", "category_rows", "profile_categories", "profile_mix", "row_categories"]
 
 
 def row_categories(row: TrialRow | None) -> dict[str, dict[str, Any]] | None:
@@ -44,25 +46,6 @@ def category_rows(by_category: Mapping[str, Mapping[str, Any]]) -> list[dict[str
              "high": entry.get("high"), "prompts": entry.get("n"), "requests": entry["requests"],
              "tokens_per_request": tokens_per_request(entry), "share": shares[name]}
             for name, entry in sorted(by_category.items())]
-
-
-def category_differences(by_category: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per pair of categories whose acceptance intervals do not overlap (they differ by
-    more than the noise over their prompts), largest ratio first; [] otherwise."""
-    lines = []
-    names = sorted(by_category)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            high, low = sorted((by_category[a], by_category[b]), key=lambda e: -e["value"])
-            if None in (high.get("low"), low.get("high")) or high["low"] <= low["high"]:
-                continue
-            top, bottom = (a, b) if high is by_category[a] else (b, a)
-            ratio = high["value"] / low["value"]
-            lines.append((ratio, f"acceptance differs by category beyond the noise: {top} {high['value']:.3g} "
-                                 f"[{high['low']:.3g}, {high['high']:.3g}] against {bottom} {low['value']:.3g} "
-                                 f"[{low['low']:.3g}, {low['high']:.3g}] tokens per pass ({ratio:.2f}x); "
-                                 "a different mix of requests moves the figures (--mix)"))
-    return [line for _, line in sorted(lines, key=lambda item: -item[0])]
 
 
 def profile_mix(profile: DeploymentProfile, mix: Mapping[str, float]) -> MixFigures:
