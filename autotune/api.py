@@ -13,7 +13,7 @@ neither torch nor Optuna: each function imports what it needs when called.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from autotune.profiles.query import CURRENT_HARDWARE
 from autotune.store import SchemaStatus, open_database
 
 if TYPE_CHECKING:  # these import torch, Optuna or matplotlib: load them only when called
+    from autotune.analysis.mix import MixFigures
     from autotune.engines.protocol import ProtocolOptions
     from autotune.hardware import HardwareProfile
     from autotune.hardware.catalog import AcceleratorSpec
@@ -187,6 +188,18 @@ def show_profile(db_url: str | None, profile_id: int) -> DeploymentProfile:
     return load_profile(db_url, profile_id)
 
 
+def profile_mix(db_url: str | None, profile_id: int, mix: str | Mapping[str, float]) -> MixFigures:
+    """A stored profile's tokens/s, TPOT p50 and speedup predicted for ``mix`` (request shares by
+    category: ``"code=0.3,chat=0.7"`` or a mapping), from its acceptance per category
+    (:mod:`autotune.analysis.mix` states the math); ConfigurationError for a malformed mix or one
+    naming a category the profile did not measure."""
+    from autotune.analysis.mix import check_shares, parse_mix
+    from autotune.profiles.categories import profile_mix as carry_over
+
+    shares = parse_mix(mix) if isinstance(mix, str) else check_shares(mix)
+    return carry_over(show_profile(db_url, profile_id), shares)
+
+
 def best_profile(db_url: str | None, model: str, *, hardware: str | None = CURRENT_HARDWARE,
                  batch_size: int | None = None, slo_tpot_ms: float | None = None) -> BestProfile:
     """The best stored profile of ``model`` on ``hardware``, optionally at a batch size and TPOT limit."""
@@ -263,14 +276,18 @@ def plan(db_url: str | None, *, hardware: str, model: str | None = None, config:
          batch_sizes: Sequence[int] | None = None, max_depth: int | None = None, tp: int = 1, dtype: str | None = None,
          kv_dtype: str | None = None, engine: str = "trtllm", isl: int | None = None, osl: int | None = None,
          calibration: str = "auto", step_costs: str = "auto", engine_version: str | None = None, ep: int = 1,
-         export_format: str | None = None, output: str | Path | None = None, force: bool = False) -> PlanResult:
+         export_format: str | None = None, output: str | Path | None = None, force: bool = False,
+         mix: str | Mapping[str, float] | None = None) -> PlanResult:
     """Predict the best configuration per batch size on ``hardware`` (nothing is measured or written
     to the database) of a tuned target (``model``: its stored acceptance) or of the model a
     config.json describes (``config``, with the acceptance given: ``acceptance`` "a1,a2,...",
     ``acceptance_length`` "L" or "L@depth", or ``acceptance_from`` a tuned target as a proxy) and,
     with ``export_format``, write it as a serving config. ``calibration``: auto, stored or assumed
     (:mod:`autotune.planning_inputs`); ``step_costs``: auto, silicon or roofline, ``engine_version``
-    the measured data's (:mod:`autotune.planning_costs`); ``ep``: expert parallelism within ``tp``."""
+    the measured data's (:mod:`autotune.planning_costs`); ``ep``: expert parallelism within ``tp``;
+    ``mix``: request shares by category (``"code=0.3,chat=0.7"`` or a mapping), for a tuned target
+    whose study's workload carried categories (:mod:`autotune.planning_mix`)."""
+    from autotune.analysis.mix import check_shares, parse_mix
     from autotune.perfmodel.given_acceptance import parse_length, parse_rates
     from autotune.planning import plan_deployment, plan_from_config, write_plan_export
     from autotune.planning_inputs import Deployment
@@ -280,11 +297,15 @@ def plan(db_url: str | None, *, hardware: str, model: str | None = None, config:
     if model is not None and (draft_config or acceptance or acceptance_length or acceptance_from):
         raise ConfigurationError("--draft-config and the --acceptance options go with --config; --model uses the "
                                  "acceptance stored for the target")
+    shares = None if mix is None else parse_mix(mix) if isinstance(mix, str) else check_shares(mix)
+    if shares is not None and model is None:
+        raise ConfigurationError("a mix needs a study with categories: --mix goes with --model (a target tuned on a "
+                                 "workload whose requests carry a category), not with a given acceptance")
     deployment = Deployment(tp=tp, dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl,
                             calibration=calibration, ep=ep, engine_version=engine_version, step_costs=step_costs)
     if model is not None:
         predicted = plan_deployment(db_url, hardware=hardware, model=model, workload=workload,
-                                    batch_sizes=batch_sizes, max_depth=max_depth, deployment=deployment)
+                                    batch_sizes=batch_sizes, max_depth=max_depth, deployment=deployment, mix=shares)
     else:
         predicted = plan_from_config(
             db_url, hardware=hardware, config=config, draft_config=draft_config,

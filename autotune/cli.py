@@ -501,28 +501,43 @@ def profiles_list_command(db_url, hardware, model, method, study, as_json, wide)
 
 @command(profiles_group, "show")
 @click.argument("profile_id", type=int)
+@click.option("--mix", default=None, metavar="CATEGORY=SHARE,...",
+              help="Also predict the figures for this mix of request categories, e.g. code=0.3,chat=0.7 "
+                   "(shares sum to 1; needs a study on a workload with categories).")
 @json_option
 @wide_option
-def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
+def profiles_show_command(db_url, profile_id, mix, as_json, wide) -> None:
     """Show one deployment profile: tokens/s and speedup with their 95 % intervals and n, whether
     the confirmation phase measured it, the configurations tied with it, the depth to serve at
     each batch size (0: speculation off), where none won, what a TensorRT-LLM or vLLM
     speculative server runs there instead, with its cost against none or "unmeasured", and the
     newest `autotune validate` of the profile (served figures with intervals, the tuned-vs-served gap).
+    On a workload whose requests carry a category: the acceptance length per category with its 95 %
+    interval, and with --mix the profile's figures predicted for that mix (tokens/s x the mix's
+    acceptance over the measured one; docs/statistics.md §7).
 
     \b
-    Example:
+    Examples:
       autotune profiles show 1
+      autotune profiles show 1 --mix code=0.3,chat=0.7
     """
+    from autotune.profiles.categories import profile_categories
     from autotune.serving.offstate import off_state_report
 
+    mixed = api.profile_mix(db_url, profile_id, mix) if mix is not None else None
     profile = api.show_profile(db_url, profile_id)
     off_state = off_state_report(profile)
     validations = api.profile_validations(db_url, profile_id)
     if as_json:
-        click.echo(json_shapes.dumps(json_shapes.profile_detail(profile, off_state, validations)))
+        click.echo(json_shapes.dumps(json_shapes.profile_detail(profile, off_state, validations, mixed)))
         return
     render.print_profile(profile, wide, off_state)
+    by_category = profile_categories(profile)
+    if by_category:
+        render.print_categories(by_category, f"Acceptance per request category, {profile.label()} "
+                                             f"b{profile.batch_size} (95 % intervals over the prompts)", wide)
+    if mixed is not None:
+        render.print_mix(mixed, wide)
     if validations:
         from autotune.validation.table import COLUMNS, OPTIONAL, summary_lines, title, validation_rows
 
@@ -704,10 +719,13 @@ def _accelerator_names() -> str:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Export file (default: under profiles/); needs --export.")
 @click.option("--force", is_flag=True, help="Overwrite an existing export file.")
+@click.option("--mix", default=None, metavar="CATEGORY=SHARE,...",
+              help="With --model: plan for this mix of request categories, e.g. code=0.3,chat=0.7 (needs a study "
+                   "on a workload with categories).")
 @json_option
 def plan_command(db_url, hardware, model, config, draft_config, acceptance, acceptance_length, acceptance_from,
                  workload, isl, osl, tp, dtype, kv_dtype, engine, calibration, step_costs, engine_version, ep, batch_sizes,
-                 max_depth, export_format, output, force, as_json) -> None:
+                 max_depth, export_format, output, force, mix, as_json) -> None:
     """Predict the best speculative configuration per batch size on hardware you do not have.
 
     Acceptance comes from the profiles `autotune tune` stored for the target on the workload (it does
@@ -728,6 +746,7 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
       autotune plan --hardware h200 --config DeepSeek-R1 --acceptance-length 2.7@3 --tp 8 --ep 8 --step-costs silicon
       autotune plan --hardware b200 --model autotune-byte-target --batch-sizes 1,8,64 --json
       autotune plan --hardware h100-sxm --model autotune-byte-target --export trtllm -o h100.yaml
+      autotune plan --hardware h200 --model autotune-byte-target --workload mixed.jsonl --mix code=0.3,chat=0.7
     """
     from autotune.planning import parse_batch_sizes
 
@@ -738,7 +757,7 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
                       workload=workload, batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth, tp=tp,
                       dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl, calibration=calibration,
                       step_costs=step_costs, engine_version=engine_version, ep=ep,
-                      export_format=export_format, output=output, force=force)
+                      export_format=export_format, output=output, force=force, mix=mix)
     if as_json:
         click.echo(json_shapes.dumps(result.to_dict()))
         return

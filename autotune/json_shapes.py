@@ -35,12 +35,20 @@ def profile_list(profiles: Sequence[DeploymentProfile]) -> list[dict[str, Any]]:
 
 
 def profile_detail(profile: DeploymentProfile, off_state: Any = None,
-                   validations: Sequence[ValidationResult] = ()) -> dict[str, Any]:
+                   validations: Sequence[ValidationResult] = (), mix: Any = None) -> dict[str, Any]:
     """``autotune profiles show --json``: the profile, whether confirmation measured it, its ties,
     where none won what each engine's speculative server runs instead (``off_state``, from
     :func:`autotune.serving.offstate.off_state_report`; computed here when not given), and how it
-    held when served (``validations``, newest first: :func:`autotune.api.profile_validations`)."""
+    held when served (``validations``, newest first: :func:`autotune.api.profile_validations`);
+    its configuration's acceptance per request category (None: no categories) and, with ``--mix``,
+    its figures for that mix (``mix``: :class:`autotune.analysis.mix.MixFigures`)."""
+    from autotune.profiles.categories import category_differences, category_rows, profile_categories
+
     if off_state is None:
         off_state = off_state_report(profile)
+    by_category = profile_categories(profile)
     return {**profile.to_dict(), "confirmed": profile.confirmed, "tied_with": profile.tied_with,
-            "off_state": off_state, "validations": [validation.to_dict() for validation in validations]}
+            "off_state": off_state, "validations": [validation.to_dict() for validation in validations],
+            "acceptance_by_category": category_rows(by_category) if by_category else None,
+            "acceptance_differences": category_differences(by_category) if by_category else [],
+            **({"mix": mix.to_dict()} if mix is not None else {})}

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -275,15 +275,28 @@ def plan_deployment(
     batch_sizes: Sequence[int] | None = None,
     max_depth: int | None = None,
     deployment: Deployment | None = None,
+    mix: Mapping[str, float] | None = None,
 ) -> DeploymentPlan:
     """Predict the best configuration per batch size of target ``model`` on ``hardware`` (a catalog
     name or a stored hardware profile's name or fingerprint), from the acceptance profiles stored
-    for ``workload`` (default: the built-in one). See the module doc. Reads the database only."""
+    for ``workload`` (default: the built-in one). See the module doc. Reads the database only.
+    ``mix``: request shares by category, the predictions carried over to it before choosing
+    (:mod:`autotune.planning_mix`; needs a study on a workload with categories)."""
     sizes = _check_batch_sizes(batch_sizes)
     _check_max_depth(max_depth)
     deployment = deployment or Deployment()
     work = load_workload(workload)
     stored = _read_database(db_url, hardware, model, work, deployment.engine)
+    adjust = None
+    if mix is not None:
+        from autotune.planning_mix import apply_mix, stored_factors
+
+        factors, mix_notes = stored_factors(db_url, {key: curve.sources for key, curve in stored.curves.items()},
+                                            mix, work.label)
+
+        def adjust(predictions):  # noqa: ANN001, ANN202 - batch size -> configuration -> Prediction
+            carried, borrowed = apply_mix(predictions, factors)
+            return carried, mix_notes + borrowed
     target_shape = deployment.shape(_shape(stored.target, stored.spec), "target")
     draft_shapes = {label: deployment.shape(_shape(info, stored.spec), f"draft {label}")
                     for label, info in stored.drafts.items()}
@@ -307,7 +320,7 @@ def plan_deployment(
     if not byte_level and not deployment.isl:
         notes.append(f"prompt tokens estimated at {BYTES_PER_TOKEN} bytes per token (the tokenizer is not loaded)")
     predicted = _predict(spec, stored.target.name, target_shape, draft_shapes, stored.curves, depth_of, prompts,
-                         lengths, sizes, pricing)
+                         lengths, sizes, pricing, adjust)
     basis = _basis(spec, stored.acceptance, predicted, deployment)
     basis["workload"] = {"requests": len(prompts), "requests_per_row": STREAM_FACTOR,
                          "output_lengths": "--osl" if deployment.osl else
@@ -316,7 +329,8 @@ def plan_deployment(
                          else f"about {BYTES_PER_TOKEN} bytes per token"}
     workload_info = {"name": work.name, "label": work.label, "fingerprint": work.sha256, "requests": len(work.requests)}
     return DeploymentPlan(spec, stored.origin, stored.target, stored.drafts, workload_info, predicted.rows, basis,
-                          notes + predicted.notes, predicted.warnings, f"acceptance measured on {work.label}")
+                          notes + predicted.notes, predicted.warnings, f"acceptance measured on {work.label}"
+                          + (" for the mix " + ",".join(f"{k}={v:g}" for k, v in mix.items()) if mix else ""))
 
 
 def plan_from_config(
@@ -413,9 +427,11 @@ class _Predicted:
 
 def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[str, ModelShape],
              curves: dict[tuple[str, str | None], AcceptanceCurve], depth_of: dict[tuple[str, str | None], int],
-             prompts: list[int], lengths: list[int], sizes: list[int] | None, pricing: Pricing) -> _Predicted:
+             prompts: list[int], lengths: list[int], sizes: list[int] | None, pricing: Pricing,
+             adjust: Any = None) -> _Predicted:
     """The rows at ``sizes`` (default: the powers of two that fit), with the notes and warnings of
-    the deployment, step costs priced as ``pricing`` says."""
+    the deployment, step costs priced as ``pricing`` says; ``adjust`` (predictions -> (predictions,
+    notes)) changes the predictions before the choice (``--mix``)."""
     row_tokens = max(prompts) + max(lengths)
     target_footprint = target.footprint(name, spec.tp)
     draft_footprints = {label: shape.footprint(label, spec.tp) for label, shape in drafts.items()}
@@ -436,6 +452,9 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
     context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
     predictions, priced = predict_configurations(spec, target, drafts, curves, depth_of, prompts, lengths, sizes,
                                                  pricing)
+    if adjust is not None:
+        predictions, adjusted = adjust(predictions)
+        notes += adjusted
     rows = [_choose(batch_size, list(predicted.items()), memory, limit, priced)
             for batch_size, predicted in predictions.items()]
     step = {b: forward_pass(spec, target, b, 1, context) for b in sizes}

@@ -534,3 +534,36 @@ def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
         console.print(line)
     for warning in plan.warnings:
         console.print(f"warning: {warning}", style="yellow")
+
+
+CATEGORY_COLUMNS = ["category", "acceptance", "95 % interval", "prompts", "requests", "tokens/request", "share"]
+
+
+def print_categories(by_category, title: str, wide: bool = False) -> None:  # noqa: ANN001 - {category: entry}
+    """Acceptance length per request category with its 95 % interval (autotune.analysis.categories)."""
+    from autotune.profiles.categories import category_differences, category_rows
+
+    rows = [{"category": row["category"], "acceptance": format_value(row["acceptance_length"]),
+             "95 % interval": "-" if row["low"] is None else f"[{row['low']:.3g}, {row['high']:.3g}]",
+             "prompts": row["prompts"], "requests": row["requests"],
+             "tokens/request": format_value(row["tokens_per_request"]), "share": f"{row['share']:.0%}"}
+            for row in category_rows(by_category)]
+    print_rows(rows, CATEGORY_COLUMNS, title=title, optional=("share", "tokens/request", "requests"), wide=wide)
+    print_lines(category_differences(by_category))
+
+
+def print_mix(mix, wide: bool = False) -> None:  # noqa: ANN001 - autotune.analysis.mix.MixFigures
+    """``profiles show --mix``: the profile's figures carried over to the mix (predicted)."""
+    named = ", ".join(f"{name}={share:g}" for name, share in mix.mix.items())
+    measured = ", ".join(f"{name}={share:.2f}" for name, share in sorted(mix.measured_mix.items()))
+    figures = mix.figures
+    facts = {
+        "acceptance length": f"{format_estimate(mix.acceptance_length, 4)} (measured mix: "
+                             f"{mix.measured_acceptance_length:.4g})",
+        "factor on tokens/s": f"{mix.factor:.4f}",
+        "tokens/s": format_estimate(figures.get("tokens_per_s"), 4),
+        "speedup vs none": format_speedup(figures.get("speedup")),
+        "TPOT p50 ms": format_estimate(figures.get("tpot_ms_p50"), 4),
+    }
+    print_rows([{"figure": name, "value": value} for name, value in facts.items()], ["figure", "value"],
+               title=f"PREDICTED for the mix {named} (measured on {measured})", wide=wide)

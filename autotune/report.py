@@ -517,6 +517,7 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
         f"<p class='note'>{e(NO_SPEEDUPS)}</p>",
         "<h2>Deployment profile</h2>",
         _profile_html(data.profile),
+        _categories_html(data.profile, data.measurements),
         "<h2>Verdict per method</h2>",
         _verdict_html(method_verdicts(data)),
         _edges_html(data),
@@ -748,3 +749,25 @@ def _trials_table(data: StudyData) -> str:
         superseded = run is not None and latest is not None and run < latest
         classes.append("failed" if not measured else "superseded" if superseded or (m.key not in deciding and m.confirmed) else "")
     return _table(headers, rows, text_columns=(0, 2, 3, 4, len(headers) - 1), row_classes=classes)
+
+
+def _categories_html(profile: DeploymentProfile | None, measurements: Sequence[TrialRow]) -> str:
+    """The profile configuration's acceptance per request category (95 % intervals over each
+    category's prompts) and where two categories differ beyond their intervals; empty for a
+    workload without categories."""
+    from autotune.profiles.categories import category_differences, category_rows, profile_categories
+
+    by_category = profile_categories(profile, measurements) if profile is not None else None
+    if not by_category:
+        return ""
+    rows = [[row["category"], _num(row["acceptance_length"], 4),
+             DASH if row["low"] is None else f"[{_num(row['low'], 4)}, {_num(row['high'], 4)}]",
+             row["prompts"], row["requests"], _num(row["tokens_per_request"]), f"{row['share']:.0%}"]
+            for row in category_rows(by_category)]
+    headers = ["category", "acceptance length", "95 % interval", "prompts", "requests", "tokens/request", "share"]
+    notes = "".join(f"<p class='note'>{html.escape(line)}</p>" for line in category_differences(by_category))
+    return (f"<h2>Acceptance per request category ({html.escape(profile.label())} b{profile.batch_size})</h2>"
+            + _table(headers, rows, text_columns=(0,)) + notes
+            + "<p class='note'>Tokens after the first per decode step, pooled over each category's requests; "
+              "<code>autotune profiles show ID --mix code=0.3,chat=0.7</code> predicts the profile's figures for "
+              "another mix.</p>")

@@ -99,7 +99,7 @@ class Workload:
         """The same prompts with every request capped at ``max_tokens`` tokens."""
         if max_tokens < 1:
             raise WorkloadError(f"max_tokens must be >= 1, got {max_tokens}")
-        capped = tuple(Request(r.prompt, min(r.max_tokens, max_tokens), r.temperature) for r in self.requests)
+        capped = tuple(Request(r.prompt, min(r.max_tokens, max_tokens), r.temperature, r.category) for r in self.requests)
         return Workload(self.name, capped, self.version)
 
 

@@ -159,6 +159,9 @@ class Measurement(RunCounters):
     request_ttft_ms: list[float] = field(default_factory=list)
     request_tpot_ms: list[float | None] = field(default_factory=list)
     request_tokens: list[int] = field(default_factory=list)  # tokens generated per request, in request order
+    # Acceptance length per request category (autotune.analysis.categories: value, 95 % interval,
+    # prompts, requests, decode tokens and steps); None for a workload without categories.
+    acceptance_by_category: dict[str, dict[str, Any]] | None = None
     outputs: list[list[int]] | None = None
 
     @property

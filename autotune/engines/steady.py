@@ -41,6 +41,7 @@ from bisect import bisect_right
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from autotune.analysis.categories import acceptance_by_category
 from autotune.engines.base import EngineConfig, Measurement, RunCounters
 
 if TYPE_CHECKING:
@@ -271,6 +272,9 @@ def measurement_of_run(
         request_ttft_ms=[ttft_ms(r) for r in results],
         request_tpot_ms=[tpot_ms(r) for r in results],
         request_tokens=[len(r.tokens) for r in results],
+        acceptance_by_category=acceptance_by_category(
+            [q.category for q in workload.requests], list(workload.requests), [len(r.tokens) for r in results],
+            [r.token_times_s for r in results]) if len(workload.requests) == len(results) else None,
         outputs=[list(r.tokens) for r in results],
         **asdict(counters),
     )

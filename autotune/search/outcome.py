@@ -209,9 +209,17 @@ class TuneResult:
         """The analysis' summary, the performance model's record, what the study cost in trials and
         model loads, then the drafts the preflight left out and why, then this run's notes."""
         excluded = self.search_space.get("excluded_drafts") or {}
-        return (self.analysis.summary + self.load_lines() + self.model_lines()
+        return (self.analysis.summary + self.category_lines() + self.load_lines() + self.model_lines()
                 + [f"Draft {label} left out by the preflight: {reason}" for label, reason in excluded.items()]
                 + self.notes)
+
+    def category_lines(self) -> list[str]:
+        """Where the best configuration differs between request categories beyond the noise, or the
+        recommended one's acceptance does (analysis/category_best.py); [] without categories."""
+        from autotune.analysis.category_best import category_lines
+
+        profile = self.profile
+        return [] if profile is None else category_lines(self.rows, profile.row.batch_size, profile.row)
 
     def load_lines(self) -> list[str]:
         """One line when screening passes were measured under a load that persisted (search/screening.py)."""
