@@ -514,7 +514,7 @@ def profiles_show_command(db_url, profile_id, mix, as_json, wide) -> None:
     newest `autotune validate` of the profile (served figures with intervals, the tuned-vs-served gap).
     On a workload whose requests carry a category: the acceptance length per category with its 95 %
     interval, and with --mix the profile's figures predicted for that mix (tokens/s x the mix's
-    acceptance over the measured one; docs/statistics.md §7).
+    acceptance over the measured one; docs/statistics.md §8).
 
     \b
     Examples:
