@@ -157,11 +157,11 @@ def test_probe_cuda_without_gpu_is_one_line() -> None:
     [
         (("measure", "--method", "draft", "--depth", "0"), "depth"),
         (("measure", "--method", "mtp", "--draft", "x.safetensors"), "only used by method draft"),
-        (("measure", "--batch-size", "0"), "batch size"),
+        (("measure", "--concurrency", "0"), "concurrency"),
         (("measure", "--method", "beam"), "Invalid value"),
         (("tune", "--max-depth", "0"), "depth"),
         (("tune", "--draft", "/no/such/draft.safetensors"), "draft"),
-        (("tune", "--batch-sizes", "1,two"), "comma-separated"),
+        (("tune", "--concurrency", "1,two"), "comma-separated"),
         (("tune", "--timeout", "0"), "timeout must be a number of seconds > 0"),
         (("tune", "--timeout", "-5"), "timeout must be a number of seconds > 0"),
         (("trials", "no-such-study"), "no-such-study"),
@@ -204,7 +204,7 @@ def test_measure_with_trtllm_measures_in_a_worker_and_verifies(fake_trtllm, tmp_
                                                                  num_nextn_predict_layers=1))
     workload = __import__("pathlib").Path(__file__).parent / "data" / "tiny.jsonl"
     result = run("measure", "--engine", "trtllm", "--target", str(target), "--method", "mtp", "--depth", "2",
-                 "--batch-size", "2", "--workload", str(workload), "--verify", "--max-repetitions", "3", "--json")
+                 "--concurrency", "2", "--workload", str(workload), "--verify", "--max-repetitions", "3", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["measurement"]["engine"] == "trtllm" and data["measurement"]["drafted_tokens"] > 0
@@ -221,7 +221,7 @@ def test_measure_table_has_a_row_per_figure_and_a_column_per_run() -> None:
                  terminal_width=80)
     assert result.exit_code == 0, result.output
     header = next(line for line in result.output.splitlines() if "figure" in line)
-    assert "draft@2 b1" in header and "none (baseline)" in header
+    assert "draft@2 c1" in header and "none (baseline)" in header
     assert "tokens per target pass" in result.output and "…" not in result.output  # nothing cut at 80 columns
     assert "verify: outputs identical to the baseline, token for token" in result.output
 
@@ -263,7 +263,7 @@ def tiny_tune(folder, db_url: str, *extra: str) -> "click.testing.Result":
                                     max_seq_len=96)), target)
     workload = folder / "workload.jsonl"
     workload.write_text('{"prompt": "def f(x):", "max_tokens": 4}\n')
-    return run("tune", "--db", db_url, "--target", str(target), "--method", "none", "--batch-sizes", "1",
+    return run("tune", "--db", db_url, "--target", str(target), "--method", "none", "--concurrency", "1",
                "--trials", "1", "--sampler", "grid", "--no-confirm", "--workload", str(workload), *extra)
 
 
@@ -272,7 +272,7 @@ def test_tune_on_a_pipe_prints_a_plain_line_per_trial_and_quiet_silences_it(tmp_
     result = tiny_tune(tmp_path, sqlite_url, "--study", "tiny")
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
-    assert any(line.startswith("[0:") and "] trial 1/1 none b1: complete, " in line and " tok/s" in line
+    assert any(line.startswith("[0:") and "] trial 1/1 none c1: complete, " in line and " tok/s" in line
                for line in lines), result.stderr
     assert all(line.startswith("[") for line in lines), result.stderr  # nothing but progress lines on stderr
     assert "Measured 1 screening trials" in result.stdout  # the summary stays on stdout
@@ -281,3 +281,4 @@ def test_tune_on_a_pipe_prints_a_plain_line_per_trial_and_quiet_silences_it(tmp_
     # A model of its own, so a study of its own.
     quiet = tiny_tune(tmp_path / "quiet", sqlite_url, "--study", "quiet", "--quiet")
     assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output
+

@@ -60,8 +60,8 @@ PER_BATCH = {"batch", "depth", "configuration", "tokens/s", "speedup", "n", "tie
 TABLES = {
     "profiles list": (("profiles", "list"), set(render.PROFILE_COLUMNS)),
     "profiles best": (("profiles", "best", "--model", "tiny-target", "--hardware", "aaaa111122223333",
-                       "--batch-size", "2"),
-                      set(render.PROFILE_COLUMNS) | {"method", "depth", "batch_size", "tokens_per_s", "tpot_ms_p50",
+                       "--concurrency", "2"),
+                      set(render.PROFILE_COLUMNS) | {"method", "depth", "concurrency", "tokens_per_s", "tpot_ms_p50",
                                                      "speedup"}),
     "profiles show": (("profiles", "show", "{confirmed}"), {"figure", "value"} | PER_BATCH | set(render.OFF_STATE_COLUMNS)),
     "profiles show example": (("profiles", "show", "{example}"),

@@ -18,14 +18,14 @@ from autotune import jobs
 from autotune.engines.base import MAX_DEPTH, METHODS
 from autotune.jobs.records import STATUSES
 from autotune.jobs.roots import ModelRoots
-from autotune.planning import MAX_BATCH_SIZE
+from autotune.planning import MAX_CONCURRENCY
 from autotune.service.auth import AUTH_RESPONSES, BearerToken
 from autotune.service.errors import ERROR_RESPONSES
 from autotune.service.limits import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_LENGTH
 from autotune.service.routes import json_response
 
 MAX_PATH_LENGTH = 4096
-MAX_LIST = 64  # drafts, methods, batch sizes: far beyond any real study
+MAX_LIST = 64  # drafts, methods, concurrency levels: far beyond any real study
 MAX_JOB_ID = 2**31 - 1
 
 Method = Literal[METHODS]  # type: ignore[valid-type]
@@ -48,7 +48,7 @@ class TuneRequest(BaseModel):
     draft: list[FilePath] | None = Field(None, max_length=MAX_LIST, description="Draft candidates; 'builtin' or files.")
     method: list[Method] | None = Field(None, max_length=len(METHODS), description="Methods to search; default: all.")
     max_depth: int | None = Field(None, ge=1, le=MAX_DEPTH)
-    batch_sizes: list[Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)]] | None = Field(None, min_length=1,
+    concurrencies: list[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]] | None = Field(None, min_length=1,
                                                                                      max_length=MAX_LIST)
     sampler: str | None = Field(None, max_length=32, description="model, tpe, random or grid.")
     no_explore_beyond: bool | None = None

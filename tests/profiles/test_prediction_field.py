@@ -22,7 +22,7 @@ PREDICTION = {
     "sigma": 0.05,
     "source": "timed",
 }
-ROW = {"trial_number": 3, "method": "mtp", "depth": 2, "batch_size": 4, "state": "complete", "tokens_per_s": 480.0}
+ROW = {"trial_number": 3, "method": "mtp", "depth": 2, "concurrency": 4, "state": "complete", "tokens_per_s": 480.0}
 
 
 def test_a_trial_document_reads_and_writes_the_prediction() -> None:

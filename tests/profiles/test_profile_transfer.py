@@ -62,7 +62,7 @@ def test_confirmation_rows_and_intervals_survive_export_and_import(db_url: str, 
     assert len(confirmation) == 25 and all(m.intervals["tokens_per_s"]["n"] == factory.ROUNDS for m in confirmation)
     assert all(m.extra["samples"] and m.extra["confirmation"]["run"] == 1 for m in confirmation)
     assert imported.chosen_measurement().estimate("speedup") == imported.estimate("speedup")
-    assert imported.per_batch_size == source.per_batch_size
+    assert imported.per_concurrency == source.per_concurrency
 
 
 def version_1(document: dict) -> dict:
@@ -72,7 +72,7 @@ def version_1(document: dict) -> dict:
         profile.pop(key)
     for key in ("confirmed", "phase", "tied_with"):
         profile["details"].pop(key, None)
-    for row in profile["per_batch_size"]:
+    for row in profile["per_concurrency"]:
         for key in ("tokens_per_s_low", "tokens_per_s_high", "speedup_low", "speedup_high", "repetitions", "leader",
                     "tied", "confirmed", "note"):
             row.pop(key)
@@ -104,7 +104,7 @@ def test_imported_trials_answer_best_queries(db_url: str, exported, monkeypatch)
     _, path = exported
     import_profile(db_url, path)
     monkeypatch.setattr(query, "current_fingerprint", lambda: factory.H100[1])
-    best = best_profile(db_url, "tiny-target", batch_size=2)
+    best = best_profile(db_url, "tiny-target", concurrency=2)
     assert best.operating_point.config_label == "mtp@4"
 
 
@@ -139,7 +139,7 @@ BAD_DOCUMENTS = [
     (lambda t: mutate(t, lambda d: d["profile"]["study"].pop("name")), "study lacks the key 'name'"),
     (lambda t: mutate(t, lambda d: d["profile"].update(method="eagle")), "method 'eagle' is not one of"),
     (lambda t: mutate(t, lambda d: d["profile"].update(depth=0)), "depth 0 does not fit method mtp"),
-    (lambda t: mutate(t, lambda d: d["profile"].update(batch_size="eight")), "batch size must be an integer"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(concurrency="eight")), "concurrency must be an integer"),
     (lambda t: mutate(t, lambda d: d["profile"].update(created_at="yesterday")), "profile.created_at must be an ISO-8601"),
     (lambda t: mutate(t, lambda d: d["profile"].update(measurements={})), "measurements must be a JSON list"),
     (lambda t: mutate(t, lambda d: d["profile"]["measurements"].append("trial")), "measurement must be a JSON object"),

@@ -57,7 +57,7 @@ def test_a_server_without_a_token_is_read_only(sqlite_url: str, monkeypatch: pyt
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"max_depth": 0}, "max_depth"),
-    ({"batch_sizes": [1, -2]}, "batch_sizes"),  # the list is named, not its item
+    ({"concurrencies": [1, -2]}, "concurrencies"),  # the list is named, not its item
     ({"method": ["warp"]}, "method"),
     ({"slo_percentile": 75}, "slo_percentile"),
     ({"no_such_option": 1}, "no_such_option"),

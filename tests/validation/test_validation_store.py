@@ -22,7 +22,7 @@ def a_profile(url: str) -> int:
     with open_database(url) as database, database.session() as session:
         hardware = factory.hardware(session, *factory.CPU)
         target = factory.model(session, "target", "t" * 16)
-        return factory.study(session, "s", hardware, target, methods=("none", "mtp"), batch_sizes=(1, 2)).id
+        return factory.study(session, "s", hardware, target, methods=("none", "mtp"), concurrencies=(1, 2)).id
 
 
 def test_a_validation_round_trips_newest_first(db_url: str) -> None:
@@ -77,4 +77,4 @@ def a_profile_at_0007(url: str) -> int:
             hardware = factory.hardware(session, *factory.CPU)
             target = factory.model(session, "target", "t" * 16)
             session.flush()
-            return factory.study(session, "s", hardware, target, methods=("none", "mtp"), batch_sizes=(1, 2)).id
+            return factory.study(session, "s", hardware, target, methods=("none", "mtp"), concurrencies=(1, 2)).id
