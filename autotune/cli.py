@@ -7,12 +7,14 @@ code 2; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from autotune import __version__, api, json_shapes, render
 from autotune.engines.protocol import (
@@ -117,6 +119,37 @@ db_option = click.option(
     help="Database URL (sqlite:///file.db or postgresql://user@host/db). "
     "Default: an SQLite file in the user's data directory.",
 )
+
+# Set once the old name of --concurrency has been pointed out (issue 38): one line per invocation.
+RENAMED_KEY = "autotune.renamed_said"
+
+
+def concurrency_option(old: str, dest: str = "concurrency", **attrs: Any) -> Callable:
+    """``--concurrency`` (into ``dest``) with ``old`` (``--batch-size`` or ``--batch-sizes``, the
+    names before issue 38) as a hidden alias: the alias works, says so in one line on stderr once
+    per invocation, and given together with ``--concurrency`` is a one-line error (exit 2)."""
+    legacy = f"legacy_{dest}"
+
+    def decorator(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(legacy)
+            if value is not None:
+                ctx = click.get_current_context()
+                if ctx.get_parameter_source(dest) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+                    raise OneLineError(f"--concurrency and {old} are the same option (its old name): give one")
+                root = ctx.find_root().meta
+                if not root.get(RENAMED_KEY):
+                    root[RENAMED_KEY] = True
+                    click.echo(f"{old} is now --concurrency (the old name still works)", err=True)
+                kwargs[dest] = value
+            return fn(*args, **kwargs)
+
+        wrapper = click.option(old, legacy, default=None, hidden=True, type=attrs.get("type"))(wrapper)
+        return click.option("--concurrency", dest, **attrs)(wrapper)
+
+    return decorator
+
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 wide_option = click.option("--wide", is_flag=True,
@@ -298,7 +331,8 @@ def protocol_options(fn: Callable) -> Callable:
 @command(cli, "measure", uses_db=False)
 @click.option("--method", type=click.Choice(["none", "mtp", "draft", "ngram"]), default="draft", show_default=True)
 @click.option("--depth", type=int, default=None, help="Draft tokens per step (default 4 for speculative methods, 0 for none).")
-@click.option("--concurrency", type=int, default=1, show_default=True, help="Requests kept in flight.")
+@concurrency_option("--batch-size", type=int, default=1, show_default=True,
+                    help="Requests kept in flight.")
 @click.option("--draft", type=click.Path(), default=None,
               help="Draft model file (default: the built-in draft); a Hugging Face folder with --engine trtllm/vllm.")
 @click.option("--target", type=click.Path(), default=None,
@@ -348,8 +382,8 @@ def measure_command(method, depth, concurrency, draft, target, workload, tempera
 @click.option("--method", multiple=True, type=click.Choice(["none", "mtp", "draft", "ngram"]),
               help="Methods to search (repeatable; default: all the target supports).")
 @click.option("--max-depth", type=int, default=8, show_default=True, help="Deepest speculation (draft tokens per step) to try.")
-@click.option("--concurrency", "concurrencies", default=None,
-              help="Comma-separated concurrency levels: requests kept in flight (default: powers of two that fit).")
+@concurrency_option("--batch-sizes", "concurrencies", default=None,
+                    help="Comma-separated concurrency levels: requests kept in flight (default: powers of two that fit).")
 @click.option("--sampler", type=click.Choice(["model", "tpe", "random", "grid"]), default=None,
               help="model (default, every engine): time step costs, calibrate a performance model, then measure only what "
                    "it cannot rule out; tpe/random: Optuna samplers (no timings needed); grid: every configuration once.")
@@ -538,7 +572,7 @@ def profiles_show_command(db_url, profile_id, as_json, wide) -> None:
 @command(profiles_group, "best")
 @click.option("--model", required=True, help="Target model name or fingerprint.")
 @click.option("--hardware", default=CURRENT_HARDWARE, show_default=True, help="NAME, FINGERPRINT or 'current'.")
-@click.option("--concurrency", type=int, default=None, help="The best at this concurrency.")
+@concurrency_option("--batch-size", type=int, default=None, help="The best at this concurrency.")
 @click.option("--slo-tpot-ms", type=float, default=None)
 @json_option
 @wide_option
@@ -699,8 +733,8 @@ def _accelerator_names() -> str:
               help="Engine version of the measured kernel data (default: the data's current one).")
 @click.option("--ep", type=int, default=1, show_default=True,
               help="MoE: of the --tp GPUs, how many split the experts (expert parallelism); the rest split each expert.")
-@click.option("--concurrency", "concurrencies", default=None,
-              help="Comma-separated concurrency levels (default: powers of two 1..256 that fit).")
+@concurrency_option("--batch-sizes", "concurrencies", default=None,
+                    help="Comma-separated concurrency levels (default: powers of two 1..256 that fit).")
 @click.option("--max-depth", type=int, default=None, help="Deepest speculation to consider (default: the deepest measured).")
 @click.option("--export", "export_format", type=click.Choice(["trtllm", "trtllm-bench", "vllm", "sglang", "json"]),
               default=None, help="Also write the recommended plan as a serving config, marked PREDICTED.")

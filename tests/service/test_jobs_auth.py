@@ -69,6 +69,21 @@ def test_an_invalid_option_is_422_naming_it_and_writes_nothing(client: httpx.Cli
     assert job_count(client) == 0
 
 
+def test_batch_sizes_is_still_read_as_concurrencies(client: httpx.Client, roots: Path) -> None:
+    """The body's name before issue 38: read, and queued under the new one; next to it, a 422 naming it."""
+    both = client.post("/v1/tune", json={"concurrencies": [1], "batch_sizes": [1]}, headers=AUTH)
+    assert "old name" in error_of(both, 422) and both.json()["error"]["field"] == "batch_sizes"
+    bad = client.post("/v1/tune", json={"batch_sizes": [0]}, headers=AUTH)
+    assert error_of(bad, 422) and bad.json()["error"]["field"] == "batch_sizes"
+    assert job_count(client) == 0
+
+    request = tiny_request(write_workload(roots))
+    old = {("batch_sizes" if key == "concurrencies" else key): value for key, value in request.items()}
+    queued = client.post("/v1/tune", json=old, headers=AUTH)
+    assert queued.status_code == 202, queued.text
+    assert queued.json()["request"] == request  # as if it had said concurrencies
+
+
 def test_what_only_the_tune_checks_is_422_naming_the_field_too(client: httpx.Client, roots: Path) -> None:
     (roots / "folder").mkdir()
     for body, words, field in [({"sampler": "annealing"}, "sampler", "sampler"),

@@ -161,6 +161,24 @@ def test_plan_is_the_cli_json(client: httpx.Client, db: str) -> None:
     assert [row["concurrency"] for row in response.json()["per_concurrency"]] == [1, 8]
 
 
+def test_the_old_query_names_answer_as_the_new_ones(client: httpx.Client) -> None:
+    """Before issue 38 the axis was called batch size: ``batch_size`` and ``batch_sizes`` are still read
+    (left out of the API docs); next to the new name, the old one is a 422 naming it."""
+    best, plan = {"model": "tiny-target", "hardware": factory.H100[0]}, {"hardware": "h200", "model": PLAN_TARGET}
+    old = client.get("/v1/profiles/best", params={**best, "batch_size": 4})
+    assert old.status_code == 200, old.text
+    assert old.json() == client.get("/v1/profiles/best", params={**best, "concurrency": 4}).json()
+    old = client.get("/v1/plan", params={**plan, "batch_sizes": "1,8"})
+    assert old.status_code == 200, old.text
+    assert old.json() == client.get("/v1/plan", params={**plan, "concurrencies": "1,8"}).json()
+    for path, params, name in (("/v1/profiles/best", {**best, "concurrency": 4, "batch_size": 4}, "batch_size"),
+                               ("/v1/plan", {**plan, "concurrencies": "1", "batch_sizes": "1"}, "batch_sizes")):
+        both = client.get(path, params=params)
+        assert "old name" in error_of(both, 422) and both.json()["error"]["field"] == name
+    documented = json.dumps(client.get("/openapi.json").json()["paths"])
+    assert "batch_size" not in documented
+
+
 def test_healthz_says_read_only(client: httpx.Client) -> None:
     health = client.get("/healthz").json()
     assert health["status"] == "ok" and health["schema_is_head"] is True
