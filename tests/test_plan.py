@@ -327,7 +327,7 @@ def test_deepseek_v3_mtp_from_its_config_and_the_smallest_tp_that_fits() -> None
 
 def test_overhead_warning_when_the_assumption_dominates(url: str) -> None:
     tiny = plan_deployment(url, hardware="h200", model=TARGET, concurrencies=(1,))  # 9M parameters: all overhead
-    assert any("step overhead" in warning and "batch 1" in warning for warning in tiny.warnings)
+    assert any("step overhead" in warning and "concurrency 1" in warning for warning in tiny.warnings)
     assert not any("step overhead" in warning for warning in config_plan(concurrencies=(1,)).warnings)
 
 

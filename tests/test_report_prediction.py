@@ -80,7 +80,7 @@ def table_lines(output: str) -> list[list[str]]:
 def test_trials_show_the_prediction_and_its_error(url: str) -> None:
     output = run("trials", "predicted", "--db", url)
     columns = header(output)
-    assert columns == ["#", "phase", "config", "batch", "state", "n", "tokens/s", "pred", "err", "speedup", "accept",
+    assert columns == ["#", "phase", "config", "c", "state", "n", "tokens/s", "pred", "err", "speedup", "accept",
                        "note"]
     rows = [dict(zip(columns, cells)) for cells in table_lines(output)]
     screening = [r for r in rows if r["phase"] == "screen"]

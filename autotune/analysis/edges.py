@@ -54,7 +54,7 @@ def depth_edges(rows: Sequence[Any], max_depth: int, depth_limit: int) -> list[E
         deepest = max([max_depth, *(row.depth for row in rows if method_name(row) == verdict.name)])
         if verdict.best_depth < deepest:
             continue
-        label = verdict.best_label.rsplit(" b", 1)[0]
+        label = verdict.best_label.rsplit(" c", 1)[0]
         bound = "--max-depth" if deepest == max_depth else "the deepest depth measured"
         rerun = (f"rerun with --max-depth {min(deepest + DEPTH_STEP, depth_limit)}" if deepest < depth_limit
                  else f"{depth_limit} is the deepest autotune measures")

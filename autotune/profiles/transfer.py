@@ -73,7 +73,7 @@ def parse_document(text: str, source: str = "the profile file") -> DeploymentPro
     _check_characters(document, source)
     version = document.get("format_version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        readable = " and ".join(str(v) for v in READABLE_VERSIONS)
+        readable = ", ".join(str(v) for v in READABLE_VERSIONS[:-1]) + f" and {READABLE_VERSIONS[-1]}"
         raise ConfigurationError(
             f"{source} has format_version {version!r}; this autotune reads versions {readable} "
             "(upgrade autotune to import newer exports)"

@@ -35,10 +35,10 @@ class TuneProgress:
 
     trials_done: int  # finished trials of the study (every worker's), this one included when finished
     trials_total: int
-    current: str  # the trial's configuration label, e.g. "draft@3 b4" ("... (attempt 2, retrying trial 5)")
+    current: str  # the trial's configuration label, e.g. "draft@3 c4" ("... (attempt 2, retrying trial 5)")
     finished: str | None = None  # complete | failed | infeasible, once the trial ended
     reason: str | None = None
-    best: str | None = None  # best configuration so far, e.g. "mtp@2 b8 (812.3 tokens/s, 1.41x)"
+    best: str | None = None  # best configuration so far, e.g. "mtp@2 c8 (812.3 tokens/s, 1.41x)"
     kind: str = "trial"
     tokens_per_s: float | None = None  # a finished trial's measured figure
     predicted_tokens_per_s: float | None = None  # what the model predicted for it before it ran

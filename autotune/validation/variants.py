@@ -35,7 +35,7 @@ SERVERS = (SCHEDULE, FIXED, NONE)
 @dataclass(frozen=True)
 class ServerVariant:
     """One server to run: ``name`` (one of :data:`SERVERS`), what it serves (``label``, e.g. ``draft@2``
-    or ``draft schedule b1:2, b2:1``), the script's text, and its draft length at every concurrency
+    or ``draft schedule c1:2, c2:1``), the script's text, and its draft length at every concurrency
     (``depth``: 0 for none; None for the schedule, whose depth depends on the batch: :func:`schedule_depth`)."""
 
     name: str

@@ -42,7 +42,7 @@ def test_too_small_gpus(tmp_path) -> None:
     per_sequence = (SEQ_LEN + 1) * own.kv_bytes_per_token + own.vocab_size * own.dtype_bytes
     tight = int((own.weight_bytes + 4 * per_sequence) / (1 - MEMORY_MARGIN)) + 1  # room for 4 sequences
     (check,) = check_memory(target, [], tight, [1, 8], SEQ_LEN, DEPTH)
-    assert check.status == "warn" and "none up to batch 4" in check.message
+    assert check.status == "warn" and "none up to concurrency 4" in check.message
     (check,) = check_memory(target, [], own.weight_bytes, [1, 8], SEQ_LEN, DEPTH)
     assert check.status == "error" and "does not fit even at concurrency 1" in check.message
 

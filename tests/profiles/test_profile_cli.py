@@ -34,7 +34,7 @@ def test_trials_shows_phase_n_and_intervals(stored) -> None:  # noqa: ANN001
     output = run("trials", "h100-old", "--db", url)
     header = next(line for line in output.splitlines() if "tokens/s" in line)
     assert [c.strip() for c in header.strip("┃ ").split("┃")] == [
-        "#", "phase", "config", "batch", "state", "n", "tokens/s", "speedup", "accept", "note"]
+        "#", "phase", "config", "c", "state", "n", "tokens/s", "speedup", "accept", "note"]
     rows = table_lines(output)
     screening = [r for r in rows if r[1] == "screen"]
     confirmation = [r for r in rows if r[1] == "confirm 1"]

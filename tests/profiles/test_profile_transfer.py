@@ -6,6 +6,7 @@ import copy
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from autotune.serving import export_profile
 from autotune.profiles import best_profile, import_profile, list_profiles, query, show_profile
 from autotune.store import open_database
 from autotune.store.models import HardwareRecord, ModelRecord
+from autotune.store.renamed_keys import RENAMED_KEYS
 
 
 @pytest.fixture
@@ -40,7 +42,7 @@ def test_export_import_export_is_lossless(db_url: str, exported) -> None:  # noq
     again = export_profile(show_profile(db_url, imported.id), "json")
     assert without_ids(again) == without_ids(text)
     document = json.loads(text)
-    assert document["format"] == "autotune-deployment-profile" and document["format_version"] == 2
+    assert document["format"] == "autotune-deployment-profile" and document["format_version"] == 3
     assert len(document["profile"]["measurements"]) == 61 + 25
     assert document["profile"]["hardware"]["fingerprint"] == factory.H100[1]
 
@@ -65,6 +67,14 @@ def test_confirmation_rows_and_intervals_survive_export_and_import(db_url: str, 
     assert imported.per_concurrency == source.per_concurrency
 
 
+def old_names(value: Any) -> Any:
+    """``value`` with its keys named as formats 1 and 2 named them, before issue 38 (batch size)."""
+    old = {new: name for name, new in RENAMED_KEYS.items()}
+    if isinstance(value, dict):
+        return {old.get(key, key): old_names(item) for key, item in value.items()}
+    return [old_names(item) for item in value] if isinstance(value, list) else value
+
+
 def version_1(document: dict) -> dict:
     """``document`` as autotune wrote it before repeated measurements (format_version 1)."""
     profile = document["profile"]
@@ -79,7 +89,7 @@ def version_1(document: dict) -> dict:
     for m in profile["measurements"]:
         for key in ("phase", "repetitions", "intervals"):
             m.pop(key)
-    return {**document, "format_version": 1}
+    return old_names({**document, "format_version": 1})
 
 
 def test_a_version_1_document_imports_as_one_screening_run_each(db_url: str, tmp_path: Path) -> None:
@@ -87,6 +97,7 @@ def test_a_version_1_document_imports_as_one_screening_run_each(db_url: str, tmp
     ids = factory.populate(source)
     document = version_1(json.loads(export_profile(show_profile(source, ids["cpu"]), "json")))
     assert "intervals" not in json.dumps(document) and "phase" not in json.dumps(document)
+    assert "per_batch_size" in document["profile"] and "concurrency" not in json.dumps(document)
     path = tmp_path / "old.json"
     path.write_text(json.dumps(document))
     imported = show_profile(db_url, import_profile(db_url, path).id)
@@ -96,8 +107,11 @@ def test_a_version_1_document_imports_as_one_screening_run_each(db_url: str, tmp
     assert len(imported.measurements) == 61
     assert all((m.phase, m.repetitions, m.intervals) == ("screening", 1, {}) for m in imported.measurements)
     assert imported.chosen_measurement().tokens_per_s == imported.tokens_per_s
+    assert imported.concurrency == show_profile(source, ids["cpu"]).concurrency
+    assert [row["concurrency"] for row in imported.per_concurrency] == [
+        row["batch_size"] for row in document["profile"]["per_batch_size"]]
     again = json.loads(export_profile(imported, "json"))
-    assert again["format_version"] == 2 and again["profile"]["repetitions"] == 1
+    assert again["format_version"] == 3 and again["profile"]["repetitions"] == 1
 
 
 def test_imported_trials_answer_best_queries(db_url: str, exported, monkeypatch) -> None:  # noqa: ANN001
@@ -134,7 +148,7 @@ BAD_DOCUMENTS = [
     (lambda t: "{not json", "not valid JSON"),
     (lambda t: "[1, 2]", "not an autotune profile export"),
     (lambda t: mutate(t, lambda d: d.update(format="something-else")), "not an autotune profile export"),
-    (lambda t: mutate(t, lambda d: d.update(format_version=3)), "format_version 3; this autotune reads versions 1 and 2"),
+    (lambda t: mutate(t, lambda d: d.update(format_version=4)), "format_version 4; this autotune reads versions 1, 2 and 3"),
     (lambda t: mutate(t, lambda d: d["profile"].pop("method")), "profile lacks the key 'method'"),
     (lambda t: mutate(t, lambda d: d["profile"]["study"].pop("name")), "study lacks the key 'name'"),
     (lambda t: mutate(t, lambda d: d["profile"].update(method="eagle")), "method 'eagle' is not one of"),

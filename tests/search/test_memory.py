@@ -48,7 +48,7 @@ def test_speculative_configurations_that_do_not_fit_are_infeasible(memory) -> No
     just_baseline = replace(memory, device_bytes=int(memory.required_bytes("none", 0, 2) / (1 - MEMORY_MARGIN)) + 1)
     assert just_baseline.infeasibility("none", 0, 2) is None
     reason = just_baseline.infeasibility("draft", 2, 2, "draft")
-    assert reason is not None and "GiB" in reason and "batch 2" in reason
+    assert reason is not None and "GiB" in reason and "concurrency 2" in reason
 
 
 def test_sequences_longer_than_the_models_handle_are_infeasible(options, models) -> None:

@@ -45,10 +45,12 @@ def add_trial(connection: Connection, study: int, number: int, tps: float) -> in
 
 def add_profile(connection: Connection, ids: dict[str, int], study: int, measurement: int, tps: float,
                 created_at: dt.datetime) -> int:
+    profiles = tables(connection)[PROFILES]
+    axis = "concurrency" if "concurrency" in profiles.c else "batch_size"  # named so since 0009
     return insert(
-        connection, tables(connection)[PROFILES], study_id=study, hardware_id=ids["hardware"],
-        target_model_id=ids["target"], measurement_id=measurement, method="mtp", depth=2, batch_size=4,
-        objective="throughput", tokens_per_s=tps, per_batch_size=[], details={}, created_at=created_at,
+        connection, profiles, study_id=study, hardware_id=ids["hardware"],
+        target_model_id=ids["target"], measurement_id=measurement, method="mtp", depth=2, objective="throughput",
+        tokens_per_s=tps, details={}, created_at=created_at, **{axis: 4, f"per_{axis}": []},
     )
 
 
