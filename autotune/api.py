@@ -139,7 +139,7 @@ def measure(*, engine: str = "embedded", protocol: ProtocolOptions | None = None
             progress: Callable[[str], None] | None = None, **configuration: Any) -> MeasureReport:
     """Run one configuration against the baseline with ``engine`` under ``protocol``; the
     configuration's keywords are those of :func:`autotune.measure.measure_configuration` (method,
-    depth, batch_size, draft, target, workload, temperature, verify, device, seed)."""
+    depth, concurrency, draft, target, workload, temperature, verify, device, seed)."""
     from autotune.measure import measure_configuration  # torch only when measuring
 
     return measure_configuration(engine=engine, protocol=protocol, progress=progress, **configuration)
@@ -201,11 +201,11 @@ def profile_mix(db_url: str | None, profile_id: int, mix: str | Mapping[str, flo
 
 
 def best_profile(db_url: str | None, model: str, *, hardware: str | None = CURRENT_HARDWARE,
-                 batch_size: int | None = None, slo_tpot_ms: float | None = None) -> BestProfile:
-    """The best stored profile of ``model`` on ``hardware``, optionally at a batch size and TPOT limit."""
+                 concurrency: int | None = None, slo_tpot_ms: float | None = None) -> BestProfile:
+    """The best stored profile of ``model`` on ``hardware``, optionally at a concurrency and TPOT limit."""
     from autotune.profiles import best_profile as find_best
 
-    return find_best(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
+    return find_best(db_url, model, hardware=hardware, concurrency=concurrency, slo_tpot_ms=slo_tpot_ms)
 
 
 def import_profile(db_url: str | None, path: str | Path) -> DeploymentProfile:
@@ -273,12 +273,12 @@ class PlanResult:
 def plan(db_url: str | None, *, hardware: str, model: str | None = None, config: str | Path | None = None,
          draft_config: str | Path | None = None, acceptance: str | None = None, acceptance_length: str | None = None,
          acceptance_from: str | None = None, workload: str | Path | None = None,
-         batch_sizes: Sequence[int] | None = None, max_depth: int | None = None, tp: int = 1, dtype: str | None = None,
+         concurrencies: Sequence[int] | None = None, max_depth: int | None = None, tp: int = 1, dtype: str | None = None,
          kv_dtype: str | None = None, engine: str = "trtllm", isl: int | None = None, osl: int | None = None,
          calibration: str = "auto", step_costs: str = "auto", engine_version: str | None = None, ep: int = 1,
          export_format: str | None = None, output: str | Path | None = None, force: bool = False,
          mix: str | Mapping[str, float] | None = None) -> PlanResult:
-    """Predict the best configuration per batch size on ``hardware`` (nothing is measured or written
+    """Predict the best configuration per concurrency on ``hardware`` (nothing is measured or written
     to the database) of a tuned target (``model``: its stored acceptance) or of the model a
     config.json describes (``config``, with the acceptance given: ``acceptance`` "a1,a2,...",
     ``acceptance_length`` "L" or "L@depth", or ``acceptance_from`` a tuned target as a proxy) and,
@@ -305,13 +305,13 @@ def plan(db_url: str | None, *, hardware: str, model: str | None = None, config:
                             calibration=calibration, ep=ep, engine_version=engine_version, step_costs=step_costs)
     if model is not None:
         predicted = plan_deployment(db_url, hardware=hardware, model=model, workload=workload,
-                                    batch_sizes=batch_sizes, max_depth=max_depth, deployment=deployment, mix=shares)
+                                    concurrencies=concurrencies, max_depth=max_depth, deployment=deployment, mix=shares)
     else:
         predicted = plan_from_config(
             db_url, hardware=hardware, config=config, draft_config=draft_config,
             acceptance=parse_rates(acceptance) if acceptance is not None else None,
             acceptance_length=parse_length(acceptance_length) if acceptance_length is not None else None,
-            acceptance_from=acceptance_from, workload=workload, batch_sizes=batch_sizes, max_depth=max_depth,
+            acceptance_from=acceptance_from, workload=workload, concurrencies=concurrencies, max_depth=max_depth,
             deployment=deployment)
     path = write_plan_export(predicted, export_format, output, force) if export_format else None
     return PlanResult(predicted, path)

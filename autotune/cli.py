@@ -7,12 +7,14 @@ code 2; ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from autotune import __version__, api, json_shapes, render
 from autotune.engines.protocol import (
@@ -117,6 +119,38 @@ db_option = click.option(
     help="Database URL (sqlite:///file.db or postgresql://user@host/db). "
     "Default: an SQLite file in the user's data directory.",
 )
+
+# Set once the old name of --concurrency has been pointed out (issue 38): one line per invocation.
+RENAMED_KEY = "autotune.renamed_said"
+
+
+def concurrency_option(old: str, dest: str = "concurrency", **attrs: Any) -> Callable:
+    """``--concurrency`` (into ``dest``) with ``old`` (``--batch-size`` or ``--batch-sizes``, the
+    names before issue 38) as a hidden alias: the alias works, says so in one line on stderr once
+    per invocation, and given together with ``--concurrency`` is a one-line error (exit 2)."""
+    legacy = f"legacy_{dest}"
+
+    def decorator(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(legacy)
+            if value is not None:
+                ctx = click.get_current_context()
+                if ctx.get_parameter_source(dest) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+                    raise OneLineError(f"--concurrency and {old} are the same option (its old name): give one")
+                root = ctx.find_root().meta
+                if not root.get(RENAMED_KEY):
+                    root[RENAMED_KEY] = True
+                    click.echo(f"{old} is now --concurrency (the old name still works)", err=True)
+                kwargs[dest] = value
+            return fn(*args, **kwargs)
+
+        wrapper = click.option(old, legacy, default=None, hidden=True, type=attrs.get("type"))(wrapper)
+        return click.option("--concurrency", dest, **attrs)(wrapper)
+
+    return decorator
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 wide_option = click.option("--wide", is_flag=True,
                            help="Every column at full width (by default tables fit the terminal, 80 columns when piped).")
@@ -297,7 +331,8 @@ def protocol_options(fn: Callable) -> Callable:
 @command(cli, "measure", uses_db=False)
 @click.option("--method", type=click.Choice(["none", "mtp", "draft", "ngram"]), default="draft", show_default=True)
 @click.option("--depth", type=int, default=None, help="Draft tokens per step (default 4 for speculative methods, 0 for none).")
-@click.option("--batch-size", type=int, default=1, show_default=True)
+@concurrency_option("--batch-size", type=int, default=1, show_default=True,
+                    help="Requests kept in flight.")
 @click.option("--draft", type=click.Path(), default=None,
               help="Draft model file (default: the built-in draft); a Hugging Face folder with --engine trtllm/vllm.")
 @click.option("--target", type=click.Path(), default=None,
@@ -311,28 +346,28 @@ def protocol_options(fn: Callable) -> Callable:
 @protocol_options
 @engine_option
 @json_option
-def measure_command(method, depth, batch_size, draft, target, workload, temperature, verify, device, seed, precision,
+def measure_command(method, depth, concurrency, draft, target, workload, temperature, verify, device, seed, precision,
                     min_repetitions, max_repetitions, max_seconds, engine, as_json) -> None:
     """Run one configuration and report it (the embedded engine by default, or TensorRT-LLM).
 
     Real speculative decoding: output tokens/s, TTFT/TPOT percentiles, acceptance (counted),
     peak memory. With no options: the built-in target and draft at depth 4 on the built-in workload.
-    The configuration and the baseline (no speculation, same batch size) run in alternating rounds
+    The configuration and the baseline (no speculation, same concurrency) run in alternating rounds
     after a warm-up, until every 95 % interval is within --precision (or a cap is hit): each figure
     is a mean with its interval, the speedup a paired ratio with its own.
 
     \b
     Examples:
       autotune measure
-      autotune measure --method mtp --depth 3 --batch-size 4 --verify
+      autotune measure --method mtp --depth 3 --concurrency 4 --verify
       autotune measure --method ngram --depth 4 --workload my.jsonl --json
-      autotune measure --engine trtllm --target ./DeepSeek-V3 --method mtp --depth 3 --batch-size 8
+      autotune measure --engine trtllm --target ./DeepSeek-V3 --method mtp --depth 3 --concurrency 8
       autotune models export-hf --out hf && autotune measure --engine vllm --target hf/autotune-byte-target \
-          --draft hf/autotune-byte-draft --method draft --depth 3 --batch-size 2 --json
+          --draft hf/autotune-byte-draft --method draft --depth 3 --concurrency 2 --json
     """
     protocol = ProtocolOptions(precision, min_repetitions, max_repetitions, max_seconds)
     with render.status_spinner(enabled=not as_json) as progress:
-        report = api.measure(method=method, depth=depth, batch_size=batch_size, draft=draft, workload=workload,
+        report = api.measure(method=method, depth=depth, concurrency=concurrency, draft=draft, workload=workload,
                              temperature=temperature, verify=verify, device=device, seed=seed, target=target,
                              engine=engine, protocol=protocol, progress=progress)
     emit(report, as_json, render.print_measure)
@@ -347,7 +382,8 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @click.option("--method", multiple=True, type=click.Choice(["none", "mtp", "draft", "ngram"]),
               help="Methods to search (repeatable; default: all the target supports).")
 @click.option("--max-depth", type=int, default=8, show_default=True, help="Deepest speculation (draft tokens per step) to try.")
-@click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two that fit).")
+@concurrency_option("--batch-sizes", "concurrencies", default=None,
+                    help="Comma-separated concurrency levels: requests kept in flight (default: powers of two that fit).")
 @click.option("--sampler", type=click.Choice(["model", "tpe", "random", "grid"]), default=None,
               help="model (default, every engine): time step costs, calibrate a performance model, then measure only what "
                    "it cannot rule out; tpe/random: Optuna samplers (no timings needed); grid: every configuration once.")
@@ -378,25 +414,25 @@ def measure_command(method, depth, batch_size, draft, target, workload, temperat
 @click.option("--precision", type=float, default=DEFAULT_PRECISION, show_default=True,
               help="Confirmation: target relative half-width of the 95 % intervals (0.05 = ±5 %).")
 @click.option("--max-repetitions", type=int, default=DEFAULT_CONFIRM_REPETITIONS, show_default=True,
-              help="Confirmation: at most this many rounds per batch size.")
+              help="Confirmation: at most this many rounds per concurrency.")
 @click.option("--confirm-seconds", type=float, default=DEFAULT_CONFIRM_SECONDS, show_default=True,
-              help="Confirmation: no new round after this many seconds per batch size (3 rounds always run).")
+              help="Confirmation: no new round after this many seconds per concurrency (3 rounds always run).")
 @click.option("--quiet", "-q", is_flag=True,
               help="No progress on stderr (by default a bar on a terminal, one line per phase and trial elsewhere).")
 @engine_option
 @json_option
-def tune_command(db_url, batch_sizes, slo_percentile, quiet, as_json, **request) -> None:
-    """Search method, depth and batch size with Optuna; confirm the finalists; store every trial and
+def tune_command(db_url, concurrencies, slo_percentile, quiet, as_json, **request) -> None:
+    """Search method, depth and concurrency with Optuna; confirm the finalists; store every trial and
     the recommended profile.
 
     Screening: each trial runs real speculative decoding once in a worker process; the baseline (no
-    speculation) is measured first at each batch size. The default model-guided search first times
+    speculation) is measured first at each concurrency. The default model-guided search first times
     step costs and measures one maximum-depth run per proposer, then predicts every configuration
-    and measures only those whose optimistic prediction could beat the best measured at their batch
-    size, two depths past --max-depth included (--no-explore-beyond: none); every trial is stored
+    and measures only those whose optimistic prediction could beat the best measured at their
+    concurrency, two depths past --max-depth included (--no-explore-beyond: none); every trial is stored
     with its prediction (--sampler tpe|random|grid to compare). The summary says when an answer sits
-    on the edge of the space (its depth at --max-depth, its batch size the largest tried) and how to
-    rerun wider. Confirmation: at each batch size, the
+    on the edge of the space (its depth at --max-depth, its concurrency the largest tried) and how to
+    rerun wider. Confirmation: at each concurrency, the
     finalists (every configuration whose screening figure, plus its noise, reaches the best) and the
     baseline are re-measured in alternating rounds until their 95 % intervals are within --precision;
     configurations the paired comparison cannot separate are tied, and the simplest of the tied is
@@ -411,19 +447,19 @@ def tune_command(db_url, batch_sizes, slo_percentile, quiet, as_json, **request)
       autotune tune --sampler grid --study every-point
       autotune tune --max-depth 4 --no-explore-beyond
       autotune tune --study team-a --db postgresql://me@dbhost/autotune
-      autotune tune --engine trtllm --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --batch-sizes 1,8,32
-      autotune tune --engine vllm --target hf/autotune-byte-target --draft hf/autotune-byte-draft --batch-sizes 1,2,4
+      autotune tune --engine trtllm --target ./Llama-3.1-8B --draft ./Llama-3.2-1B --concurrency 1,8,32
+      autotune tune --engine vllm --target hf/autotune-byte-target --draft hf/autotune-byte-draft --concurrency 1,2,4
     """
     from autotune.search.request import tune_options
     from autotune.tune_progress import tune_progress
 
     try:
-        # `--batch-sizes ""` is a typo, not a request for the defaults: it must not start a study.
-        sizes = [int(s) for s in batch_sizes.split(",")] if batch_sizes is not None else None
+        # `--concurrency ""` is a typo, not a request for the defaults: it must not start a study.
+        sizes = [int(s) for s in concurrencies.split(",")] if concurrencies is not None else None
     except ValueError:
-        raise OneLineError(f"--batch-sizes must be comma-separated integers, got {batch_sizes!r}") from None
+        raise OneLineError(f"--concurrency must be comma-separated integers, got {concurrencies!r}") from None
     # The options by their request names, as POST /v1/tune takes them: one conversion for both.
-    options = tune_options({**request, "batch_sizes": sizes, "slo_percentile": int(slo_percentile)}, db_url)
+    options = tune_options({**request, "concurrencies": sizes, "slo_percentile": int(slo_percentile)}, db_url)
     with tune_progress(enabled=not (as_json or quiet)) as progress:
         result = api.tune(options, progress)
     emit(result, as_json, lambda r: render.print_lines(r.summary_lines()))
@@ -474,7 +510,7 @@ def profiles_group() -> None:
     \b
     Examples:
       autotune profiles list --hardware current
-      autotune profiles best --model autotune-byte-target --batch-size 4
+      autotune profiles best --model autotune-byte-target --concurrency 4
     """
 
 
@@ -509,7 +545,7 @@ def profiles_list_command(db_url, hardware, model, method, study, as_json, wide)
 def profiles_show_command(db_url, profile_id, mix, as_json, wide) -> None:
     """Show one deployment profile: tokens/s and speedup with their 95 % intervals and n, whether
     the confirmation phase measured it, the configurations tied with it, the depth to serve at
-    each batch size (0: speculation off), where none won, what a TensorRT-LLM or vLLM
+    each concurrency (0: speculation off), where none won, what a TensorRT-LLM or vLLM
     speculative server runs there instead, with its cost against none or "unmeasured", and the
     newest `autotune validate` of the profile (served figures with intervals, the tuned-vs-served gap).
     On a workload whose requests carry a category: the acceptance length per category with its 95 %
@@ -535,7 +571,7 @@ def profiles_show_command(db_url, profile_id, mix, as_json, wide) -> None:
     by_category = profile_categories(profile)
     if by_category:
         render.print_categories(by_category, f"Acceptance per request category, {profile.label()} "
-                                             f"b{profile.batch_size} (95 % intervals over the prompts)", wide)
+                                             f"c{profile.concurrency} (95 % intervals over the prompts)", wide)
     if mixed is not None:
         render.print_mix(mixed, wide)
     if validations:
@@ -551,18 +587,18 @@ def profiles_show_command(db_url, profile_id, mix, as_json, wide) -> None:
 @command(profiles_group, "best")
 @click.option("--model", required=True, help="Target model name or fingerprint.")
 @click.option("--hardware", default=CURRENT_HARDWARE, show_default=True, help="NAME, FINGERPRINT or 'current'.")
-@click.option("--batch-size", type=int, default=None)
+@concurrency_option("--batch-size", type=int, default=None, help="The best at this concurrency.")
 @click.option("--slo-tpot-ms", type=float, default=None)
 @json_option
 @wide_option
-def profiles_best_command(db_url, model, hardware, batch_size, slo_tpot_ms, as_json, wide) -> None:
-    """The best stored profile for a model on a machine, optionally at a batch size and TPOT limit.
+def profiles_best_command(db_url, model, hardware, concurrency, slo_tpot_ms, as_json, wide) -> None:
+    """The best stored profile for a model on a machine, optionally at a concurrency and TPOT limit.
 
     \b
     Example:
-      autotune profiles best --model autotune-byte-target --batch-size 2 --slo-tpot-ms 10
+      autotune profiles best --model autotune-byte-target --concurrency 2 --slo-tpot-ms 10
     """
-    best = api.best_profile(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
+    best = api.best_profile(db_url, model, hardware=hardware, concurrency=concurrency, slo_tpot_ms=slo_tpot_ms)
     data = best.to_dict()
     if as_json:
         click.echo(json_shapes.dumps(data))
@@ -570,7 +606,7 @@ def profiles_best_command(db_url, model, hardware, batch_size, slo_tpot_ms, as_j
         render.print_profiles([best.profile], "Best profile", wide)
         if best.operating_point is not None:
             point = best.operating_point.to_dict()
-            render.print_rows([point], [k for k in ("method", "depth", "batch_size", "tokens_per_s", "tpot_ms_p50", "speedup")
+            render.print_rows([point], [k for k in ("method", "depth", "concurrency", "tokens_per_s", "tpot_ms_p50", "speedup")
                                         if k in point], title="At the requested operating point")
 
 
@@ -582,7 +618,7 @@ def profiles_import_command(db_url, path, as_json) -> None:
 
     \b
     Example:
-      autotune profiles import profiles/cpu__target__draft-d4-bs8.json
+      autotune profiles import profiles/cpu__target__draft-d4-c8.json
     """
     profile = api.import_profile(db_url, path)
     if as_json:
@@ -617,7 +653,7 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
 @click.option("--engine", type=click.Choice(["vllm"]), default="vllm", show_default=True,
               help="Serving engine (TensorRT-LLM's validation is scripts/gpu_smoke_trtllm.sh, docs/validation.md).")
 @click.option("--concurrency", default=None,
-              help="Comma-separated concurrency levels (default: the profile's batch sizes).")
+              help="Comma-separated concurrency levels (default: the profile's concurrency levels).")
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
               help="Rounds: timed runs per server and concurrency level, the servers alternating (each "
                    "figure's interval is over these).")
@@ -712,7 +748,8 @@ def _accelerator_names() -> str:
               help="Engine version of the measured kernel data (default: the data's current one).")
 @click.option("--ep", type=int, default=1, show_default=True,
               help="MoE: of the --tp GPUs, how many split the experts (expert parallelism); the rest split each expert.")
-@click.option("--batch-sizes", default=None, help="Comma-separated batch sizes (default: powers of two 1..256 that fit).")
+@concurrency_option("--batch-sizes", "concurrencies", default=None,
+                    help="Comma-separated concurrency levels (default: powers of two 1..256 that fit).")
 @click.option("--max-depth", type=int, default=None, help="Deepest speculation to consider (default: the deepest measured).")
 @click.option("--export", "export_format", type=click.Choice(["trtllm", "trtllm-bench", "vllm", "sglang", "json"]),
               default=None, help="Also write the recommended plan as a serving config, marked PREDICTED.")
@@ -724,9 +761,9 @@ def _accelerator_names() -> str:
                    "on a workload with categories).")
 @json_option
 def plan_command(db_url, hardware, model, config, draft_config, acceptance, acceptance_length, acceptance_from,
-                 workload, isl, osl, tp, dtype, kv_dtype, engine, calibration, step_costs, engine_version, ep, batch_sizes,
+                 workload, isl, osl, tp, dtype, kv_dtype, engine, calibration, step_costs, engine_version, ep, concurrencies,
                  max_depth, export_format, output, force, mix, as_json) -> None:
-    """Predict the best speculative configuration per batch size on hardware you do not have.
+    """Predict the best speculative configuration per concurrency on hardware you do not have.
 
     Acceptance comes from the profiles `autotune tune` stored for the target on the workload (it does
     not depend on the hardware), or, for a model known by its config.json only, from --acceptance,
@@ -744,17 +781,17 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
       autotune plan --hardware h200 --config Llama-3.1-8B --acceptance 0.8,0.6,0.45 --tp 2 --dtype fp8
       autotune plan --hardware b200 --config DeepSeek-V3 --acceptance-length 1.8@1 --tp 8 --dtype fp4
       autotune plan --hardware h200 --config DeepSeek-R1 --acceptance-length 2.7@3 --tp 8 --ep 8 --step-costs silicon
-      autotune plan --hardware b200 --model autotune-byte-target --batch-sizes 1,8,64 --json
+      autotune plan --hardware b200 --model autotune-byte-target --concurrency 1,8,64 --json
       autotune plan --hardware h100-sxm --model autotune-byte-target --export trtllm -o h100.yaml
       autotune plan --hardware h200 --model autotune-byte-target --workload mixed.jsonl --mix code=0.3,chat=0.7
     """
-    from autotune.planning import parse_batch_sizes
+    from autotune.planning import parse_concurrencies
 
     if output is not None and export_format is None:
         raise OneLineError("--output names the export file: pass --export FORMAT too")
     result = api.plan(db_url, hardware=hardware, model=model, config=config, draft_config=draft_config,
                       acceptance=acceptance, acceptance_length=acceptance_length, acceptance_from=acceptance_from,
-                      workload=workload, batch_sizes=parse_batch_sizes(batch_sizes), max_depth=max_depth, tp=tp,
+                      workload=workload, concurrencies=parse_concurrencies(concurrencies), max_depth=max_depth, tp=tp,
                       dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl, calibration=calibration,
                       step_costs=step_costs, engine_version=engine_version, ep=ep,
                       export_format=export_format, output=output, force=force, mix=mix)
@@ -815,10 +852,10 @@ def serve_command(db_url, host, port, model_roots, answer_cache_s, access_log) -
       autotune serve
       AUTOTUNE_API_TOKEN=$(openssl rand -hex 32) autotune serve --model-root /models
       autotune serve --port 9000 --db postgresql://me@dbhost/autotune
-      curl 'http://127.0.0.1:8321/v1/profiles/best?model=autotune-byte-target&batch_size=4'
+      curl 'http://127.0.0.1:8321/v1/profiles/best?model=autotune-byte-target&concurrency=4'
       curl -o serve.yaml 'http://127.0.0.1:8321/v1/profiles/1/export?format=trtllm'
       curl -H "Authorization: Bearer $AUTOTUNE_API_TOKEN" -H 'Content-Type: application/json' \\
-          -d '{"batch_sizes": [1, 2], "max_depth": 2}' http://127.0.0.1:8321/v1/tune
+          -d '{"concurrencies": [1, 2], "max_depth": 2}' http://127.0.0.1:8321/v1/tune
     """
     try:  # the service is a layer above api, as this module is: it calls the same api functions
         from autotune.jobs import ModelRoots

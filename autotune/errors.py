@@ -30,7 +30,7 @@ class EngineError(AutotuneError):
 
 
 class UnsupportedConfigError(EngineError):
-    """The engine cannot run this (method, draft, depth, batch size) combination."""
+    """The engine cannot run this (method, draft, depth, concurrency) combination."""
 
 
 class InvalidOption(ConfigurationError):

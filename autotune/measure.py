@@ -2,9 +2,9 @@
 baseline, optionally verifying its outputs against the baseline's.
 
 With no options it runs the built-in target with the built-in draft model at depth
-``DEFAULT_DEPTH`` (method draft) on the built-in workload at batch size 1, greedy: the setup where
+``DEFAULT_DEPTH`` (method draft) on the built-in workload at concurrency 1, greedy: the setup where
 speculation is expected to pay off on a CPU, so the first command a user runs shows it working.
-The configuration and the autoregressive baseline (method none) at the same batch size are measured
+The configuration and the autoregressive baseline (method none) at the same concurrency are measured
 in interleaved rounds (:mod:`autotune.engines.protocol`) until their 95 % intervals are within the
 precision asked for, so every figure comes with its interval and the speedup is paired.
 ``verify`` compares the greedy outputs of the two token for token; a divergence is reported with
@@ -88,7 +88,7 @@ class MeasureReport:
         base = self.protocol.baseline if self.baseline is not None else None
         return {
             "config": {"method": self.config.method, "depth": self.config.depth, "draft": self.config.draft_model},
-            "batch_size": self.protocol.batch_size,
+            "concurrency": self.protocol.concurrency,
             "repetitions": repeated.repetitions,
             "estimates": {name: e.to_dict() for name, e in repeated.estimates.items()},
             "speedup": None if self.speedup is None else self.speedup.to_dict(),
@@ -128,7 +128,7 @@ def first_divergence(expected: list[list[int]], got: list[list[int]]) -> Diverge
 def measure_configuration(
     method: str = DEFAULT_METHOD,
     depth: int | None = None,
-    batch_size: int = 1,
+    concurrency: int = 1,
     draft: str | Path | None = None,
     workload: str | Path | Workload | None = None,
     temperature: float | None = None,
@@ -148,14 +148,14 @@ def measure_configuration(
     None means the built-in draft for method draft; ``workload`` a JSONL path, a Workload, or None
     for the built-in workload; ``temperature`` overrides the requests' own; ``protocol`` says how
     precisely to measure (default: ±5 % at 95 %, 3 to 10 rounds). Invalid options, and a configuration
-    that cannot fit on the device (the check ``tune`` applies: memory at this batch size, the models'
+    that cannot fit on the device (the check ``tune`` applies: memory at this concurrency, the models'
     context windows), raise ConfigurationError before any model is loaded.
     """
     if depth is None:
         depth = 0 if method == "none" else DEFAULT_DEPTH
     config = EngineConfig(method, depth, None if draft is None else str(draft))
     config.validate()
-    validate_run_options(batch_size, temperature)
+    validate_run_options(concurrency, temperature)
     protocol = protocol or ProtocolOptions()
     protocol.validate()
     loaded_workload = load_workload(workload)
@@ -166,7 +166,7 @@ def measure_configuration(
                 "verify compares greedy outputs token for token, but this run samples (temperature > 0); "
                 "pass temperature 0"
             )
-    run = _Run(config, loaded_workload, batch_size, temperature, seed, verify, protocol, progress)
+    run = _Run(config, loaded_workload, concurrency, temperature, seed, verify, protocol, progress)
     if engine is not None and not isinstance(engine, str):
         return run.on(engine)
     named = _named_engine(engine or "embedded", target, device, run)
@@ -182,7 +182,7 @@ class _Run:
 
     config: EngineConfig
     workload: Workload
-    batch_size: int
+    concurrency: int
     temperature: float | None
     seed: int
     verify: bool
@@ -192,10 +192,10 @@ class _Run:
     def on(self, engine: Engine) -> MeasureReport:
         in_worker = getattr(engine, "measure_repeatedly", None)  # engines that run in a worker process
         if in_worker is not None:
-            result = in_worker([EngineConfig("none"), self.config], self.workload, self.batch_size, self.temperature,
+            result = in_worker([EngineConfig("none"), self.config], self.workload, self.concurrency, self.temperature,
                                self.seed, self.protocol, notice=self.progress)
         else:
-            result = measure_repeatedly(engine, [self.config], self.workload, self.batch_size, self.temperature,
+            result = measure_repeatedly(engine, [self.config], self.workload, self.concurrency, self.temperature,
                                         self.seed, self.protocol, baseline=True, progress=self.progress)
         report = MeasureReport(self.config, result)
         if not self.verify or report.baseline is None:
@@ -236,7 +236,7 @@ def _require_fit(run: _Run, engine: str, target: str | Path | None, device: str)
     drafts = {} if draft is None else {draft: _footprint(draft, "draft", folders)}
     plan = plan_memory(_device_bytes(device), _footprint(target, "target", folders), drafts, run.workload,
                        whole_prompt_logits=not folders)
-    plan.require_fit(config.method, config.depth, run.batch_size, draft)
+    plan.require_fit(config.method, config.depth, run.concurrency, draft)
 
 
 def _footprint(model: str | Path | None, role: str, folder: bool) -> Any:

@@ -8,7 +8,7 @@ aiconfigurator-core has them, part by part, else from a roofline of the device
 GPU (``--hardware h200``) or a stored hardware profile (a CUDA one through its NVML name's datasheet
 figures, a CPU one through its probe's measured bandwidth and FLOP/s). The performance model
 (:class:`~autotune.perfmodel.model.PerformanceModel`) combines the two and replays the workload
-at each batch size. Every figure is a prediction and is labelled so; nothing is measured and
+at each concurrency. Every figure is a prediction and is labelled so; nothing is measured and
 nothing is written to the database.
 
 Two entry points: :func:`plan_deployment` for a target tuned on any machine (its stored acceptance),
@@ -20,7 +20,7 @@ the plan says which calibration it used and warns when the assumed step overhead
 :data:`OVERHEAD_WARNING` of a decoding step, when acceptance is a proxy, and when the target does
 not fit (naming the smallest tensor parallelism that does).
 
-Per batch size the plan picks the configuration with the most predicted tokens/s, preferring the
+Per concurrency the plan picks the configuration with the most predicted tokens/s, preferring the
 simpler one (none, n-gram, MTP, draft model; then the smaller depth) when it is within
 :data:`SIMPLER_WITHIN` of it — closer than the roofline can tell apart — and checks memory
 with the estimate and margin the preflight and the tuner use (:mod:`autotune.models.fit`): weights,
@@ -31,7 +31,7 @@ The workload's requests are replayed as the steady-state stream a measurement ru
 (:mod:`autotune.engines.steady`: cycled to at least 4 requests per row, figures over the window
 between ramp-up and drain): a plan for batch 256 is about a server kept busy at 256 rows, not about
 the 16 requests of the built-in workload. With ``--isl/--osl`` every request has those lengths, so
-the KV cache a step reads is that of real sequences at any batch size.
+the KV cache a step reads is that of real sequences at any concurrency.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ from autotune.planning_inputs import (
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
 from autotune.workload import Workload, load_workload
 
-DEFAULT_BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-MAX_BATCH_SIZE = 4096
+DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+MAX_CONCURRENCY = 4096
 MAX_DEPTH = 16
 SIMPLER_WITHIN = 0.02
 # Warn when the assumed per-step overhead is more than this share of a decoding step (issue 22).
@@ -98,9 +98,9 @@ PREDICTED = "PREDICTED"
 
 @dataclass(frozen=True)
 class PlanRow:
-    """The predicted best configuration at one batch size (``fits``: in 90 % of the memory)."""
+    """The predicted best configuration at one concurrency (``fits``: in 90 % of the memory)."""
 
-    batch_size: int
+    concurrency: int
     label: str
     method: str
     draft: str | None
@@ -124,7 +124,7 @@ class PlanRow:
 
 @dataclass(frozen=True)
 class DeploymentPlan:
-    """A what-if plan: the predicted best configuration per batch size on ``hardware`` (see the
+    """A what-if plan: the predicted best configuration per concurrency on ``hardware`` (see the
     module doc); ``basis`` says what the prediction rests on."""
 
     hardware: AcceleratorSpec
@@ -193,9 +193,9 @@ class DeploymentPlan:
                        for label, m in self.drafts.items()},
             "workload": dict(self.workload),
             "recommended": None if recommended is None else {
-                "batch_size": recommended.batch_size, "label": recommended.label,
+                "concurrency": recommended.concurrency, "label": recommended.label,
                 "predicted_tokens_per_s": recommended.predicted_tokens_per_s},
-            "per_batch_size": [row.to_dict() for row in self.rows],
+            "per_concurrency": [row.to_dict() for row in self.rows],
             "basis": self.basis,
             "calibration": self.basis["calibration"],
             "acceptance_origin": [item.get("origin", "measured") for item in self.basis["acceptance"]],
@@ -205,17 +205,17 @@ class DeploymentPlan:
 
     def to_profile(self) -> DeploymentProfile:
         """The plan as a deployment profile (``details["predicted"]``) for the exporters: the
-        recommended configuration, and the per-batch-size table of the rows that fit."""
+        recommended configuration, and the per-concurrency table of the rows that fit."""
         chosen = self.recommended
         if chosen is None:
-            raise ConfigurationError(f"nothing fits in 90 % of the {self.hardware.name}'s memory at the planned batch "
-                                     "sizes: there is no configuration to export")
+            raise ConfigurationError(f"nothing fits in 90 % of the {self.hardware.name}'s memory at the planned "
+                                     "concurrency levels: there is no configuration to export")
         now = dt.datetime.now(dt.timezone.utc)
         study = StudyInfo(
             name=f"plan {self.hardware.name} {self.target.name}", optuna_study_name="", engine=self.basis["cost"]["source"],
             objective="throughput", workload_name=self.workload["label"],
             workload_fingerprint=self.workload["fingerprint"], status="predicted", created_at=now,
-            search_space={"batch_sizes": [row.batch_size for row in self.rows]},
+            search_space={"concurrencies": [row.concurrency for row in self.rows]},
         )
         hardware = HardwareInfo(
             fingerprint=str(self.hardware_origin.get("fingerprint") or f"catalog:{self.hardware_origin['key']}"),
@@ -228,7 +228,7 @@ class DeploymentPlan:
                 continue
             draft = self.drafts[row.draft].fingerprint if row.draft else None
             table.append({
-                "batch_size": row.batch_size, "label": row.label, "method": row.method, "draft": draft,
+                "concurrency": row.concurrency, "label": row.label, "method": row.method, "draft": draft,
                 "depth": row.depth, "tokens_per_s": row.predicted_tokens_per_s,
                 "tokens_per_s_low": row.predicted_tokens_per_s_low, "tokens_per_s_high": row.predicted_tokens_per_s_high,
                 "speedup": row.predicted_speedup, "baseline_tokens_per_s": row.predicted_baseline_tokens_per_s,
@@ -236,10 +236,10 @@ class DeploymentPlan:
             })
         return DeploymentProfile(
             id=None, created_at=now, study=study, hardware=hardware, target=self.target, method=chosen.method,
-            depth=chosen.depth, batch_size=chosen.batch_size, objective="throughput",
+            depth=chosen.depth, concurrency=chosen.concurrency, objective="throughput",
             draft=self.drafts[chosen.draft] if chosen.draft else None,
             tokens_per_s=chosen.predicted_tokens_per_s, tpot_ms_p50=chosen.predicted_tpot_ms_p50,
-            speedup=chosen.predicted_speedup, per_batch_size=table,
+            speedup=chosen.predicted_speedup, per_concurrency=table,
             details={"predicted": True, "source": self.cost_source, "hardware": self.hardware.name,
                      "tensor_parallel_size": self.hardware.tp, "expert_parallel_size": self.basis["cost"]["ep"],
                      "draft": chosen.draft, "tokens_per_s_low": chosen.predicted_tokens_per_s_low,
@@ -272,17 +272,17 @@ def plan_deployment(
     hardware: str,
     model: str,
     workload: str | Path | Workload | None = None,
-    batch_sizes: Sequence[int] | None = None,
+    concurrencies: Sequence[int] | None = None,
     max_depth: int | None = None,
     deployment: Deployment | None = None,
     mix: Mapping[str, float] | None = None,
 ) -> DeploymentPlan:
-    """Predict the best configuration per batch size of target ``model`` on ``hardware`` (a catalog
+    """Predict the best configuration per concurrency of target ``model`` on ``hardware`` (a catalog
     name or a stored hardware profile's name or fingerprint), from the acceptance profiles stored
     for ``workload`` (default: the built-in one). See the module doc. Reads the database only.
     ``mix``: request shares by category, the predictions carried over to it before choosing
     (:mod:`autotune.planning_mix`; needs a study on a workload with categories)."""
-    sizes = _check_batch_sizes(batch_sizes)
+    sizes = _check_concurrencies(concurrencies)
     _check_max_depth(max_depth)
     deployment = deployment or Deployment()
     work = load_workload(workload)
@@ -343,11 +343,11 @@ def plan_from_config(
     acceptance_length: tuple[float, int] | None = None,
     acceptance_from: str | None = None,
     workload: str | Path | None = None,
-    batch_sizes: Sequence[int] | None = None,
+    concurrencies: Sequence[int] | None = None,
     max_depth: int | None = None,
     deployment: Deployment | None = None,
 ) -> DeploymentPlan:
-    """Predict the best configuration per batch size of the model a config.json describes, with no
+    """Predict the best configuration per concurrency of the model a config.json describes, with no
     tuning beforehand: acceptance per position (``acceptance``), as a length at a depth
     (``acceptance_length``, :mod:`autotune.perfmodel.given_acceptance`) or borrowed from the
     profile stored for another target (``acceptance_from``, a proxy); the proposer is the draft
@@ -355,7 +355,7 @@ def plan_from_config(
     (n-gram). Requests of ``--isl`` prompt and ``--osl`` output tokens (default 1024 each) unless a
     ``workload`` file is given. Reads the database only for ``acceptance_from`` and for the
     calibration (a probe, a timed cost profile of the GPU model and engine)."""
-    sizes = _check_batch_sizes(batch_sizes)
+    sizes = _check_concurrencies(concurrencies)
     _check_max_depth(max_depth)
     deployment = deployment or Deployment()
     given = [acceptance is not None, acceptance_length is not None, acceptance_from is not None]
@@ -445,18 +445,18 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
     limit = fit.usable_bytes(spec.memory_bytes)
     if memory("none", None, 0, 1) > limit:
         where = f"{spec.tp} GPUs" if spec.tp > 1 else "one GPU"
-        warnings.append(f"the target does not fit in 90 % of the {spec.name}'s memory on {where} even at batch size 1; "
+        warnings.append(f"the target does not fit in 90 % of the {spec.name}'s memory on {where} even at concurrency 1; "
                         + _smallest_tp(target, name, spec, row_tokens))
     if sizes is None:
-        sizes = [b for b in DEFAULT_BATCH_SIZES if memory("none", None, 0, b) <= limit] or [1]
+        sizes = [b for b in DEFAULT_CONCURRENCIES if memory("none", None, 0, b) <= limit] or [1]
     context = sum(p + n / 2 for p, n in zip(prompts, lengths)) / len(prompts)
     predictions, priced = predict_configurations(spec, target, drafts, curves, depth_of, prompts, lengths, sizes,
                                                  pricing)
     if adjust is not None:
         predictions, adjusted = adjust(predictions)
         notes += adjusted
-    rows = [_choose(batch_size, list(predicted.items()), memory, limit, priced)
-            for batch_size, predicted in predictions.items()]
+    rows = [_choose(concurrency, list(predicted.items()), memory, limit, priced)
+            for concurrency, predicted in predictions.items()]
     step = {b: forward_pass(spec, target, b, 1, context) for b in sizes}
     share = {b: t.overhead_s / t.seconds for b, t in step.items()}
     worst = max(share, key=share.get)
@@ -464,7 +464,7 @@ def _predict(spec: AcceleratorSpec, name: str, target: ModelShape, drafts: dict[
     if share[worst] > OVERHEAD_WARNING and spec.calibrated_from is None and priced.source == "roofline":
         warnings.append(f"the assumed step overhead ({spec.pass_overhead_us:.0f} us per step + "
                         f"{spec.kernel_latency_us:g} us per kernel, ~{target.kernels_per_layer:.0f} kernels per layer) "
-                        f"is {share[worst]:.0%} of a decoding step at batch {worst}: the plan rests on that assumption "
+                        f"is {share[worst]:.0%} of a decoding step at concurrency {worst}: the plan rests on that assumption "
                         f"more than on the {spec.name}'s figures")
     if spec.tp == 1 and spec.device_type == "cuda":
         notes.append("one GPU per replica: pass --tp N for tensor parallelism")
@@ -476,7 +476,7 @@ def predict_configurations(
     curves: dict[tuple[str, str | None], AcceptanceCurve], depth_of: dict[tuple[str, str | None], int],
     prompts: list[int], lengths: list[int], sizes: Sequence[int], pricing: Pricing | None = None,
 ) -> tuple[dict[int, dict[tuple[str, str | None, int], Prediction]], Priced]:
-    """Batch size -> every configuration's prediction (none, and each proposer at depths 1..its
+    """Concurrency -> every configuration's prediction (none, and each proposer at depths 1..its
     ``depth_of``): the step costs ``pricing`` gives (default: the roofline) replayed over the
     requests' steady-state stream; and what priced them. What a plan chooses from, and what
     docs/plan-validation.md checks."""
@@ -488,8 +488,8 @@ def predict_configurations(
     candidates = [("none", None, 0)] + [(method, draft, depth) for (method, draft), top in depth_of.items()
                                         for depth in range(1, top + 1)]
     performance = PerformanceModel(cost, curves, prompts, lengths)
-    return {batch_size: {config: p for config in candidates if (p := performance.predict(*config, batch_size)) is not None}
-            for batch_size in sizes}, priced
+    return {concurrency: {config: p for config in candidates if (p := performance.predict(*config, concurrency)) is not None}
+            for concurrency in sizes}, priced
 
 
 def _pricing(deployment: Deployment, gpu: str | None, target: ConfigSource | None,
@@ -509,7 +509,7 @@ def _config_source(model: ModelInfo, role: str) -> ConfigSource | None:
 
 
 def _smallest_tp(target: ModelShape, name: str, spec: AcceleratorSpec, row_tokens: int) -> str:
-    """Words naming the smallest tensor-parallel degree (dividing the heads) at which batch 1 fits."""
+    """Words naming the smallest tensor-parallel degree (dividing the heads) at which concurrency 1 fits."""
     limit = fit.usable_bytes(spec.memory_bytes)
     for tp in range(spec.tp + 1, MAX_TP + 1):
         if target.heads % tp == 0 and _memory_bytes(target.footprint(name, tp), None, "none", 0, 1, row_tokens) <= limit:
@@ -576,11 +576,11 @@ def _proxy_curve(db_url: str | None, model: str, method: str,
     return curve, item
 
 
-def _choose(batch_size: int, predicted: list[tuple[tuple[str, str | None, int], Prediction]], memory: Any,
+def _choose(concurrency: int, predicted: list[tuple[tuple[str, str | None, int], Prediction]], memory: Any,
             limit: int, priced: Priced) -> PlanRow:
-    """The plan's row at ``batch_size``: the fastest configuration that fits (any, when none fits),
+    """The plan's row at ``concurrency``: the fastest configuration that fits (any, when none fits),
     or a simpler one within SIMPLER_WITHIN of it."""
-    sized = [(config, p, memory(*config, batch_size)) for config, p in predicted]
+    sized = [(config, p, memory(*config, concurrency)) for config, p in predicted]
     fitting = [item for item in sized if item[2] <= limit] or sized
     leader = max(fitting, key=lambda item: item[1].tokens_per_s)
     close = [item for item in fitting if item[1].tokens_per_s >= (1 - SIMPLER_WITHIN) * leader[1].tokens_per_s]
@@ -599,7 +599,7 @@ def _choose(batch_size: int, predicted: list[tuple[tuple[str, str | None, int], 
     label = _label(method, draft, depth)
     low, high = plan_interval(prediction, priced)
     return PlanRow(
-        batch_size=batch_size, label=label, method=method, draft=draft, depth=depth,
+        concurrency=concurrency, label=label, method=method, draft=draft, depth=depth,
         predicted_tokens_per_s=prediction.tokens_per_s, predicted_tokens_per_s_low=low,
         predicted_tokens_per_s_high=high,
         predicted_speedup=prediction.tokens_per_s / baseline.tokens_per_s,
@@ -631,25 +631,25 @@ def _label(method: str, draft: str | None, depth: int) -> str:
     return f"draft:{draft}@{depth}" if method == "draft" else f"{method}@{depth}"
 
 
-def _check_batch_sizes(batch_sizes: Sequence[int] | None) -> list[int] | None:
-    if batch_sizes is None:
+def _check_concurrencies(concurrencies: Sequence[int] | None) -> list[int] | None:
+    if concurrencies is None:
         return None
-    sizes = sorted(set(batch_sizes))
-    if not sizes or any(not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_BATCH_SIZE for b in sizes):
-        raise ConfigurationError(f"--batch-sizes must be integers between 1 and {MAX_BATCH_SIZE}, got "
-                                 f"{', '.join(map(str, batch_sizes)) or 'none'}")
+    sizes = sorted(set(concurrencies))
+    if not sizes or any(not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_CONCURRENCY for b in sizes):
+        raise ConfigurationError(f"--concurrency takes integers between 1 and {MAX_CONCURRENCY}, got "
+                                 f"{', '.join(map(str, concurrencies)) or 'none'}")
     return sizes
 
 
-def parse_batch_sizes(text: str | None) -> tuple[int, ...] | None:
+def parse_concurrencies(text: str | None) -> tuple[int, ...] | None:
     """``"1,8,64"`` -> (1, 8, 64); a ConfigurationError for anything else."""
     if text is None:
         return None
     try:
         sizes = tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise ConfigurationError(f"--batch-sizes must be comma-separated integers, got {text!r}") from None
-    _check_batch_sizes(sizes)
+        raise ConfigurationError(f"--concurrency must be comma-separated integers, got {text!r}") from None
+    _check_concurrencies(sizes)
     return sizes
 
 
@@ -797,7 +797,7 @@ def _stored_hardware(session: Any, key: str) -> tuple[AcceleratorSpec, dict[str,
 
 def write_plan_export(plan: DeploymentPlan, fmt: str, output: str | Path | None = None, force: bool = False) -> Path:
     """Write ``plan`` as a serving config (``autotune export``'s formats; the header says it is a
-    prediction) to ``output``, by default ``profiles/plan__<hardware>__<model>__<config>-bs<b><suffix>``."""
+    prediction) to ``output``, by default ``profiles/plan__<hardware>__<model>__<config>-c<c><suffix>``."""
     from autotune.serving import DEFAULT_EXPORT_DIR, SUFFIXES, check_format, export_profile, slugify
     from autotune.profiles.files import write_atomic
 
@@ -807,7 +807,7 @@ def write_plan_export(plan: DeploymentPlan, fmt: str, output: str | Path | None 
     if output is None:
         config = profile.method if profile.method == "none" else f"{profile.method}-d{profile.depth}"
         stem = "__".join(["plan", slugify(profile.hardware.name), slugify(profile.target.name),
-                          f"{config}-bs{profile.batch_size}"])
+                          f"{config}-c{profile.concurrency}"])
         output = DEFAULT_EXPORT_DIR / f"{stem}{SUFFIXES[fmt]}"
     path = Path(output)
     return write_atomic(path, text, force=force, executable=path.suffix == ".sh")

@@ -118,7 +118,7 @@ class Pricing:
                 heads[label] = (shape.layers, shape.vocab)
         pricer = SiliconPricer(roofline, target, roofline.target, spec.pass_overhead_us * 1e-6, models, heads)
         share = pricer.measured_share(1)
-        notes.append(f"{share:.0%} of a plain step at batch 1 comes from rows the library marks measured (the rest "
+        notes.append(f"{share:.0%} of a plain step at concurrency 1 comes from rows the library marks measured (the rest "
                      "from rows it fits or mixes: norms, activations, embedding, MoE with its communication)")
         fallback = sorted(target.low_fidelity.union(*(m.low_fidelity for m in models.values())))
         if fallback:

@@ -6,9 +6,9 @@ its measurements stored the acceptance per category (:mod:`autotune.analysis.cat
 configuration's prediction is then multiplied by Ω_mix / Ω_measured of the stored measurement of the
 same proposer at the same depth (:mod:`autotune.analysis.mix` states the math: a step costs the same
 whatever the text, so only the tokens per step change), and its TPOT divided by it, before the plan
-chooses: a mix can change which depth wins. Acceptance does not depend on the batch size (greedy
-drafting proposes the same tokens at any batch size), so one measurement per depth serves every
-batch size. A depth no measurement covered (the model extrapolates past the deepest measured one)
+chooses: a mix can change which depth wins. Acceptance does not depend on the concurrency (greedy
+drafting proposes the same tokens at any concurrency), so one measurement per depth serves every
+concurrency. A depth no measurement covered (the model extrapolates past the deepest measured one)
 takes the factor of the nearest measured depth, and the plan says so. Method none emits one token
 per step whatever the text: factor 1.
 """
@@ -72,22 +72,22 @@ def factor_at(by_depth: Mapping[int, float], depth: int) -> tuple[float, bool]:
 
 def apply_mix(predictions: dict[int, dict[tuple[str, str | None, int], Any]],
               factors: Mapping[Key, Mapping[int, float]]) -> tuple[dict[int, dict[tuple[str, str | None, int], Any]], list[str]]:
-    """The predictions (batch size -> configuration -> Prediction) carried over to the mix; notes
+    """The predictions (concurrency -> configuration -> Prediction) carried over to the mix; notes
     naming the depths whose factor was borrowed from the nearest measured one."""
     borrowed: set[str] = set()
     carried: dict[int, dict[tuple[str, str | None, int], Any]] = {}
-    for batch_size, by_config in predictions.items():
-        carried[batch_size] = {}
+    for concurrency, by_config in predictions.items():
+        carried[concurrency] = {}
         for config, prediction in by_config.items():
             method, draft, depth = config
             by_depth = factors.get((method, draft))
             if method == "none" or not by_depth:
-                carried[batch_size][config] = prediction
+                carried[concurrency][config] = prediction
                 continue
             factor, lent = factor_at(by_depth, depth)
             if lent:
                 borrowed.add(f"{method}{':' + draft if draft else ''}@{depth}")
-            carried[batch_size][config] = scaled(prediction, factor)
+            carried[concurrency][config] = scaled(prediction, factor)
     notes = [f"--mix: no measurement at {', '.join(sorted(borrowed))}; the nearest measured depth's factor is used"] \
         if borrowed else []
     return carried, notes

@@ -155,7 +155,7 @@ def short_hardware(name: str) -> str:
 
 
 # Every column of `profiles list` / `profiles best`; the optional ones go first when the terminal is narrow.
-PROFILE_COLUMNS = ["id", "created", "study", "hardware", "model", "config", "draft", "batch", "tokens/s", "speedup"]
+PROFILE_COLUMNS = ["id", "created", "study", "hardware", "model", "config", "draft", "c", "tokens/s", "speedup"]
 PROFILE_OPTIONAL = ("created", "study", "draft")
 
 
@@ -165,7 +165,7 @@ def profile_summary_row(profile, wide: bool = False) -> dict:  # noqa: ANN001 - 
     return {
         "id": summary["id"], "created": summary["created_at"], "study": summary["study"],
         "hardware": summary["hardware"] if wide else short_hardware(summary["hardware"]), "model": summary["model"],
-        "config": profile.label(), "draft": summary["draft"], "batch": summary["batch_size"],
+        "config": profile.label(), "draft": summary["draft"], "c": summary["concurrency"],
         "tokens/s": summary["tokens_per_s"], "speedup": summary["speedup"],
     }
 
@@ -253,7 +253,7 @@ def print_measure(report) -> None:  # noqa: ANN001 - autotune.measure.MeasureRep
     """One configuration's figures with their 95 % intervals (a row per figure, a column per
     configuration), the paired speedup, and the verification against the baseline if it ran."""
     m = report.measurement
-    runs = {f"{report.config.label()} b{m.batch_size}": report.repeated}
+    runs = {f"{report.config.label()} c{m.concurrency}": report.repeated}
     if report.baseline is not None:
         runs["none (baseline)"] = report.protocol.baseline
     rows = []
@@ -290,11 +290,11 @@ def print_measure(report) -> None:  # noqa: ANN001 - autotune.measure.MeasureRep
 
 
 # Short headers: the table must stay readable on an 80-column terminal.
-TRIAL_COLUMNS = ["#", "phase", "config", "batch", "state", "n", "tokens/s", "speedup", "accept", "note"]
+TRIAL_COLUMNS = ["#", "phase", "config", "c", "state", "n", "tokens/s", "speedup", "accept", "note"]
 # Added after tokens/s when a trial of the study has a prediction (older studies: the columns above only).
 PREDICTION_COLUMNS = ["pred", "err"]
 # With them, on a 120-column terminal: these short cells stay on one line, config, speedup and note wrap.
-UNWRAPPED_TRIAL_COLUMNS = ("#", "phase", "batch", "state", "n", "tokens/s", *PREDICTION_COLUMNS, "accept")
+UNWRAPPED_TRIAL_COLUMNS = ("#", "phase", "c", "state", "n", "tokens/s", *PREDICTION_COLUMNS, "accept")
 
 
 def _compact(value: float) -> str:
@@ -332,7 +332,7 @@ def trial_notes(row) -> str | None:  # noqa: ANN001 - a TrialFigures row
     """Why a row failed, a screening pass the machine's load disturbed however often it was
     measured again or measured under a load that persisted, one measured again for lying far below its prediction (or whose repetition
     failed), and what the confirmation protocol said about it (raced out, noisy, capped,
-    implausible batch size)."""
+    implausible concurrency)."""
     extra = row.extra or {}
     notes = [row.reason] if row.reason else []
     if extra.get("disturbed"):
@@ -370,7 +370,7 @@ def trial_row(row) -> dict:  # noqa: ANN001 - a TrialFigures row with the trial'
     else:
         phase = "screen"
     return {
-        "#": row.trial_number, "phase": phase, "config": config_label(row), "batch": row.batch_size, "state": row.state,
+        "#": row.trial_number, "phase": phase, "config": config_label(row), "c": row.concurrency, "state": row.state,
         "n": row.repetitions if row.tokens_per_s is not None else None,
         "tokens/s": format_estimate(row.estimate("tokens_per_s"), 4) if row.tokens_per_s is not None else "-",
         "speedup": trial_speedup(row) if row.tokens_per_s is not None else "-",
@@ -433,8 +433,8 @@ def _row_estimate(row: dict, name: str):  # noqa: ANN202 - an Estimate or None
     return Estimate(float(value), row.get(f"{name}_low"), row.get(f"{name}_high"), int(row.get("repetitions") or 1))
 
 
-def batch_size_row(row: dict) -> dict:
-    """One line of a profile's per-batch-size table (a BatchSizeBest dict; tables stored before
+def concurrency_row(row: dict) -> dict:
+    """One line of a profile's per-concurrency table (a ConcurrencyBest dict; tables stored before
     intervals existed lack the interval keys and read as one run)."""
     label = row.get("label") or (None if row.get("method") is None else
                                  row["method"] if row["method"] == "none" else f"{row['method']}@{row.get('depth')}")
@@ -442,7 +442,7 @@ def batch_size_row(row: dict) -> dict:
     speedup = _row_estimate(row, "speedup")
     tied = [t for t in row.get("tied") or [] if t != label]
     return {
-        "batch": row.get("batch_size"),
+        "c": row.get("concurrency"),
         "depth": (0 if speculation_off else row.get("depth")) if label else None,
         "configuration": label,
         "tokens/s": format_estimate(_row_estimate(row, "tokens_per_s"), 4),
@@ -454,13 +454,13 @@ def batch_size_row(row: dict) -> dict:
     }
 
 
-OFF_STATE_COLUMNS = ["engine", "batch", "served instead, vs none"]
+OFF_STATE_COLUMNS = ["engine", "c", "served instead, vs none"]
 
 
 def print_profile(profile, wide: bool = False,  # noqa: ANN001 - autotune.profiles.data.DeploymentProfile
                   off_state: dict[str, list[dict]] | None = None) -> None:
     """``autotune profiles show``: the recommendation with its 95 % intervals and n, whether the
-    confirmation phase measured it, what it is tied with, and the per-batch-size table (on a narrow
+    confirmation phase measured it, what it is tied with, and the per-concurrency table (on a narrow
     terminal without depth and n, which the configuration and the intervals already say; ``wide``:
     every column). ``off_state``: :func:`autotune.serving.offstate.off_state_report`, a table of what
     each engine's server runs where none won."""
@@ -470,7 +470,7 @@ def print_profile(profile, wide: bool = False,  # noqa: ANN001 - autotune.profil
         "study": profile.study.name, "hardware": f"{profile.hardware.name} ({profile.hardware.fingerprint})",
         "model": f"{profile.target.name} ({profile.target.fingerprint})",
         "configuration": profile.label() + (f" with draft {profile.draft.name}" if profile.draft else ""),
-        "batch size": profile.batch_size, "objective": profile.objective,
+        "concurrency": profile.concurrency, "objective": profile.objective,
         "tokens/s": format_estimate(tokens, 4),
         "speedup vs none": "1x (baseline)" if profile.method == "none" and speedup else format_speedup(speedup),
         "TPOT p50 ms": format_estimate(tpot, 4),
@@ -487,13 +487,13 @@ def print_profile(profile, wide: bool = False,  # noqa: ANN001 - autotune.profil
                       "did not run)")
     tied = [label for label in profile.tied_with if label != profile.label()]
     if tied:
-        console.print(f"tied within noise at batch size {profile.batch_size}: {profile.label()} and "
+        console.print(f"tied within noise at concurrency {profile.concurrency}: {profile.label()} and "
                       f"{', '.join(tied)}; {profile.label()} is the simplest to operate")
-    table = [batch_size_row(row) for row in profile.per_batch_size]
+    table = [concurrency_row(row) for row in profile.per_concurrency]
     if table:
-        print_rows(table, list(table[0]), title="Per batch size: depth to serve (0: speculation off), 95 % intervals",
+        print_rows(table, list(table[0]), title="Per concurrency: depth to serve (0: speculation off), 95 % intervals",
                    optional=("n", "depth"), wide=wide)
-    off = [dict(zip(OFF_STATE_COLUMNS, (engine, state["batch_size"], state["summary"])))
+    off = [dict(zip(OFF_STATE_COLUMNS, (engine, state["concurrency"], state["summary"])))
            for engine, states in (off_state or {}).items() for state in states]
     if off:
         print_rows(off, OFF_STATE_COLUMNS, title="Where none won: what a speculative server runs there (not none)",
@@ -501,7 +501,7 @@ def print_profile(profile, wide: bool = False,  # noqa: ANN001 - autotune.profil
 
 
 def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
-    """``autotune plan``: the title saying it is predicted, one row per batch size (best
+    """``autotune plan``: the title saying it is predicted, one row per concurrency (best
     configuration, predicted tokens/s with its 95 % interval, speedup, TPOT, memory, fit), the
     basis (acceptance, step costs, calibration), the notes and the warnings."""
 
@@ -513,14 +513,14 @@ def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
 
     console = stdout()
     console.print(plan.title, style="bold")
-    table = Table(title=f"{plan.target.name} on {plan.hardware.name}, per batch size")
+    table = Table(title=f"{plan.target.name} on {plan.hardware.name}, per concurrency")
     wrapping = ("best config", "pred tok/s [95%]")  # the widest cells: on 80 columns, an interval may wrap
-    for column in ("batch", *wrapping, "speedup", "TPOT ms", "mem GiB", "fits"):
+    for column in ("c", *wrapping, "speedup", "TPOT ms", "mem GiB", "fits"):
         table.add_column(column, justify="left" if column in ("best config", "fits") else "right",
                          no_wrap=column not in wrapping, min_width=len(column))  # headers stay whole
     for row in plan.rows:
         table.add_row(
-            str(row.batch_size), row.label,
+            str(row.concurrency), row.label,
             f"{compact(row.predicted_tokens_per_s)} [{compact(row.predicted_tokens_per_s_low)}, "
             f"{compact(row.predicted_tokens_per_s_high)}]",
             f"{row.predicted_speedup:.2f}x", format_value(row.predicted_tpot_ms_p50),
@@ -529,7 +529,7 @@ def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
     console.print(table)
     for row in plan.rows:
         if row.leader:
-            console.print(f"batch {row.batch_size}: {row.label} is within 2 % of the fastest, {row.leader}, and simpler")
+            console.print(f"concurrency {row.concurrency}: {row.label} is within 2 % of the fastest, {row.leader}, and simpler")
     for line in plan.basis_lines() + plan.notes:
         console.print(line)
     for warning in plan.warnings:

@@ -1,13 +1,13 @@
 """The study report: PNG plots and one self-contained HTML page (the PNGs embedded as data URIs).
 
-Plots: throughput against batch size per method; speedup against depth per method at each batch
-size; acceptance per draft position; the throughput/TPOT Pareto front with the chosen profile
-marked; each method's best speedup per batch size; when the performance model predicted
+Plots: throughput against concurrency per method; speedup against depth per method at each
+concurrency; acceptance per draft position; the throughput/TPOT Pareto front with the chosen profile
+marked; each method's best speedup per concurrency; when the performance model predicted
 trials before they ran, predicted against measured tokens/s; and, when the profile was served by
 ``autotune validate``, its newest validation's tok/s and TPOT against concurrency (schedule, best
 fixed depth and none, with their intervals over the runs). The page adds the per-method verdict
 (:func:`autotune.analysis.decision.method_verdicts`, in the words the tuner's summary uses), the
-per-batch-size table and every trial (with its prediction, where one was made).
+per-concurrency table and every trial (with its prediction, where one was made).
 
 Every figure is read from the rows that decide (:func:`autotune.analysis.decision.deciding_rows`:
 the latest confirmation run, or the screening trials without one). Confirmation rows carry 95 %
@@ -159,14 +159,14 @@ def figures(data: StudyData) -> dict[str, Figure]:
     done = decision.deciding_rows(data.measurements)
     if not done:
         return served
-    result = {"throughput_vs_batch_size": plot_throughput(data, done)}
+    result = {"throughput_vs_concurrency": plot_throughput(data, done)}
     if _has_speedups(done):
         result["speedup_vs_depth"] = plot_speedup_vs_depth(data, done)
     result["pareto_front"] = plot_pareto(data, done)
     if any(m.acceptance_by_position for m in done):
         result["acceptance_by_position"] = plot_acceptance(data, done)
     verdicts = [v for v in method_verdicts(data) if v.method != decision.BASELINE]
-    if any(entry["speedup"] is not None for v in verdicts for entry in v.by_batch_size):
+    if any(entry["speedup"] is not None for v in verdicts for entry in v.by_concurrency):
         result["speedup_by_method"] = plot_speedup_by_method(data, verdicts)
     if prediction.checked_rows(data.measurements):
         result["predicted_vs_measured"] = plot_predicted_vs_measured(data)
@@ -223,9 +223,9 @@ def _by_series(measurements: Sequence[TrialRow]) -> dict[analysis.SeriesKey, lis
     return series
 
 
-def _batch_axis(ax, batch_sizes: Sequence[int]) -> None:  # noqa: ANN001 - a matplotlib Axes
+def _concurrency_axis(ax, concurrencies: Sequence[int]) -> None:  # noqa: ANN001 - a matplotlib Axes
     ax.set_xscale("log", base=2)
-    ax.set_xticks(list(batch_sizes), [str(b) for b in batch_sizes])
+    ax.set_xticks(list(concurrencies), [str(b) for b in concurrencies])
     ax.minorticks_off()
 
 
@@ -239,23 +239,23 @@ def _label(ax, xlabel: str, ylabel: str, title: str, legend_size: float | None =
 
 
 def plot_throughput(data: StudyData, done: Sequence[TrialRow]) -> Figure:
-    """Best tokens/s at each batch size per method, the best depth written next to each point, and
+    """Best tokens/s at each concurrency per method, the best depth written next to each point, and
     the 95 % interval as error bars where the rows have one (confirmation rows)."""
     figure = _figure(7.5, 4.8)
     ax = figure.add_subplot()
     for key, trials in _by_series(done).items():
-        best = decision.best_by_batch_size(trials)
+        best = decision.best_by_concurrency(trials)
         xs, ys = list(best), [m.tokens_per_s for m in best.values()]
         yerr = error_bars([m.estimate("tokens_per_s") for m in best.values()])
         ax.errorbar(xs, ys, yerr=yerr, marker="o", capsize=3, color=data.series_color(key), label=data.series_legend(key))
         if key[0] != "none":
             for m in best.values():
-                ax.annotate(f"d{m.depth}", (m.batch_size, m.tokens_per_s), textcoords="offset points",
+                ax.annotate(f"d{m.depth}", (m.concurrency, m.tokens_per_s), textcoords="offset points",
                             xytext=(4, 4), fontsize=7, color=data.series_color(key))
-    _batch_axis(ax, sorted({m.batch_size for m in done}))
+    _concurrency_axis(ax, sorted({m.concurrency for m in done}))
     what = "confirmed rows, error bars: 95 % intervals" if _confirmed(done) else "one screening run each, no interval"
-    _label(ax, "batch size (concurrent sequences)", "throughput (generated tokens/s)",
-           f"Throughput against batch size (best depth per method, dN = depth)\n{what}")
+    _label(ax, "concurrency (requests in flight)", "throughput (generated tokens/s)",
+           f"Throughput against concurrency (best depth per method, dN = depth)\n{what}")
     return figure
 
 
@@ -276,26 +276,26 @@ def plot_served(validation: ValidationResult) -> Figure:
             ax.errorbar([p.concurrency for p in points], [e.value for e in estimates], yerr=error_bars(estimates),
                         marker="o", capsize=3, color=SERVED_COLORS.get(server.name),
                         label=f"{server.name}: {server.label}".replace("$", r"\$"))
-        _batch_axis(ax, validation.concurrency)
+        _concurrency_axis(ax, validation.concurrency)
         _label(ax, "concurrency (requests in flight)", ylabel,
                f"{heading} ({validation.runs} run(s) per point)", legend_size=7)
     return figure
 
 
 def plot_speedup_vs_depth(data: StudyData, done: Sequence[TrialRow]) -> Figure:
-    """One panel per batch size: the paired speedup over the baseline (95 % interval as error bars)
+    """One panel per concurrency: the paired speedup over the baseline (95 % interval as error bars)
     against depth, per speculative method, for the rows that have one."""
-    batch_sizes = sorted({m.batch_size for m in done})
-    columns = min(3, len(batch_sizes))
-    rows = -(-len(batch_sizes) // columns)
+    concurrencies = sorted({m.concurrency for m in done})
+    columns = min(3, len(concurrencies))
+    rows = -(-len(concurrencies) // columns)
     figure = _figure(4.0 * columns, 3.2 * rows)
     axes = figure.subplots(rows, columns, sharey=True, squeeze=False).ravel()
     speculative = {k: v for k, v in _by_series(done).items() if k[0] != decision.BASELINE}
     depths = sorted({m.depth for trials in speculative.values() for m in trials}) or [0]
-    for ax, batch_size in zip(axes, batch_sizes):
+    for ax, concurrency in zip(axes, concurrencies):
         for key, trials in speculative.items():
             points = sorted(
-                (m.depth, s) for m in trials if m.batch_size == batch_size and (s := decision.speedup_estimate(m)) is not None
+                (m.depth, s) for m in trials if m.concurrency == concurrency and (s := decision.speedup_estimate(m)) is not None
             )
             if points:
                 estimates = [s for _, s in points]
@@ -303,20 +303,20 @@ def plot_speedup_vs_depth(data: StudyData, done: Sequence[TrialRow]) -> Figure:
                             marker="o", capsize=3, color=data.series_color(key), label=data.series_legend(key))
         ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
         ax.set_xticks(depths)
-        ax.set_title(f"batch size {batch_size}")
+        ax.set_title(f"concurrency {concurrency}")
         ax.set_xlabel("depth (draft tokens per step)")
         ax.grid(True, alpha=0.3)
-    for ax in axes[len(batch_sizes):]:
+    for ax in axes[len(concurrencies):]:
         ax.set_visible(False)
     for ax in axes[::columns]:
         ax.set_ylabel("speedup over none (x)")
     handles: dict = {}
-    for ax in axes[:len(batch_sizes)]:  # every series once, whichever panel drew it
+    for ax in axes[:len(concurrencies)]:  # every series once, whichever panel drew it
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
     if handles:
         figure.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=len(handles))
-    figure.suptitle("Paired speedup against speculation depth, per batch size (95 % intervals)")
+    figure.suptitle("Paired speedup against speculation depth, per concurrency (95 % intervals)")
     return figure
 
 
@@ -339,7 +339,7 @@ def plot_acceptance(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     ax.set_xticks(range(1, longest + 1))
     ax.set_ylim(0, 1.05)
     _label(ax, "draft position", "acceptance rate (fraction accepted)",
-           "Acceptance per draft position (mean over batch sizes and depths)")
+           "Acceptance per draft position (mean over concurrency levels and depths)")
     return figure
 
 
@@ -371,7 +371,7 @@ def plot_pareto(data: StudyData, done: Sequence[TrialRow]) -> Figure:
     chosen = _chosen(data, timed)
     if chosen is not None:
         ax.scatter([chosen.tpot_ms_p50], [chosen.tokens_per_s], marker="*", s=260, color="gold", edgecolors="black",
-                   zorder=5, label=f"chosen profile: {chosen.config_label} at batch {chosen.batch_size}")
+                   zorder=5, label=f"chosen profile: {chosen.config_label} at concurrency {chosen.concurrency}")
     _label(ax, "TPOT p50 (ms per output token, lower is better)", "throughput (generated tokens/s, higher is better)",
            "Throughput against latency: trials and Pareto front", legend_size=8)
     return figure
@@ -385,24 +385,24 @@ def _chosen(data: StudyData, trials: Sequence[TrialRow]) -> TrialRow | None:
 
 
 def plot_speedup_by_method(data: StudyData, verdicts: Sequence[decision.MethodVerdict]) -> Figure:
-    """Per batch size: each method's best paired speedup, as its verdict has it (95 % interval as
-    error bars where confirmed); a method without a speedup at a batch size has no bar there."""
-    batch_sizes = sorted({entry["batch_size"] for v in verdicts for entry in v.by_batch_size})
+    """Per concurrency: each method's best paired speedup, as its verdict has it (95 % interval as
+    error bars where confirmed); a method without a speedup at a concurrency has no bar there."""
+    concurrencies = sorted({entry["concurrency"] for v in verdicts for entry in v.by_concurrency})
     figure = _figure(7.5, 4.5)
     ax = figure.add_subplot()
     width = 0.8 / len(verdicts)
     for i, verdict in enumerate(verdicts):
         key = next(analysis.series_key(m) for m in data.measurements if decision.method_name(m) == verdict.name)
-        measured = [entry for entry in verdict.by_batch_size if entry["speedup"] is not None]
+        measured = [entry for entry in verdict.by_concurrency if entry["speedup"] is not None]
         estimates = [_table_estimate(entry, "speedup") for entry in measured]
-        ax.bar([batch_sizes.index(entry["batch_size"]) - 0.4 + width * (i + 0.5) for entry in measured],
+        ax.bar([concurrencies.index(entry["concurrency"]) - 0.4 + width * (i + 0.5) for entry in measured],
                [e.value for e in estimates], width, yerr=error_bars(estimates), capsize=3,
                color=data.series_color(key), label=data.series_legend(key))
     ax.axhline(1.0, color=METHOD_COLORS["none"], linestyle="--", linewidth=1, label="baseline (none)")
-    ax.set_xticks(range(len(batch_sizes)), [str(b) for b in batch_sizes])
+    ax.set_xticks(range(len(concurrencies)), [str(b) for b in concurrencies])
     ax.grid(True, axis="y", alpha=0.3)
-    _label(ax, "batch size", "best paired speedup over none (x)",
-           "Best speedup per method at each batch size (95 % intervals)", legend_size=8)
+    _label(ax, "concurrency", "best paired speedup over none (x)",
+           "Best speedup per method at each concurrency (95 % intervals)", legend_size=8)
     return figure
 
 
@@ -470,14 +470,14 @@ tr.failed td { color: #999; } tr.superseded td { color: #999; }
 """
 
 PLOT_CAPTIONS = {
-    "throughput_vs_batch_size": "Throughput against batch size per method (best depth at each batch size; "
+    "throughput_vs_concurrency": "Throughput against concurrency per method (best depth at each concurrency; "
                                 "error bars: 95 % intervals of confirmed rows).",
-    "speedup_vs_depth": "Paired speedup over the baseline against depth, one panel per batch size "
+    "speedup_vs_depth": "Paired speedup over the baseline against depth, one panel per concurrency "
                         "(error bars: 95 % intervals).",
     "acceptance_by_position": "Acceptance rate per draft position.",
     "pareto_front": "The deciding rows by TPOT and throughput (error bars: 95 % intervals); the Pareto front and the "
                     "chosen profile (star).",
-    "speedup_by_method": "Each method's best paired speedup over the baseline per batch size, as the verdict above "
+    "speedup_by_method": "Each method's best paired speedup over the baseline per concurrency, as the verdict above "
                          "has it (error bars: 95 % intervals).",
     "served_vs_concurrency": "The profile served (autotune validate): output tok/s and TPOT p50 against concurrency "
                              "for the exported schedule, the best fixed depth and none (error bars: 95 % intervals "
@@ -532,8 +532,8 @@ def render_html(data: StudyData, pngs: dict[str, bytes]) -> str:
         caption = PLOT_CAPTIONS.get(name, name)
         parts.append(f"<figure><img src='{uri}' alt='{e(caption)}'><figcaption>{e(caption)} "
                      f"(also <a href='{e(name)}.png'>{e(name)}.png</a>)</figcaption></figure>")
-    if data.profile and data.profile.per_batch_size:
-        parts += ["<h2>Best configuration per batch size</h2>", _per_batch_table(data.profile.per_batch_size)]
+    if data.profile and data.profile.per_concurrency:
+        parts += ["<h2>Best configuration per concurrency</h2>", _per_concurrency_table(data.profile.per_concurrency)]
     if data.validations:
         parts += ["<h2>Served (autotune validate)</h2>", _served_html(data.validations[0])]
     parts += ["<h2>All trials</h2>", _trials_table(data)]
@@ -634,15 +634,15 @@ def _profile_html(profile: DeploymentProfile | None) -> str:
     draft = profile.draft.name if profile.draft else DASH
     tied = [label for label in profile.tied_with if label != profile.label()]
     confirmed = "yes" if profile.confirmed else "no (one screening run)"
-    row = [profile.id, profile.label(), draft, profile.batch_size, profile.objective,
+    row = [profile.id, profile.label(), draft, profile.concurrency, profile.objective,
            _estimate(profile.estimate("tokens_per_s")), _estimate(profile.estimate("tpot_ms_p50")),
            _speedup(profile.estimate("speedup"), baseline=profile.method == decision.BASELINE),
            profile.repetitions, confirmed, ", ".join(tied) or DASH, utc_iso(profile.created_at) or ""]
-    headers = ["id", "configuration", "draft", "batch size", "objective", "tokens/s", "TPOT p50 (ms)", "speedup (x)", "n",
+    headers = ["id", "configuration", "draft", "concurrency", "objective", "tokens/s", "TPOT p50 (ms)", "speedup (x)", "n",
                "confirmed", "tied within noise", "created"]
     table = _table(headers, [row], text_columns=(1, 2, 4, 9, 10, 11))
     if tied:
-        table += (f"<p class='note'>At batch size {profile.batch_size}, {html.escape(profile.label())} and "
+        table += (f"<p class='note'>At concurrency {profile.concurrency}, {html.escape(profile.label())} and "
                   f"{html.escape(', '.join(tied))} are within noise of each other (their paired 95 % interval "
                   f"includes 1): {html.escape(profile.label())} is the simplest to operate.</p>")
     return table
@@ -650,7 +650,7 @@ def _profile_html(profile: DeploymentProfile | None) -> str:
 
 def _verdict_html(verdicts: Sequence[decision.MethodVerdict]) -> str:
     """The verdict in the words of the tuner's summary (:func:`autotune.analysis.decision.verdict_lines`),
-    then each method's best configuration at every batch size it was measured at."""
+    then each method's best configuration at every concurrency it was measured at."""
     lines = decision.verdict_lines(verdicts)
     if not lines:
         return "<p class='verdict'>No speculative method completed a trial in this study.</p>"
@@ -658,11 +658,11 @@ def _verdict_html(verdicts: Sequence[decision.MethodVerdict]) -> str:
     for verdict in verdicts:
         if verdict.method == decision.BASELINE:
             continue
-        for entry in verdict.by_batch_size:
-            rows.append([verdict.name, entry["batch_size"], entry["depth"], _num(entry["tokens_per_s"]),
+        for entry in verdict.by_concurrency:
+            rows.append([verdict.name, entry["concurrency"], entry["depth"], _num(entry["tokens_per_s"]),
                          _speedup(_table_estimate(entry, "speedup")), entry["repetitions"], _num(entry["acceptance_rate"]),
-                         _num(entry["acceptance_length"]), "yes" if entry["batch_size"] in verdict.wins_at else "no"])
-    headers = ["method", "batch size", "best depth", "tokens/s", "speedup (x)", "n", "acceptance rate",
+                         _num(entry["acceptance_length"]), "yes" if entry["concurrency"] in verdict.wins_at else "no"])
+    headers = ["method", "concurrency", "best depth", "tokens/s", "speedup (x)", "n", "acceptance rate",
                "acceptance length", "recommended here"]
     text = "<br>".join(html.escape(line) for line in lines)
     return f"<p class='verdict'>{text}</p>\n" + _table(headers, rows, text_columns=(0, 8))
@@ -687,10 +687,10 @@ def _table_estimate(row: dict, name: str) -> Estimate | None:
     return Estimate(float(value), row.get(f"{name}_low"), row.get(f"{name}_high"), int(row.get("repetitions") or 1))
 
 
-def _per_batch_table(rows: Sequence[dict]) -> str:
+def _per_concurrency_table(rows: Sequence[dict]) -> str:
     """The tuner's table of recommendations (depth 0: speculation off); rows without a complete
     trial show dashes; tables stored before intervals existed read as one run each."""
-    headers = ["batch size", "depth to serve", "configuration", "tokens/s", "speedup (x)", "n", "tied within noise",
+    headers = ["concurrency", "depth to serve", "configuration", "tokens/s", "speedup (x)", "n", "tied within noise",
                "acceptance rate", "trials", "note"]
     body = []
     for r in rows:
@@ -700,7 +700,7 @@ def _per_batch_table(rows: Sequence[dict]) -> str:
         depth = (0 if baseline else r.get("depth")) if label else None
         tied = [t for t in r.get("tied") or [] if t != label]
         note = r.get("note") or ("" if r.get("confirmed") or not label else "screening: one run")
-        body.append([r.get("batch_size"), _num(depth), label or DASH,
+        body.append([r.get("concurrency"), _num(depth), label or DASH,
                      _estimate(_table_estimate(r, "tokens_per_s")), _speedup(_table_estimate(r, "speedup"), baseline),
                      _num(r.get("repetitions") or (1 if label else None)), ", ".join(map(str, tied)) or DASH,
                      _num(r.get("acceptance_rate")), _num(r.get("trials")), note])
@@ -716,7 +716,7 @@ def _trials_table(data: StudyData) -> str:
     """Every stored row: the screening trials, then the confirmation rows (earlier runs greyed); when
     the study has predictions, the predicted tokens/s and the prediction's error after tokens/s."""
     predicted = _has_predictions(data.measurements)
-    headers = ["phase", "trial", "state", "method", "draft", "depth", "batch size", "n", "tokens/s",
+    headers = ["phase", "trial", "state", "method", "draft", "depth", "concurrency", "n", "tokens/s",
                *(["predicted tokens/s", "error"] if predicted else []), "TPOT p50 (ms)",
                "speedup (x)", "acceptance rate", "peak memory (MiB)", "note"]
     deciding = {m.key for m in decision.deciding_rows(data.measurements)}
@@ -724,7 +724,7 @@ def _trials_table(data: StudyData) -> str:
     rows, classes = [], []
     order = {"screening": 0, "confirmation": 1}
     for m in sorted(data.measurements, key=lambda m: (order.get(m.phase, 2), decision.confirmation_run(m) or 0,
-                                                      m.batch_size, m.method, m.depth, m.trial_number)):
+                                                      m.concurrency, m.method, m.depth, m.trial_number)):
         draft = data.series_name(analysis.series_key(m)) if m.method == "draft" else DASH
         memory = _num(m.peak_memory_bytes / 2**20) if m.peak_memory_bytes else DASH
         measured = m.complete
@@ -737,7 +737,7 @@ def _trials_table(data: StudyData) -> str:
         if m.extra.get("implausible"):
             notes.append(f"speedups withheld: {m.extra['implausible']}")
         error = prediction.relative_error(m)
-        rows.append([_phase(m), m.trial_number, m.state, m.method, draft, m.depth, m.batch_size,
+        rows.append([_phase(m), m.trial_number, m.state, m.method, draft, m.depth, m.concurrency,
                      m.repetitions if measured else DASH,
                      _estimate(m.estimate("tokens_per_s")) if measured else DASH,
                      *([_predicted(m), DASH if error is None else format_error(error)]
@@ -766,7 +766,7 @@ def _categories_html(profile: DeploymentProfile | None, measurements: Sequence[T
             for row in category_rows(by_category)]
     headers = ["category", "acceptance length", "95 % interval", "prompts", "requests", "tokens/request", "share"]
     notes = "".join(f"<p class='note'>{html.escape(line)}</p>" for line in category_differences(by_category))
-    return (f"<h2>Acceptance per request category ({html.escape(profile.label())} b{profile.batch_size})</h2>"
+    return (f"<h2>Acceptance per request category ({html.escape(profile.label())} c{profile.concurrency})</h2>"
             + _table(headers, rows, text_columns=(0,)) + notes
             + "<p class='note'>Tokens after the first per decode step, pooled over each category's requests; "
               "<code>autotune profiles show ID --mix code=0.3,chat=0.7</code> predicts the profile's figures for "

@@ -4,9 +4,9 @@ A study can run for many minutes; on a pipe (CI logs, ``nohup``) a bar draws not
 phase, each finished trial and each note (a disturbed pass measured again) gets one line of its own,
 prefixed with the time since the start::
 
-    [0:00] timing step costs for 3 proposer(s) at batch sizes 1, 2
-    [0:41] trial 3/12 draft@2 b1: complete, 812.3 tok/s (predicted 790.0) · best ... · at most 9 more, ~1:30
-    [0:44] draft@3 b1: other processes use 1.80 of 2 cores: re-measuring (1 of 2)
+    [0:00] timing step costs for 3 proposer(s) at concurrency levels 1, 2
+    [0:41] trial 3/12 draft@2 c1: complete, 812.3 tok/s (predicted 790.0) · best ... · at most 9 more, ~1:30
+    [0:44] draft@3 c1: other processes use 1.80 of 2 cores: re-measuring (1 of 2)
 
 A trial's start is not a line (its end follows), so a study of N trials prints about N lines.
 """

@@ -43,7 +43,7 @@ def former(logs: list[tuple[ConfigKey, float]]) -> tuple[float, dict[ConfigKey, 
 
 
 def current(logs: list[tuple[ConfigKey, float]]) -> tuple[float, dict[ConfigKey, float], list[float]]:
-    """The current rule; these synthetic studies have no batch sizes, so its cell level stays out."""
+    """The current rule; these synthetic studies have no concurrency levels, so its cell level stays out."""
     triples = [(key, None, r) for key, r in logs]
     shift, groups, _ = corrections(triples)
     return shift, groups, loo_errors(triples)

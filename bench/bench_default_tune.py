@@ -43,12 +43,12 @@ def parse_args() -> argparse.Namespace:
 
 
 def configuration(row: Any) -> tuple:
-    return (row.method, row.depth, row.draft, row.batch_size)
+    return (row.method, row.depth, row.draft, row.concurrency)
 
 
 def label(row: Any) -> str:
     method = row.method if row.method == "none" else f"{row.method}@{row.depth}"
-    return f"{method} b{row.batch_size}"
+    return f"{method} c{row.concurrency}"
 
 
 def points(rows: list[Any]) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 Runs, each in a fresh SQLite database (so no study learns from another's stored profiles):
 
 * the **grid**: every point of the space screened once, then the confirmation phase (up to the
-  top 4 of every batch size and its baseline re-measured with the repeated, paired protocol): the
+  top 4 of every concurrency and its baseline re-measured with the repeated, paired protocol): the
   reference answer;
 * **TPE** with tune's default budget, for each ``--tpe-seeds``;
 * the **model-guided** default, for each ``--seeds``.
@@ -19,11 +19,11 @@ check: Omega(depth) derived from the grid's maximum-depth runs against the accep
 grid measured directly at each depth::
 
     python bench/bench_model_guided.py                                   # built-in models, ~45 min
-    python bench/bench_model_guided.py --seeds 1 --max-depth 3 --batch-sizes 1,4   # smoke
+    python bench/bench_model_guided.py --seeds 1 --max-depth 3 --concurrency 1,4   # smoke
     # vLLM's CPU build (issue 21, 6b): guided against TPE against the grid, MTP through the MiMo export
     .venv-vllm/bin/autotune models export-hf --out hf && .venv-vllm/bin/autotune models export-hf --out hf-mimo --model target --format mimo
     .venv-vllm/bin/python bench/bench_model_guided.py --engine vllm --target hf-mimo/autotune-byte-target \
-        --draft hf/autotune-byte-draft --max-depth 4 --batch-sizes 1,2,4 --seeds 1 --tpe-seeds 1
+        --draft hf/autotune-byte-draft --max-depth 4 --concurrency 1,2,4 --seeds 1 --tpe-seeds 1
 
 Figures, not pass/fail: the exit code is 0 either way. ``--json PATH`` writes them too.
 """
@@ -67,7 +67,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--draft", help="draft model (a folder for vllm and trtllm)")
     parser.add_argument("--workload", help="JSONL workload (default: the built-in one)")
     parser.add_argument("--max-depth", type=int, default=8)
-    parser.add_argument("--batch-sizes", type=lambda text: tuple(int(b) for b in text.split(",")))
+    parser.add_argument("--concurrency", dest="concurrencies", type=lambda text: tuple(int(b) for b in text.split(",")))
     parser.add_argument("--requests", type=int, help="use only the first N requests of the workload")
     parser.add_argument("--grid-db", help="reuse the grid study (named 'grid') of an earlier run in this database")
     parser.add_argument("--json", dest="json_path", help="also write the figures to this JSON file")
@@ -113,7 +113,7 @@ class Run:
     @property
     def choice(self) -> Candidate:
         row = self.result.profile.row
-        return Candidate(row.method, row.depth, row.batch_size, row.draft)
+        return Candidate(row.method, row.depth, row.concurrency, row.draft)
 
     def prediction_errors(self, against: dict[tuple, float] | None = None) -> list[float]:
         """|predicted / measured - 1| of every complete screening trial predicted before it ran:
@@ -133,7 +133,7 @@ class Run:
 
 
 def key(row: Any) -> tuple:
-    return (row.method, row.depth, row.batch_size, row.draft)
+    return (row.method, row.depth, row.concurrency, row.draft)
 
 
 def progress(name: str):  # noqa: ANN201 - a TuneProgress callback
@@ -160,14 +160,14 @@ def tie(run: Run, grid: Run, base: TuneOptions) -> tuple[bool, str]:
     mine, best = run.choice, grid.choice
     if mine == best:
         return True, "same configuration"
-    if mine.batch_size != best.batch_size:
+    if mine.concurrency != best.concurrency:
         a, b = run.result.profile.row.estimate("tokens_per_s"), grid.result.profile.row.estimate("tokens_per_s")
         overlap = a.high is not None and b.low is not None and (a.high >= b.low)
-        return overlap, f"other batch size; intervals {'overlap' if overlap else 'apart'}"
+        return overlap, f"other concurrency; intervals {'overlap' if overlap else 'apart'}"
     plan = plan_study(replace(base, study_name="tie-check"))
     configs = [c.engine_config(plan.draft_engine_args) for c in (mine, best)]
     with EngineWorker(plan.engine_spec, timeout_s=base.trial_timeout) as worker:
-        result = worker.measure_repeatedly(configs, plan.workload, mine.batch_size, seed=0,
+        result = worker.measure_repeatedly(configs, plan.workload, mine.concurrency, seed=0,
                                            options=ProtocolOptions(0.03, 5, 10, 60.0))
     ratio: Estimate = result.compare(configs[0], configs[1])
     tied = ratio.high is None or ratio.high >= 1.0
@@ -176,7 +176,7 @@ def tie(run: Run, grid: Run, base: TuneOptions) -> tuple[bool, str]:
 
 def derivation_check(grid: Run) -> list[dict[str, Any]]:
     """Omega(depth) from each proposer's deepest grid runs versus the acceptance length measured at
-    each depth (mean over batch sizes)."""
+    each depth (mean over concurrency levels)."""
     rows = [r for r in grid.screening if r.state == "complete" and r.method != "none"]
     checks = []
     for key in sorted({(r.method, r.draft) for r in rows}, key=str):
@@ -214,7 +214,7 @@ def main() -> None:
     def options(name: str, db_url: str | None = None, **changes: Any) -> TuneOptions:
         db_url = db_url or f"sqlite:///{Path(tempfile.mkdtemp(prefix='bench-guided-')) / 'bench.db'}"
         return TuneOptions(db_url=db_url, study_name=name, workload=workload, max_depth=args.max_depth,
-                           batch_sizes=args.batch_sizes, hardware=hardware, **models, **changes)
+                           concurrencies=args.concurrencies, hardware=hardware, **models, **changes)
 
     # Resuming a finished study measures nothing: --grid-db reads the earlier grid back.
     grid = execute(Run("grid", options("grid", args.grid_db, sampler="grid", seed=0)))
@@ -272,7 +272,7 @@ def main() -> None:
 
     checks = derivation_check(grid)
     print()
-    print("acceptance length derived from the maximum-depth runs vs measured at each depth (grid, mean over batch sizes):")
+    print("acceptance length derived from the maximum-depth runs vs measured at each depth (grid, mean over concurrency levels):")
     for method in dict.fromkeys(c["method"] for c in checks):
         line = "  ".join(f"d{c['depth']} {c['derived']:.2f}/{c['direct']:.2f} ({c['error']:+.1%})"
                          for c in checks if c["method"] == method)

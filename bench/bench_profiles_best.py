@@ -42,7 +42,7 @@ from autotune.store.models import (
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 METHOD_DEPTHS = {"none": [0], "mtp": [1, 2, 3, 4], "draft": [1, 2, 3, 4, 5, 6], "ngram": [1, 2, 3]}
-BATCH_SIZES = [1, 2, 4, 8, 16, 32, 64]
+CONCURRENCIES = [1, 2, 4, 8, 16, 32, 64]
 HARDWARE, TARGETS, STUDIES = 4, 5, 100
 CHUNK = 5_000
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -71,13 +71,13 @@ def fill(url: str, measurements: int, seed: int = 0) -> None:
         for s in range(STUDIES):
             for trial in range(per_study):
                 method, depth = configs[trial % len(configs)]
-                batch_size = BATCH_SIZES[(trial // len(configs)) % len(BATCH_SIZES)]
+                concurrency = CONCURRENCIES[(trial // len(configs)) % len(CONCURRENCIES)]
                 tokens_per_s = rng.uniform(50, 5000)
                 failed = rng.random() < 0.05
                 rows.append({
-                    "study_id": s + 1, "trial_number": trial, "method": method, "depth": depth, "batch_size": batch_size,
+                    "study_id": s + 1, "trial_number": trial, "method": method, "depth": depth, "concurrency": concurrency,
                     "draft_model_id": TARGETS + 1 if method == "draft" else None, "state": "failed" if failed else "complete",
-                    "tokens_per_s": None if failed else tokens_per_s, "tpot_ms_p50": None if failed else 1000 * batch_size / tokens_per_s,
+                    "tokens_per_s": None if failed else tokens_per_s, "tpot_ms_p50": None if failed else 1000 * concurrency / tokens_per_s,
                     "speedup": rng.uniform(0.5, 2.5), "acceptance_by_position": [], "extra": {},
                     "created_at": T0 + dt.timedelta(seconds=trial),
                 })
@@ -87,9 +87,9 @@ def fill(url: str, measurements: int, seed: int = 0) -> None:
         if rows:
             connection.execute(insert(MeasurementRecord), rows)
         connection.execute(insert(DeploymentProfileRecord), [
-            {"study_id": s + 1, "hardware_id": hw, "target_model_id": target, "method": "mtp", "depth": 2, "batch_size": 8,
+            {"study_id": s + 1, "hardware_id": hw, "target_model_id": target, "method": "mtp", "depth": 2, "concurrency": 8,
              "objective": "throughput", "tokens_per_s": rng.uniform(1000, 5000), "tpot_ms_p50": 5.0, "speedup": 1.5,
-             "per_batch_size": [], "details": {}, "created_at": T0 + dt.timedelta(hours=s, minutes=30)}
+             "per_concurrency": [], "details": {}, "created_at": T0 + dt.timedelta(hours=s, minutes=30)}
             for s, (hw, target) in enumerate(pairs)])
     # Statistics and (PostgreSQL) the visibility map, as autovacuum keeps them in a live database.
     engine = create_engine(make_url(url).set(drivername="postgresql+psycopg") if url.startswith("postgresql") else url,
@@ -101,10 +101,10 @@ def fill(url: str, measurements: int, seed: int = 0) -> None:
 
 REQUESTS = {
     "hot, any batch": {"model": "bench-model-0", "hardware": "bench-gpu-0"},
-    "hot, batch 8": {"model": "bench-model-0", "hardware": "bench-gpu-0", "batch_size": 8},
-    "hot, batch 8, TPOT<=2ms": {"model": "bench-model-0", "hardware": "bench-gpu-0", "batch_size": 8, "slo_tpot_ms": 2.0},
+    "hot, batch 8": {"model": "bench-model-0", "hardware": "bench-gpu-0", "concurrency": 8},
+    "hot, batch 8, TPOT<=2ms": {"model": "bench-model-0", "hardware": "bench-gpu-0", "concurrency": 8, "slo_tpot_ms": 2.0},
     "hot, TPOT<=0.5ms": {"model": "bench-model-0", "hardware": "bench-gpu-0", "slo_tpot_ms": 0.5},
-    "cold, batch 32": {"model": "bench-model-3", "hardware": "bench-gpu-3", "batch_size": 32},
+    "cold, batch 32": {"model": "bench-model-3", "hardware": "bench-gpu-3", "concurrency": 32},
 }
 
 

@@ -73,7 +73,7 @@ def run_study(seed: int, folder: Path, burn: tuple[float, float] | None) -> dict
         if r.speedup is not None and r.method != "none" and r.speedup > speedup_bound(r.acceptance_length, r.depth)
     ]
     return {
-        "seed": seed, "elapsed_s": elapsed, "label": row.label, "config": row.config_label, "batch_size": row.batch_size,
+        "seed": seed, "elapsed_s": elapsed, "label": row.label, "config": row.config_label, "concurrency": row.concurrency,
         "confirmed": row.confirmed, "tokens_per_s": row.estimate("tokens_per_s"), "speedup": row.estimate("speedup"),
         "tied": [r for r in (profile.decision.tied if profile.decision else [])],
         "summary": result.summary_lines(), "implausible": implausible,

@@ -7,7 +7,7 @@ confirmed points. With the steady-state harness both phases measure through one 
 
 * a screening pass, as the tuner runs it: a worker process started for the configuration (the
   embedded engine gets a fresh one per configuration), the models loaded, one pass;
-* a confirmation round, as the confirmation runs it: one worker for the batch size, the
+* a confirmation round, as the confirmation runs it: one worker for the concurrency, the
   configurations warmed up and then measured in alternating rounds.
 
 For each configuration and concurrency this measures ``--repeats`` screening passes (each in its

@@ -2,7 +2,7 @@
 
 Issues 26 (item 3) and 38. Tunes a vLLM profile (or takes a stored one with ``--profile``), then runs
 ``autotune validate`` on it: the exported script served as written, the best single depth and no
-speculation, in alternating rounds under our load generator at each of the profile's batch sizes as
+speculation, in alternating rounds under our load generator at each of the profile's concurrency levels as
 a concurrency level, ``--runs`` rounds. It prints the validation table (every figure with its 95 %
 interval over the rounds), the schedule's paired ratios to the other servers, the tuned-vs-served gap
 per concurrency, and the goals checked per concurrency:
@@ -17,7 +17,7 @@ per concurrency, and the goals checked per concurrency:
     .venv-vllm/bin/autotune models export-hf --out hf
     .venv-vllm/bin/python bench/bench_served_schedule.py \\
         --target hf/autotune-byte-target --draft hf/autotune-byte-draft --method draft \\
-        --max-depth 4 --batch-sizes 1,4,16 --requests 8 --runs 3
+        --max-depth 4 --concurrency 1,4,16 --requests 8 --runs 3
     # a profile already stored: validate only
     .venv-vllm/bin/python bench/bench_served_schedule.py --db sqlite:///a.db --profile 1
 
@@ -56,14 +56,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--draft", help="draft model folder")
     parser.add_argument("--method", action="append", help="methods to tune (repeatable; default: all)")
     parser.add_argument("--max-depth", type=int, default=4)
-    parser.add_argument("--batch-sizes", type=lambda text: tuple(int(b) for b in text.split(",")))
     parser.add_argument("--workload", help="JSONL workload (default: the built-in one)")
     parser.add_argument("--requests", type=int, help="use only the first N requests of the workload")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--slo-tpot-ms", type=float, help="the study's TPOT limit (p90), as tune's --slo-tpot-ms")
     parser.add_argument("--runs", type=int, default=3, help="validation runs per server and concurrency")
     parser.add_argument("--concurrency", type=lambda text: tuple(int(c) for c in text.split(",")),
-                        help="concurrency levels (default: the profile's batch sizes)")
+                        help="concurrency levels to tune and to validate at (default: the tune's own; with --profile, the profile's)")
     parser.add_argument("--server-arg", action="append", default=[], help="passed on to every `vllm serve`")
     parser.add_argument("--json", dest="json_path", help="also write the figures to this JSON file")
     return parser.parse_args()
@@ -85,7 +84,7 @@ def tuned_profile(args: argparse.Namespace, db_url: str, workload: Path | None) 
     # The options by the command's names, as `autotune tune` passes them (one conversion for both).
     options = tune_options({"study": "served-schedule", "engine": "vllm", "target": args.target,
                             "draft": [args.draft] if args.draft else None, "method": args.method,
-                            "max_depth": args.max_depth, "batch_sizes": args.batch_sizes, "seed": args.seed,
+                            "max_depth": args.max_depth, "concurrencies": args.concurrency, "seed": args.seed,
                             "workload": str(workload) if workload else None, "slo_tpot_ms": args.slo_tpot_ms}, db_url)
     started = time.monotonic()
     with tune_progress(enabled=True) as progress:

@@ -2,7 +2,7 @@
 
 Issue 23's benchmark: a scratch PostgreSQL database holding 100,000 measurements (the synthetic
 studies of bench_profiles_best.py, bulk-inserted after the migrations: 4 machines, 5 target
-models, 7 batch sizes, half of the studies on one hot pair), a live ``autotune serve`` on it (its
+models, 7 concurrency levels, half of the studies on one hot pair), a live ``autotune serve`` on it (its
 own process, as shipped: uvicorn, the access log off unless --access-log, output to a file), and N concurrent clients
 (asyncio, one keep-alive connection each, a bare HTTP/1.1 client: see :func:`client`) each sending M requests back to back (a closed loop)
 that cycle through the five best-profile questions of bench_profiles_best.py. Prints p50 and p99

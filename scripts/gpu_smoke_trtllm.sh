@@ -6,7 +6,7 @@
 #
 # TARGET_DIR / DRAFT_DIR: Hugging Face model folders (config.json, tokenizer, *.safetensors), e.g. a
 # small target with MTP modules, or Llama-3.1-8B-Instruct with Llama-3.2-1B-Instruct and an EAGLE-3 head.
-# Environment: PYTHON (default python3), OUT (default ./trtllm-smoke), BATCH_SIZES (default "1 4"; two
+# Environment: PYTHON (default python3), OUT (default ./trtllm-smoke), CONCURRENCIES (default "1 4"; two
 # or more for the rebuild check), DEPTH (default 3), N_TRIALS (default 6; the tuning step).
 #
 # Steps: 1. GPU and TensorRT-LLM present; 2. the issue's points through the library
@@ -29,7 +29,7 @@ TARGET=$1
 shift
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-trtllm-smoke}
-BATCH_SIZES=${BATCH_SIZES:-1 4}
+CONCURRENCIES=${CONCURRENCIES:-1 4}
 DEPTH=${DEPTH:-3}
 N_TRIALS=${N_TRIALS:-6}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -45,14 +45,14 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 
 echo "== 2. the issue's points"
 status=0
-# shellcheck disable=SC2086  # BATCH_SIZES is a list of numbers
+# shellcheck disable=SC2086  # CONCURRENCIES is a list of numbers
 "$PYTHON" "$HERE/gpu_smoke_trtllm.py" --target "$TARGET" ${draft_args[@]+"${draft_args[@]}"} --out "$OUT" \
-    --batch-sizes $BATCH_SIZES --depth "$DEPTH" 2>&1 | tee "$OUT/checks.log" || status=1
+    --concurrency $CONCURRENCIES --depth "$DEPTH" 2>&1 | tee "$OUT/checks.log" || status=1
 
 echo "== 3. tuning through the CLI"
 DB="sqlite:///$PWD/$OUT/autotune.db"
 autotune tune --engine trtllm --target "$TARGET" ${draft_args[@]+"${draft_args[@]}"} --trials "$N_TRIALS" \
-    --batch-sizes "${BATCH_SIZES// /,}" --max-depth "$DEPTH" --study trtllm-smoke --db "$DB" 2>&1 | tee "$OUT/tune.log"
+    --concurrency "${CONCURRENCIES// /,}" --max-depth "$DEPTH" --study trtllm-smoke --db "$DB" 2>&1 | tee "$OUT/tune.log"
 
 echo "== 4. exported profiles through trtllm-serve and trtllm-bench"
 "$PYTHON" "$HERE/gpu_smoke_trtllm.py" --target "$TARGET" --out "$OUT/exports" --skip-engine --export-db "$DB" \
@@ -61,7 +61,7 @@ echo "== 4. exported profiles through trtllm-serve and trtllm-bench"
 echo "== 5. the profile served under load (autotune validate's TensorRT-LLM counterpart)"
 profile=$(autotune profiles list --study trtllm-smoke --json --db "$DB" | "$PYTHON" -c \
     'import json, sys; print(json.load(sys.stdin)[0]["id"])')
-OUT="$OUT/validate" CONCURRENCY="$BATCH_SIZES" RUNS=${RUNS:-3} PYTHON="$PYTHON" \
+OUT="$OUT/validate" CONCURRENCY="$CONCURRENCIES" RUNS=${RUNS:-3} PYTHON="$PYTHON" \
     bash "$HERE/validate_trtllm.sh" "$DB" "$profile" "$TARGET" 2>&1 | tee "$OUT/validate.log" || status=1
 echo "== done: $OUT/table.md and $OUT/exports/table.md (exit $status)"
 exit "$status"

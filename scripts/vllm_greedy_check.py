@@ -141,7 +141,7 @@ def our_acceptance(prompts_requests, depth: int, max_tokens: int | None) -> dict
         workload = workload.with_max_tokens(max_tokens)
     engine = EmbeddedEngine()
     engine.load(EngineConfig("draft", depth))
-    m = engine.measure(workload, batch_size=1, temperature=0.0)
+    m = engine.measure(workload, concurrency=1, temperature=0.0)
     return {
         "drafted_tokens": m.drafted_tokens,
         "accepted_tokens": m.accepted_tokens,

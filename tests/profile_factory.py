@@ -2,19 +2,19 @@
 (:mod:`autotune.store.results`, :mod:`autotune.store.repository`), as the tuner writes them.
 
 Figures follow the speculative-decoding speedup model of DESIGN.md section 3, with a verify cost
-that grows with the batch size so that the best depth shrinks and speculation loses at large
+that grows with the concurrency so that the best depth shrinks and speculation loses at large
 batches, as on real hardware:
 
     S(method, depth, batch) = omega(alpha, depth) / (depth * c + 1 + depth * batch / 16)
 
 with alpha and c per method. Screening trials (one pass each) measure exactly the model; a study
-with ``confirm=True`` then has a confirmation run as the tuner writes it: at each batch size the
+with ``confirm=True`` then has a confirmation run as the tuner writes it: at each concurrency the
 best screened configuration of each method (and the next fastest, up to four finalists) measured
 with the baseline in ``ROUNDS`` interleaved rounds, each round off the model by a fixed, zero-mean
 pattern, with 95 % intervals and the paired speedup computed by autotune.analysis.intervals.
 
-The profile is what :mod:`autotune.analysis.decision` recommends at the chosen batch size (the tie
-rule included), with the per-batch-size table in the tuner's format (BatchSizeBest dicts).
+The profile is what :mod:`autotune.analysis.decision` recommends at the chosen concurrency (the tie
+rule included), with the per-concurrency table in the tuner's format (ConcurrencyBest dicts).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from autotune.analysis.intervals import mean_interval, paired_ratio_interval
 from autotune.store import repository, results
 from autotune.store.models import DeploymentProfileRecord, HardwareRecord, ModelRecord
 
-BATCH_SIZES = (1, 2, 4, 8, 16)
+CONCURRENCIES = (1, 2, 4, 8, 16)
 DEPTHS = {"none": (0,), "mtp": (1, 2, 3, 4), "draft": (1, 2, 3, 4), "ngram": (1, 2, 3)}
 ALPHA = {"mtp": 0.8, "draft": 0.65, "ngram": 0.4}
 DRAFT_COST = {"mtp": 0.1, "draft": 0.25, "ngram": 0.0}
@@ -48,14 +48,14 @@ def omega(alpha: float, depth: int) -> float:
     return (1 - alpha ** (depth + 1)) / (1 - alpha)
 
 
-def speedup(method: str, depth: int, batch_size: int) -> float:
+def speedup(method: str, depth: int, concurrency: int) -> float:
     if method == "none":
         return 1.0
-    return omega(ALPHA[method], depth) / (depth * DRAFT_COST[method] + 1 + depth * batch_size / 16)
+    return omega(ALPHA[method], depth) / (depth * DRAFT_COST[method] + 1 + depth * concurrency / 16)
 
 
-def baseline_tokens_per_s(batch_size: int, scale: float = 1.0) -> float:
-    return scale * 100.0 * batch_size / (1 + 0.05 * batch_size)
+def baseline_tokens_per_s(concurrency: int, scale: float = 1.0) -> float:
+    return scale * 100.0 * concurrency / (1 + 0.05 * concurrency)
 
 
 def hardware(session: Session, name: str = "1x NVIDIA H100 80GB HBM3", fingerprint: str = "aaaa111122223333") -> HardwareRecord:
@@ -78,15 +78,15 @@ def study(
     draft: ModelRecord | None = None,
     *,
     methods: tuple[str, ...] = ("none", "mtp", "draft", "ngram"),
-    batch_sizes: tuple[int, ...] = BATCH_SIZES,
+    concurrencies: tuple[int, ...] = CONCURRENCIES,
     scale: float = 1.0,
-    profile_batch_size: int = 1,
+    profile_concurrency: int = 1,
     failed_trials: int = 1,
     confirm: bool = False,
 ) -> DeploymentProfileRecord:
-    """A finished study with one screening trial per (method, depth, batch size), some failed
+    """A finished study with one screening trial per (method, depth, concurrency), some failed
     trials, a confirmation run if ``confirm``, and its deployment profile at
-    ``profile_batch_size``. The draft's label is its name."""
+    ``profile_concurrency``. The draft's label is its name."""
     session.flush()  # ids for the hardware and models
     record = results.create_study(
         session, name=name, optuna_study_name=f"optuna-{name}", hardware=hw, target=target, engine="embedded",
@@ -95,39 +95,39 @@ def study(
     number = itertools.count()
     for method in methods:
         for depth in DEPTHS[method]:
-            for batch_size in batch_sizes:
+            for concurrency in concurrencies:
                 uses_draft = method == "draft" and draft is not None
                 results.record_trial(
-                    session, record.id, trial_number=next(number), method=method, depth=depth, batch_size=batch_size,
+                    session, record.id, trial_number=next(number), method=method, depth=depth, concurrency=concurrency,
                     state="complete", draft=draft.name if uses_draft else None,
                     draft_model_id=draft.id if uses_draft else None,
-                    measurement=_measurement(method, depth, batch_size, scale))
+                    measurement=_measurement(method, depth, concurrency, scale))
     for _ in range(failed_trials):
         results.record_trial(session, record.id, trial_number=next(number), method="draft", depth=16,
-                             batch_size=max(batch_sizes), state="failed", reason="out of memory",
+                             concurrency=max(concurrencies), state="failed", reason="out of memory",
                              draft=draft.name if draft else None, draft_model_id=draft.id if draft else None)
     results.set_study_status(session, record.id, "complete")
     if confirm:
-        _confirm(session, record.id, batch_sizes, scale, draft)
+        _confirm(session, record.id, concurrencies, scale, draft)
     rows = results.study_rows(session, record.id)
     deciding = decision.deciding_rows(rows)
-    choice = decision.decide_batch(deciding, profile_batch_size, decision.NO_SLO)
+    choice = decision.decide_at(deciding, profile_concurrency, decision.NO_SLO)
     chosen = choice.recommended
-    table = decision.per_batch_size(rows, batch_sizes, decision.NO_SLO)
+    table = decision.per_concurrency(rows, concurrencies, decision.NO_SLO)
     return results.save_profile(
         session, record, measurement_id=chosen.measurement_id, method=chosen.method,
         draft_model_id=draft.id if chosen.method == "draft" and draft else None, depth=chosen.depth,
-        batch_size=chosen.batch_size, tokens_per_s=chosen.tokens_per_s, tpot_ms_p50=chosen.tpot_ms_p50,
-        speedup=chosen.speedup, per_batch_size=[entry.to_dict() for entry in table],
+        concurrency=chosen.concurrency, tokens_per_s=chosen.tokens_per_s, tpot_ms_p50=chosen.tpot_ms_p50,
+        speedup=chosen.speedup, per_concurrency=[entry.to_dict() for entry in table],
         repetitions=chosen.repetitions, intervals=chosen.intervals,
         details={"label": chosen.label, "draft": chosen.draft, "max_ngram": 3, "confirmed": chosen.confirmed,
                  "phase": chosen.phase, "tied_with": [decision.config_label(r) for r in choice.tied]})
 
 
-def finalists(rows: list[results.TrialRow], batch_size: int) -> list[results.TrialRow]:
-    """The screened configurations confirmed at ``batch_size``: the best of each speculative
+def finalists(rows: list[results.TrialRow], concurrency: int) -> list[results.TrialRow]:
+    """The screened configurations confirmed at ``concurrency``: the best of each speculative
     method, then the next fastest, at most MAX_FINALISTS (the baseline is measured besides)."""
-    here = sorted((r for r in decision.screening_rows(rows) if r.batch_size == batch_size and r.method != "none"),
+    here = sorted((r for r in decision.screening_rows(rows) if r.concurrency == concurrency and r.method != "none"),
                   key=lambda r: -r.tokens_per_s)
     best_of_method = list({r.method: r for r in reversed(here)}.values())
     picked: list[results.TrialRow] = []
@@ -137,49 +137,49 @@ def finalists(rows: list[results.TrialRow], batch_size: int) -> list[results.Tri
     return picked
 
 
-def _confirm(session: Session, study_id: int, batch_sizes: tuple[int, ...], scale: float,
+def _confirm(session: Session, study_id: int, concurrencies: tuple[int, ...], scale: float,
              draft: ModelRecord | None) -> None:
     """One confirmation run, stored as the tuner stores it (phase, repetitions, intervals, paired
     speedup, samples and rounds in extra)."""
     rows = results.study_rows(session, study_id)
     screened = len(decision.screening_rows(rows))
     number = itertools.count()
-    for batch_size in batch_sizes:
-        configs = [("none", 0)] + [(r.method, r.depth) for r in finalists(rows, batch_size)]
+    for concurrency in concurrencies:
+        configs = [("none", 0)] + [(r.method, r.depth) for r in finalists(rows, concurrency)]
         samples = {}
         for k, (method, depth) in enumerate(configs):
-            value = baseline_tokens_per_s(batch_size, scale) * speedup(method, depth, batch_size)
+            value = baseline_tokens_per_s(concurrency, scale) * speedup(method, depth, concurrency)
             samples[(method, depth)] = [value * (1 + NOISE[(i + 2 * k) % ROUNDS]) for i in range(ROUNDS)]
         base = samples[("none", 0)]
         for method, depth in configs:
             mine = samples[(method, depth)]
-            measurement = _measurement(method, depth, batch_size, scale)
-            tpot = [1000.0 * batch_size / s for s in mine]
+            measurement = _measurement(method, depth, concurrency, scale)
+            tpot = [1000.0 * concurrency / s for s in mine]
             estimates = {"tokens_per_s": mean_interval(mine), "tpot_ms_p50": mean_interval(tpot)}
             if method != "none":
                 estimates["speedup"] = paired_ratio_interval(mine, base)
             measurement.update(tokens_per_s=estimates["tokens_per_s"].value, tpot_ms_p50=estimates["tpot_ms_p50"].value)
             uses_draft = method == "draft" and draft is not None
             results.record_trial(
-                session, study_id, trial_number=next(number), method=method, depth=depth, batch_size=batch_size,
+                session, study_id, trial_number=next(number), method=method, depth=depth, concurrency=concurrency,
                 state="complete", draft=draft.name if uses_draft else None, draft_model_id=draft.id if uses_draft else None,
                 measurement=measurement, phase="confirmation", repetitions=ROUNDS,
                 intervals={name: e.to_dict() for name, e in estimates.items()},
                 speedup=estimates["speedup"].value if method != "none" else 1.0,
                 extra={"samples": mine, "rounds": list(range(ROUNDS)), "noise": {}, "capped": None, "dropped": False,
-                       "noisy": False, "confirmation": {"run": 1, "screened": screened, "batch_size": batch_size}},
+                       "noisy": False, "confirmation": {"run": 1, "screened": screened, "concurrency": concurrency}},
             )
 
 
-def _measurement(method: str, depth: int, batch_size: int, scale: float) -> dict:
+def _measurement(method: str, depth: int, concurrency: int, scale: float) -> dict:
     """The figures of a Measurement.to_dict() the store keeps in columns, plus one it keeps in extra."""
-    tokens_per_s = baseline_tokens_per_s(batch_size, scale) * speedup(method, depth, batch_size)
-    tpot_ms = 1000.0 * batch_size / tokens_per_s
+    tokens_per_s = baseline_tokens_per_s(concurrency, scale) * speedup(method, depth, concurrency)
+    tpot_ms = 1000.0 * concurrency / tokens_per_s
     alpha = ALPHA.get(method)
-    base_memory = 2 * 2**30 + batch_size * 64 * 2**20
+    base_memory = 2 * 2**30 + concurrency * 64 * 2**20
     return {
-        "tokens_per_s": tokens_per_s, "requests_per_s": tokens_per_s / 100, "ttft_ms_p50": 20.0 + batch_size,
-        "ttft_ms_p90": 30.0 + batch_size, "ttft_ms_p99": 40.0 + batch_size, "tpot_ms_p50": tpot_ms,
+        "tokens_per_s": tokens_per_s, "requests_per_s": tokens_per_s / 100, "ttft_ms_p50": 20.0 + concurrency,
+        "ttft_ms_p90": 30.0 + concurrency, "ttft_ms_p99": 40.0 + concurrency, "tpot_ms_p50": tpot_ms,
         "tpot_ms_p90": tpot_ms * 1.2, "tpot_ms_p99": tpot_ms * 1.5, "acceptance_rate": alpha,
         "acceptance_length": omega(alpha, depth) if alpha else 1.0,
         "acceptance_by_position": [round(alpha * 0.95**i, 6) for i in range(depth)] if alpha else [],
@@ -196,7 +196,7 @@ def populate(url: str) -> dict[str, int]:
     """The standard scenario; returns profile ids by study name.
 
     * ``h100-old`` and ``h100-new`` (newest): tiny-target on the H100, both confirmed; the old study
-      is faster (scale 1.0 against 0.9) and its profile sits at batch size 4, the new one's at 1;
+      is faster (scale 1.0 against 0.9) and its profile sits at concurrency 4, the new one's at 1;
     * ``cpu``: tiny-target on the CPU, ten times slower, screening only (no speedups, no intervals);
     * ``other``: other-target on the H100, MTP and none only, screening only.
     """
@@ -208,18 +208,18 @@ def populate(url: str) -> dict[str, int]:
         other = model(session, "other-target", "oooo000011112222")
         draft = model(session, "tiny-draft", "dddd000011112222", role="draft")
         profiles = {
-            "h100-old": study(session, "h100-old", h100, target, draft, profile_batch_size=4, confirm=True),
-            "h100-new": study(session, "h100-new", h100, target, draft, scale=0.9, profile_batch_size=1, confirm=True),
+            "h100-old": study(session, "h100-old", h100, target, draft, profile_concurrency=4, confirm=True),
+            "h100-new": study(session, "h100-new", h100, target, draft, scale=0.9, profile_concurrency=1, confirm=True),
             "cpu": study(session, "cpu", cpu, target, draft, scale=0.1),
-            "other": study(session, "other", h100, other, methods=("none", "mtp"), profile_batch_size=2),
+            "other": study(session, "other", h100, other, methods=("none", "mtp"), profile_concurrency=2),
         }
         return {name: p.id for name, p in profiles.items()}
 
 
-def profile_data(method: str = "mtp", depth: int = 3, batch_size: int = 1, per_batch: dict[int, tuple] | None = None,
+def profile_data(method: str = "mtp", depth: int = 3, concurrency: int = 1, per_batch: dict[int, tuple] | None = None,
                  measurements: tuple = (), draft_source: str = "/models/tiny-draft", details: dict | None = None,
                  confirmed: bool = False):  # noqa: ANN201
-    """A DeploymentProfile dataclass without a database; ``per_batch`` maps batch size -> (method,
+    """A DeploymentProfile dataclass without a database; ``per_batch`` maps concurrency -> (method,
     depth) or (method, depth, speedup, low, high). ``confirmed``: the profile's figures come with
     their intervals (841.8 tokens/s ±8.4 % over n = 7, 2.19x [1.89, 2.53]), else one screening run."""
     from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
@@ -231,7 +231,7 @@ def profile_data(method: str = "mtp", depth: int = 3, batch_size: int = 1, per_b
     for b, entry in sorted((per_batch or {}).items()):
         m, d, *gain = entry
         speedup, low, high = gain if gain else (1.0 if m == "none" else None, None, None)
-        rows.append({"batch_size": b, "method": m, "depth": d, "tokens_per_s": 100.0 * b, "speedup": speedup,
+        rows.append({"concurrency": b, "method": m, "depth": d, "tokens_per_s": 100.0 * b, "speedup": speedup,
                      "speedup_low": low, "speedup_high": high, "repetitions": 7 if low is not None else 1,
                      "confirmed": low is not None, "draft": "tiny-draft" if m == "draft" and draft else None})
     figures = {"tokens_per_s": 123.4, "tpot_ms_p50": 8.1, "speedup": 1.5, "repetitions": 1, "intervals": {}}
@@ -245,8 +245,8 @@ def profile_data(method: str = "mtp", depth: int = 3, batch_size: int = 1, per_b
         id=7, created_at=T0, study=StudyInfo("s", "optuna-s", "embedded", "throughput", "builtin", "w" * 16, "complete", T0),
         hardware=HardwareInfo(H100[1], H100[0], "cuda", 1, 80 * 2**30),
         target=ModelInfo("tttt000011112222", "tiny-target", "target", "/models/tiny-target", num_mtp_modules=4),
-        method=method, depth=depth, batch_size=batch_size, objective="throughput", draft=draft,
-        per_batch_size=rows, details=details or {}, measurements=tuple(measurements),
+        method=method, depth=depth, concurrency=concurrency, objective="throughput", draft=draft,
+        per_concurrency=rows, details=details or {}, measurements=tuple(measurements),
         chosen_phase="confirmation" if confirmed else "screening", **figures,
     )
 
@@ -255,7 +255,7 @@ def hostile_profile(name: str):  # noqa: ANN201 - a DeploymentProfile
     """A draft-model profile whose every name, path and free text is ``name``."""
     profile = profile_data("draft", 2, 2, {1: ("draft", 2), 2: ("draft", 2), 8: ("none", 0)},
                                    draft_source=f"{name}-draft", details={"tied_with": ["draft@2", name]})
-    rows = [{**row, "note": name} for row in profile.per_batch_size]
+    rows = [{**row, "note": name} for row in profile.per_concurrency]
     return replace(profile, study=replace(profile.study, name=name, workload_name=name),
                    hardware=replace(profile.hardware, name=name), target=replace(profile.target, name=name, source=name),
-                   draft=replace(profile.draft, name=f"{name} draft"), per_batch_size=rows)
+                   draft=replace(profile.draft, name=f"{name} draft"), per_concurrency=rows)

@@ -157,11 +157,11 @@ def test_probe_cuda_without_gpu_is_one_line() -> None:
     [
         (("measure", "--method", "draft", "--depth", "0"), "depth"),
         (("measure", "--method", "mtp", "--draft", "x.safetensors"), "only used by method draft"),
-        (("measure", "--batch-size", "0"), "batch size"),
+        (("measure", "--concurrency", "0"), "concurrency"),
         (("measure", "--method", "beam"), "Invalid value"),
         (("tune", "--max-depth", "0"), "depth"),
         (("tune", "--draft", "/no/such/draft.safetensors"), "draft"),
-        (("tune", "--batch-sizes", "1,two"), "comma-separated"),
+        (("tune", "--concurrency", "1,two"), "comma-separated"),
         (("tune", "--timeout", "0"), "timeout must be a number of seconds > 0"),
         (("tune", "--timeout", "-5"), "timeout must be a number of seconds > 0"),
         (("trials", "no-such-study"), "no-such-study"),
@@ -204,7 +204,7 @@ def test_measure_with_trtllm_measures_in_a_worker_and_verifies(fake_trtllm, tmp_
                                                                  num_nextn_predict_layers=1))
     workload = __import__("pathlib").Path(__file__).parent / "data" / "tiny.jsonl"
     result = run("measure", "--engine", "trtllm", "--target", str(target), "--method", "mtp", "--depth", "2",
-                 "--batch-size", "2", "--workload", str(workload), "--verify", "--max-repetitions", "3", "--json")
+                 "--concurrency", "2", "--workload", str(workload), "--verify", "--max-repetitions", "3", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["measurement"]["engine"] == "trtllm" and data["measurement"]["drafted_tokens"] > 0
@@ -221,7 +221,7 @@ def test_measure_table_has_a_row_per_figure_and_a_column_per_run() -> None:
                  terminal_width=80)
     assert result.exit_code == 0, result.output
     header = next(line for line in result.output.splitlines() if "figure" in line)
-    assert "draft@2 b1" in header and "none (baseline)" in header
+    assert "draft@2 c1" in header and "none (baseline)" in header
     assert "tokens per target pass" in result.output and "…" not in result.output  # nothing cut at 80 columns
     assert "verify: outputs identical to the baseline, token for token" in result.output
 
@@ -252,8 +252,9 @@ def test_every_flag_the_library_names_in_messages_exists() -> None:
     assert not unknown, f"flags named in messages that no command has: {unknown}"
 
 
-def tiny_tune(folder, db_url: str, *extra: str) -> "click.testing.Result":
-    """`autotune tune` of one baseline trial of a tiny random model saved in ``folder``."""
+def tiny_tune(folder, db_url: str, *extra: str, axis: str = "--concurrency") -> "click.testing.Result":
+    """`autotune tune` of one baseline trial of a tiny random model saved in ``folder`` (at concurrency
+    1, given with the option ``axis``)."""
     from autotune.engines.embedded.builtin import save_model
     from autotune.engines.embedded.model import CausalLM, ModelConfig
     from autotune.engines.embedded.tokenizer import ByteTokenizer
@@ -263,7 +264,7 @@ def tiny_tune(folder, db_url: str, *extra: str) -> "click.testing.Result":
                                     max_seq_len=96)), target)
     workload = folder / "workload.jsonl"
     workload.write_text('{"prompt": "def f(x):", "max_tokens": 4}\n')
-    return run("tune", "--db", db_url, "--target", str(target), "--method", "none", "--batch-sizes", "1",
+    return run("tune", "--db", db_url, "--target", str(target), "--method", "none", axis, "1",
                "--trials", "1", "--sampler", "grid", "--no-confirm", "--workload", str(workload), *extra)
 
 
@@ -272,7 +273,7 @@ def test_tune_on_a_pipe_prints_a_plain_line_per_trial_and_quiet_silences_it(tmp_
     result = tiny_tune(tmp_path, sqlite_url, "--study", "tiny")
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
-    assert any(line.startswith("[0:") and "] trial 1/1 none b1: complete, " in line and " tok/s" in line
+    assert any(line.startswith("[0:") and "] trial 1/1 none c1: complete, " in line and " tok/s" in line
                for line in lines), result.stderr
     assert all(line.startswith("[") for line in lines), result.stderr  # nothing but progress lines on stderr
     assert "Measured 1 screening trials" in result.stdout  # the summary stays on stdout
@@ -281,3 +282,41 @@ def test_tune_on_a_pipe_prints_a_plain_line_per_trial_and_quiet_silences_it(tmp_
     # A model of its own, so a study of its own.
     quiet = tiny_tune(tmp_path / "quiet", sqlite_url, "--study", "quiet", "--quiet")
     assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output
+
+
+# Before issue 38 the axis was called batch size: each command's old option, and a value it refuses.
+RENAMED_OPTIONS = [
+    (("tune",), "--batch-sizes", "1,x"),
+    (("plan", "--hardware", "h200", "--model", "m"), "--batch-sizes", "1,x"),
+    (("measure",), "--batch-size", "0"),
+    (("profiles", "best", "--model", "m", "--hardware", "nowhere"), "--batch-size", "0"),
+]
+
+
+@pytest.mark.parametrize(("command", "old", "value"), RENAMED_OPTIONS, ids=lambda v: " ".join(v) if isinstance(v, tuple) else v)
+def test_an_old_option_name_works_and_says_so_once(command: tuple[str, ...], old: str, value: str,
+                                                   sqlite_url: str) -> None:
+    db = () if command[0] == "measure" else ("--db", sqlite_url)
+    result = run(*command, old, value, *db)
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"{old} is now --concurrency (the old name still works)", result.stderr
+    # The value went where --concurrency's goes: refused by the same check, in one more line.
+    assert len(lines) == 2 and lines[1].startswith("Error: ") and result.exit_code == 2, result.stderr
+    path = command[:2] if command[0] == "profiles" else command[:1]
+    assert old not in run(*path, "--help").output  # hidden: --concurrency is the name to learn
+
+
+@pytest.mark.parametrize(("command", "old", "value"), RENAMED_OPTIONS, ids=lambda v: " ".join(v) if isinstance(v, tuple) else v)
+def test_an_old_option_name_next_to_the_new_one_is_an_error(command: tuple[str, ...], old: str, value: str,
+                                                            sqlite_url: str) -> None:
+    db = () if command[0] == "measure" else ("--db", sqlite_url)
+    assert_one_line_error(run(*command, "--concurrency", "1", old, "1", *db),
+                          f"--concurrency and {old} are the same option")
+
+
+def test_tune_takes_the_old_batch_sizes_and_says_so_once(tmp_path, sqlite_url: str) -> None:
+    result = tiny_tune(tmp_path, sqlite_url, "--study", "old-name", "--quiet", axis="--batch-sizes")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == ["--batch-sizes is now --concurrency (the old name still works)"]
+    trials = json.loads(run("trials", "old-name", "--json", "--db", sqlite_url).stdout)
+    assert [(row["method"], row["concurrency"]) for row in trials] == [("none", 1)]

@@ -23,10 +23,10 @@ SMALL = load_workload(TINY).head(1).with_max_tokens(8)  # one short request: a p
 QUICK = ProtocolOptions(min_repetitions=3, max_repetitions=3)
 
 
-def fake_measurement(config: EngineConfig, batch_size: int, outputs: list[list[int]], tokens_per_s: float) -> Measurement:
+def fake_measurement(config: EngineConfig, concurrency: int, outputs: list[list[int]], tokens_per_s: float) -> Measurement:
     speculative = config.method != "none"
     return Measurement(
-        method=config.method, depth=config.depth, batch_size=batch_size, draft=config.draft_model, temperature=None,
+        method=config.method, depth=config.depth, concurrency=concurrency, draft=config.draft_model, temperature=None,
         seed=0, device="cpu", workload_name="w", workload_sha256="0", n_requests=len(outputs),
         output_tokens=sum(map(len, outputs)), wall_time_s=1.0, tokens_per_s=tokens_per_s, requests_per_s=1.0,
         ttft_ms_p50=1.0, ttft_ms_p90=1.0, ttft_ms_p99=1.0, tpot_ms_p50=1.0, tpot_ms_p90=1.0, tpot_ms_p99=1.0,
@@ -52,11 +52,11 @@ class FakeEngine:
     def load(self, config: EngineConfig) -> None:
         self.config = config
 
-    def measure(self, workload, batch_size, temperature=None, seed=0):
-        self.calls.append((self.config, batch_size, workload))
+    def measure(self, workload, concurrency, temperature=None, seed=0):
+        self.calls.append((self.config, concurrency, workload))
         speed = 10.0 if self.config.method == "none" else 15.0
         outputs = self.outputs[self.config.method][: len(workload.requests)]
-        return fake_measurement(self.config, batch_size, outputs, speed)
+        return fake_measurement(self.config, concurrency, outputs, speed)
 
     def target_logit_margin(self, request, generated, expected, got):
         self.margin_args = (request, generated, expected, got)
@@ -84,7 +84,7 @@ def test_defaults_measure_the_builtin_draft_on_the_builtin_workload(quiet_machin
     configs = {config for config, _, _ in timed}
     assert configs == {EngineConfig(DEFAULT_METHOD, DEFAULT_DEPTH), BASELINE}
     assert report.config == EngineConfig(DEFAULT_METHOD, DEFAULT_DEPTH) and report.config.draft_model == "builtin"
-    assert all(batch_size == 1 for _, batch_size, _ in engine.calls)
+    assert all(concurrency == 1 for _, concurrency, _ in engine.calls)
     # The protocol's defaults: at least 3 rounds, each with the configuration and the baseline.
     assert report.repeated.repetitions == 3 and len(timed) == 6
     assert report.protocol.options == ProtocolOptions()
@@ -96,7 +96,7 @@ def test_defaults_measure_the_builtin_draft_on_the_builtin_workload(quiet_machin
 def test_the_warm_up_is_not_a_measured_pass(quiet_machine):
     workload = Workload("w", [Request("a", 3), Request("b", 3), Request("c", 3)])
     engine = FakeEngine({"mtp": [[1, 2], [3], [4]], "none": [[1, 2], [3], [4]]})
-    measure_configuration("mtp", 2, batch_size=2, workload=workload, engine=engine, protocol=QUICK)
+    measure_configuration("mtp", 2, concurrency=2, workload=workload, engine=engine, protocol=QUICK)
     warm_up = [call for call in engine.calls if call[2] != request_stream(workload, 2)]
     # In reverse order: the first round starts with the configuration warmed (so loaded) last.
     assert [config for config, _, _ in warm_up] == [EngineConfig("mtp", 2), BASELINE]
@@ -104,20 +104,20 @@ def test_the_warm_up_is_not_a_measured_pass(quiet_machine):
     assert engine.calls[:2] == warm_up and len(engine.calls) == 2 + 2 * 3
 
 
-def test_verify_runs_the_baseline_on_the_same_prompts_and_batch_size(quiet_machine):
+def test_verify_runs_the_baseline_on_the_same_prompts_and_concurrency(quiet_machine):
     engine = FakeEngine({"mtp": [[1, 2], [3]], "none": [[1, 2], [3]]})
-    report = measure_configuration("mtp", 2, batch_size=4, verify=True, engine=engine)
+    report = measure_configuration("mtp", 2, concurrency=4, verify=True, engine=engine)
     workload = builtin_workload()
     timed = engine.timed_calls(workload)
     # Interleaved: none, mtp in round 1, then mtp, none ...
     assert [config.method for config, _, _ in timed] == ["none", "mtp", "mtp", "none", "none", "mtp"]
-    assert all(batch_size == 4 for _, batch_size, _ in engine.calls)
+    assert all(concurrency == 4 for _, concurrency, _ in engine.calls)
     assert report.outputs_match is True and report.first_divergence is None
     assert report.speedup.value == pytest.approx(1.5)
     assert report.speedup.low == pytest.approx(1.5) and report.speedup.high == pytest.approx(1.5)  # no noise
     data = json.loads(json.dumps(report.to_dict()))
     assert data["config"] == {"method": "mtp", "depth": 2, "draft": None}
-    assert data["batch_size"] == 4 and data["repetitions"] == 3
+    assert data["concurrency"] == 4 and data["repetitions"] == 3
     assert data["baseline"]["measurement"]["method"] == "none" and data["baseline"]["repetitions"] == 3
     assert data["speedup"]["value"] == pytest.approx(1.5) and data["speedup"]["n"] == 3
     assert data["estimates"]["tokens_per_s"]["value"] == pytest.approx(15.0)
@@ -158,7 +158,7 @@ def test_progress_is_reported(quiet_machine):
     lines: list[str] = []
     engine = FakeEngine({"draft": [[1]] * 8, "none": [[1]] * 8})
     measure_configuration(engine=engine, protocol=QUICK, progress=lines.append)
-    assert lines[0] == "round 1: none at batch size 1" and len(lines) == 6
+    assert lines[0] == "round 1: none at concurrency 1" and len(lines) == 6
 
 
 def test_first_divergence():
@@ -176,7 +176,7 @@ def test_first_divergence():
         {"method": "mtp", "draft": "d.safetensors"},
         {"method": "eagle"},
         {"method": "none", "depth": 2},
-        {"batch_size": 0},
+        {"concurrency": 0},
         {"temperature": -0.5},
         {"verify": True, "temperature": 0.7},
         {"protocol": ProtocolOptions(precision=2)},
@@ -224,7 +224,7 @@ def one_torch_thread():
 
 
 def test_the_embedded_engine_measures_with_intervals_and_a_paired_speedup(quiet_machine, one_torch_thread):
-    report = measure_configuration(method="draft", depth=4, batch_size=1, protocol=QUICK, workload=SMALL)
+    report = measure_configuration(method="draft", depth=4, concurrency=1, protocol=QUICK, workload=SMALL)
     assert report.repeated.repetitions >= 3 and report.protocol.rounds_kept == 3
     data = json.loads(json.dumps(report.to_dict()))
     assert data["repetitions"] >= 3 and len(data["samples"]) == data["repetitions"]
@@ -244,7 +244,7 @@ def test_the_embedded_engine_measures_with_intervals_and_a_paired_speedup(quiet_
 def test_cli_measure_json_has_intervals(quiet_machine, one_torch_thread):
     from autotune.cli import cli
 
-    result = CliRunner().invoke(cli, ["measure", "--method", "draft", "--depth", "4", "--batch-size", "1", "--json",
+    result = CliRunner().invoke(cli, ["measure", "--method", "draft", "--depth", "4", "--concurrency", "1", "--json",
                                       "--min-repetitions", "3", "--max-repetitions", "3", "--workload", str(TINY)],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -289,24 +289,24 @@ def no_engine_built(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_batch_too_large_for_memory_is_refused_with_the_largest_that_fits(no_engine_built):
-    with pytest.raises(ConfigurationError, match=r"draft@2 at batch size 100000 .* pass --batch-size (\d+) or less"):
-        measure_configuration(method="draft", depth=2, batch_size=100_000, workload=SMALL)
+    with pytest.raises(ConfigurationError, match=r"draft@2 at concurrency 100000 .* pass --concurrency (\d+) or less"):
+        measure_configuration(method="draft", depth=2, concurrency=100_000, workload=SMALL)
 
 
-def test_the_suggested_batch_size_fits_and_one_more_does_not():
-    """The fix the refusal names is exact: the largest batch size the memory plan accepts."""
+def test_the_suggested_concurrency_fits_and_one_more_does_not():
+    """The fix the refusal names is exact: the largest concurrency the memory plan accepts."""
     from autotune.engines.embedded.footprint import model_path, read_footprint
     from autotune.search.memory import plan_memory
 
     target, draft = read_footprint(model_path(None, "target")), read_footprint(model_path("builtin", "draft"))
     plan = plan_memory(64 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True)
-    largest = plan.largest_batch_size("draft", 2, "builtin")
+    largest = plan.largest_concurrency("draft", 2, "builtin")
     assert largest > 0
     plan.require_fit("draft", 2, largest, "builtin")
-    with pytest.raises(ConfigurationError, match=f"pass --batch-size {largest} or less"):
+    with pytest.raises(ConfigurationError, match=f"pass --concurrency {largest} or less"):
         plan.require_fit("draft", 2, largest + 1, "builtin")
     tiny = plan_memory(1 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True)
-    with pytest.raises(ConfigurationError, match="does not fit even at batch size 1: use a smaller --target or --draft"):
+    with pytest.raises(ConfigurationError, match="does not fit even at concurrency 1: use a smaller --target or --draft"):
         tiny.require_fit("draft", 2, 1, "builtin")
 
 
@@ -325,7 +325,7 @@ def test_measure_and_tune_share_one_memory_plan(gpu):
     from autotune.search.plan import plan_study
 
     hardware = gpu(8 << 30)
-    study = plan_study(TuneOptions(workload=TINY, hardware=hardware, batch_sizes=(1,), methods=("none", "draft")))
+    study = plan_study(TuneOptions(workload=TINY, hardware=hardware, concurrencies=(1,), methods=("none", "draft")))
     measured = plan_memory(hardware.memory_total_bytes, read_footprint(model_path(None, "target")),
                            {"builtin": read_footprint(model_path("builtin", "draft"))}, load_workload(TINY),
                            whole_prompt_logits=True)
@@ -335,11 +335,11 @@ def test_measure_and_tune_share_one_memory_plan(gpu):
 def test_cli_measure_oversized_batch_is_one_line_exit_2():
     from autotune.cli import cli
 
-    result = CliRunner().invoke(cli, ["measure", "--method", "draft", "--depth", "2", "--batch-size", "100000"],
+    result = CliRunner().invoke(cli, ["measure", "--method", "draft", "--depth", "2", "--concurrency", "100000"],
                                 catch_exceptions=False)
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "cannot run on this device" in lines[0] and "--batch-size" in lines[0], result.stderr
+    assert len(lines) == 1 and "cannot run on this device" in lines[0] and "--concurrency" in lines[0], result.stderr
 
 
 def test_a_gpu_index_the_machine_lacks_is_refused(monkeypatch: pytest.MonkeyPatch, no_engine_built):
@@ -358,7 +358,7 @@ def test_a_folder_engine_gets_the_same_check_from_config_json(fake_trtllm, tmp_p
     import hf_model_factory as hf
 
     target = hf.write_model(tmp_path / "target", hf.llama_config(max_position_embeddings=16))
-    with pytest.raises(ConfigurationError, match=r"ngram@2 at batch size 1 .* the target handles 16; use a workload"):
+    with pytest.raises(ConfigurationError, match=r"ngram@2 at concurrency 1 .* the target handles 16; use a workload"):
         measure_configuration(method="ngram", depth=2, workload=SMALL, engine="trtllm", target=target)
 
 
@@ -371,8 +371,8 @@ def test_a_model_of_unknown_cache_size_is_refused_on_its_weights_alone():
 
     unknown = replace(read_footprint(model_path(None, "target")), kv_bytes_per_token=0, vocab_size=0)
     plan = plan_memory(1 << 30, unknown, {}, SMALL, whole_prompt_logits=False)
-    assert plan.largest_batch_size("none", 0) is None
+    assert plan.largest_concurrency("none", 0) is None
     plan.require_fit("none", 0, 100_000)
     heavy = plan_memory(1 << 30, replace(unknown, weight_bytes=1 << 40), {}, SMALL, whole_prompt_logits=False)
-    with pytest.raises(ConfigurationError, match="does not fit even at batch size 1"):
+    with pytest.raises(ConfigurationError, match="does not fit even at concurrency 1"):
         heavy.require_fit("none", 0, 1)

@@ -145,7 +145,7 @@ def tiny_tune_args(folder: Path) -> tuple[str, ...]:
                                     max_seq_len=96)), target)
     workload = folder / "workload.jsonl"
     workload.write_text('{"prompt": "def f(x):", "max_tokens": 4}\n')
-    return ("tune", "--study", "tiny", "--target", str(target), "--method", "none", "--batch-sizes", "1", "--trials", "1",
+    return ("tune", "--study", "tiny", "--target", str(target), "--method", "none", "--concurrency", "1", "--trials", "1",
             "--sampler", "grid", "--no-confirm", "--workload", str(workload), "--trial-timeout", "300")
 
 

@@ -16,7 +16,7 @@ from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import KERNEL_LATENCY_US
 from autotune.hardware.profile import Metric
 from autotune.perfmodel.calibration import BANDWIDTH_FRACTION, ENGINE_STEP_OVERHEAD_US
-from autotune.planning import SIMPLER_WITHIN, parse_batch_sizes, plan_deployment, plan_from_config
+from autotune.planning import SIMPLER_WITHIN, parse_concurrencies, plan_deployment, plan_from_config
 from autotune.planning_inputs import Deployment
 from autotune.store import open_database, performance, repository, results
 from autotune.workload import load_workload
@@ -88,9 +88,9 @@ def run(*args: str) -> Result:
 # -- the plan -----------------------------------------------------------------------------------------
 
 
-def test_plan_per_batch_size_on_a_catalog_gpu(url: str) -> None:
+def test_plan_per_concurrency_on_a_catalog_gpu(url: str) -> None:
     plan = plan_deployment(url, hardware="h200", model=TARGET)
-    assert [row.batch_size for row in plan.rows] == [1, 2, 4, 8, 16, 32, 64, 128, 256]  # all fit in 141 GB
+    assert [row.concurrency for row in plan.rows] == [1, 2, 4, 8, 16, 32, 64, 128, 256]  # all fit in 141 GB
     for row in plan.rows:
         assert row.fits and row.memory_bytes < row.memory_limit_bytes == int(0.9 * 141 * 2 ** 30)
         assert row.predicted_tokens_per_s_low < row.predicted_tokens_per_s < row.predicted_tokens_per_s_high
@@ -108,54 +108,54 @@ def test_plan_per_batch_size_on_a_catalog_gpu(url: str) -> None:
     assert data["predicted"] is True and data["hardware"]["origin"] == "catalog"
     assert "PREDICTED" in data["title"] and "not measured" in data["title"]
     assert {"predicted_tokens_per_s", "predicted_tokens_per_s_low", "predicted_speedup", "predicted_tpot_ms_p50",
-            "memory_bytes", "fits"} <= set(data["per_batch_size"][0])
+            "memory_bytes", "fits"} <= set(data["per_concurrency"][0])
     acceptance = {item["proposer"]: item for item in data["basis"]["acceptance"]}
     assert acceptance["mtp"]["measurements"] == 2 and acceptance["mtp"]["sequence_steps"] == 2000
     assert data["basis"]["cost"]["source"] == "roofline" and data["basis"]["cost"]["memory_bw_gbps"] == 4800
     json.dumps(data)  # JSON-ready
 
 
-def test_batch_sizes_and_max_depth_are_honoured(url: str) -> None:
-    plan = plan_deployment(url, hardware="b200", model=TARGET, batch_sizes=(64, 1), max_depth=2)
-    assert [row.batch_size for row in plan.rows] == [1, 64]
+def test_concurrencies_and_max_depth_are_honoured(url: str) -> None:
+    plan = plan_deployment(url, hardware="b200", model=TARGET, concurrencies=(64, 1), max_depth=2)
+    assert [row.concurrency for row in plan.rows] == [1, 64]
     assert all(a["depth"] <= 2 for row in plan.rows for a in row.alternatives)
 
 
 def test_a_model_too_large_for_the_device_does_not_fit(url: str) -> None:
     plan = plan_deployment(url, hardware="l40s", model="Llama-3-70B")
-    assert [(row.batch_size, row.fits) for row in plan.rows] == [(1, False)]  # 141 GB of weights, 48 GB of memory
+    assert [(row.concurrency, row.fits) for row in plan.rows] == [(1, False)]  # 141 GB of weights, 48 GB of memory
     assert any("does not fit" in warning and "--tp 4" in warning for warning in plan.warnings)
     with pytest.raises(ConfigurationError, match="nothing fits"):
         plan.to_profile()
-    assert not plan_deployment(url, hardware="h200", model="Llama-3-70B", batch_sizes=(1,)).rows[0].fits  # 131 GiB
-    b200 = plan_deployment(url, hardware="b200", model="Llama-3-70B", batch_sizes=(1, 1024))
+    assert not plan_deployment(url, hardware="h200", model="Llama-3-70B", concurrencies=(1,)).rows[0].fits  # 131 GiB
+    b200 = plan_deployment(url, hardware="b200", model="Llama-3-70B", concurrencies=(1, 1024))
     small, large = b200.rows
     assert small.fits and not large.fits  # 180 GiB: the weights fit, not the KV cache of 1024 rows
     assert small.method == "ngram" and small.predicted_speedup > 1.2  # memory-bound: verifying is ~free
 
 
 def test_a_stored_cpu_probe_as_hardware(url: str) -> None:
-    plan = plan_deployment(url, hardware=CPU_NAME, model=TARGET, batch_sizes=(1, 4))
+    plan = plan_deployment(url, hardware=CPU_NAME, model=TARGET, concurrencies=(1, 4))
     cost = plan.to_dict()["basis"]["cost"]
     assert (cost["memory_bw_gbps"], cost["peak_tflops"], cost["dtype"]) == (12.5, 0.15, "fp32")
     assert cost["pass_overhead_us"] > 0 and "probe" in cost["figures"]
     assert plan.hardware_origin["fingerprint"] == CPU_FINGERPRINT
-    by_prefix = plan_deployment(url, hardware=CPU_FINGERPRINT[:6], model=TARGET, batch_sizes=(1,))
+    by_prefix = plan_deployment(url, hardware=CPU_FINGERPRINT[:6], model=TARGET, concurrencies=(1,))
     assert by_prefix.hardware.name == CPU_NAME
 
 
 def test_a_stored_gpu_profile_takes_the_datasheet_peaks_of_its_nvml_name(url: str) -> None:
-    plan = plan_deployment(url, hardware=H100_NAME, model=TARGET, batch_sizes=(1,))
+    plan = plan_deployment(url, hardware=H100_NAME, model=TARGET, concurrencies=(1,))
     assert plan.hardware.memory_bw_gbps == 3350 and plan.hardware.bf16_tflops == 989.4
     assert plan.hardware.memory_bytes == 85_520_000_000  # as NVML reported it
 
 
-def test_parse_batch_sizes() -> None:
-    assert parse_batch_sizes("1,8,64") == (1, 8, 64)
-    assert parse_batch_sizes(None) is None
+def test_parse_concurrencies() -> None:
+    assert parse_concurrencies("1,8,64") == (1, 8, 64)
+    assert parse_concurrencies(None) is None
     for bad in ("1,x", "0", "", "8,-1"):
-        with pytest.raises(ConfigurationError, match="--batch-sizes"):
-            parse_batch_sizes(bad)
+        with pytest.raises(ConfigurationError, match="--concurrency"):
+            parse_concurrencies(bad)
 
 
 # -- the CLI ------------------------------------------------------------------------------------------
@@ -174,18 +174,18 @@ def test_cli_prints_a_predicted_table(url: str) -> None:
 
 
 def test_cli_json(url: str) -> None:
-    result = run("plan", "--hardware", "h100-sxm", "--model", TARGET, "--batch-sizes", "1,8", "--json", "--db", url)
+    result = run("plan", "--hardware", "h100-sxm", "--model", TARGET, "--concurrency", "1,8", "--json", "--db", url)
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["predicted"] is True and data["export"] is None
-    assert [row["batch_size"] for row in data["per_batch_size"]] == [1, 8]
-    assert all(row["predicted_tokens_per_s"] > 0 for row in data["per_batch_size"])
+    assert [row["concurrency"] for row in data["per_concurrency"]] == [1, 8]
+    assert all(row["predicted_tokens_per_s"] > 0 for row in data["per_concurrency"])
 
 
 @pytest.mark.parametrize("fmt", ["trtllm", "vllm", "json"])
 def test_export_says_predicted(url: str, tmp_path: Path, fmt: str) -> None:
     out = tmp_path / f"plan.{fmt}"
-    result = run("plan", "--hardware", "h200", "--model", TARGET, "--batch-sizes", "1,4,16", "--export", fmt,
+    result = run("plan", "--hardware", "h200", "--model", TARGET, "--concurrency", "1,4,16", "--export", fmt,
                  "-o", str(out), "--db", url)
     assert result.exit_code == 0, result.output
     assert f"wrote {out}" in result.output
@@ -207,7 +207,7 @@ def test_export_says_predicted(url: str, tmp_path: Path, fmt: str) -> None:
 def test_an_existing_export_is_not_overwritten(url: str, tmp_path: Path) -> None:
     out = tmp_path / "plan.yaml"
     out.write_text("mine")
-    result = CliRunner().invoke(cli, ["plan", "--hardware", "h200", "--model", TARGET, "--batch-sizes", "1",
+    result = CliRunner().invoke(cli, ["plan", "--hardware", "h200", "--model", TARGET, "--concurrency", "1",
                                       "--export", "trtllm", "-o", str(out), "--db", url])
     assert result.exit_code == 2 and "--force" in result.stderr
     assert out.read_text() == "mine"
@@ -217,8 +217,8 @@ def test_an_existing_export_is_not_overwritten(url: str, tmp_path: Path) -> None
     (("--hardware", "tpu-v9", "--model", TARGET), "unknown hardware 'tpu-v9'"),
     (("--hardware", "h200", "--model", "nope"), "unknown target model 'nope'"),
     (("--hardware", "h200", "--model", "untuned-target"), "autotune tune"),
-    (("--hardware", "h200", "--model", TARGET, "--batch-sizes", "1,x"), "--batch-sizes"),
-    (("--hardware", "h200", "--model", TARGET, "--batch-sizes", "0"), "--batch-sizes"),
+    (("--hardware", "h200", "--model", TARGET, "--concurrency", "1,x"), "--concurrency"),
+    (("--hardware", "h200", "--model", TARGET, "--concurrency", "0"), "--concurrency"),
     (("--hardware", "h200", "--model", TARGET, "--max-depth", "0"), "--max-depth"),
     (("--hardware", "h200", "--model", TARGET, "-o", "x.yaml"), "--export"),
     (("--hardware", "h200"), "--model"),
@@ -274,7 +274,7 @@ def test_cli_plans_llama_8b_from_its_config_without_a_database(tmp_path: Path) -
 
 def test_json_carries_calibration_acceptance_origin_and_warnings() -> None:
     result = run("plan", "--config", LLAMA_8B, "--hardware", "h200", "--acceptance", "0.8,0.6,0.4",
-                 "--batch-sizes", "1,64", "--json", "--step-costs", "roofline", "--db", "sqlite:///nowhere-at-all.db")
+                 "--concurrency", "1,64", "--json", "--step-costs", "roofline", "--db", "sqlite:///nowhere-at-all.db")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert "GEMM 0.70 of peak" in data["calibration"] and data["acceptance_origin"] == ["given"]
@@ -283,7 +283,7 @@ def test_json_carries_calibration_acceptance_origin_and_warnings() -> None:
 
 
 def test_at_batch_1_llama_8b_is_weight_reads_at_the_achieved_bandwidth_plus_the_kernel_floor() -> None:
-    row = config_plan(batch_sizes=(1,)).rows[0]
+    row = config_plan(concurrencies=(1,)).rows[0]
     baseline_step = 1 / row.predicted_baseline_tokens_per_s
     weights = (8.03e9 - 128256 * 4096) * 2 / (4800e9 * BANDWIDTH_FRACTION)  # the input embeddings are a lookup
     # + TensorRT-LLM's step overhead and every kernel's latency (32 layers x 10 kernels + 3, 3.5 us each)
@@ -292,7 +292,7 @@ def test_at_batch_1_llama_8b_is_weight_reads_at_the_achieved_bandwidth_plus_the_
 
 
 def test_tp_2_halves_the_memory_per_gpu_and_speeds_up_less_than_2x() -> None:
-    one, two = config_plan(batch_sizes=(1, 64)), config_plan(batch_sizes=(1, 64), tp=2)
+    one, two = config_plan(concurrencies=(1, 64)), config_plan(concurrencies=(1, 64), tp=2)
     for a, b in zip(one.rows, two.rows):
         assert b.memory_bytes == pytest.approx(a.memory_bytes / 2, rel=0.01)
         ratio = b.predicted_baseline_tokens_per_s / a.predicted_baseline_tokens_per_s
@@ -301,49 +301,49 @@ def test_tp_2_halves_the_memory_per_gpu_and_speeds_up_less_than_2x() -> None:
 
 
 def test_fp8_halves_the_weight_reads_and_doubles_the_compute_roof() -> None:
-    bf16, fp8 = config_plan(batch_sizes=(1, 256)), config_plan(batch_sizes=(1, 256), dtype="fp8")
+    bf16, fp8 = config_plan(concurrencies=(1, 256)), config_plan(concurrencies=(1, 256), dtype="fp8")
     assert fp8.hardware.peak_tflops == pytest.approx(2 * bf16.hardware.peak_tflops, rel=1e-3)
     small_gain = fp8.rows[0].predicted_baseline_tokens_per_s / bf16.rows[0].predicted_baseline_tokens_per_s
     assert 1.5 < small_gain < 2.0  # memory-bound: half the bytes, the same overhead
     assert fp8.rows[0].memory_bytes < 0.55 * bf16.rows[0].memory_bytes
-    kv8 = config_plan(batch_sizes=(256,), kv_dtype="fp8")
+    kv8 = config_plan(concurrencies=(256,), kv_dtype="fp8")
     assert kv8.rows[0].memory_bytes < bf16.rows[1].memory_bytes  # the KV cache in one byte per element
 
 
 def test_kv_reads_stay_at_large_batches() -> None:
-    short, long = config_plan(batch_sizes=(256,), isl=128, osl=128), config_plan(batch_sizes=(256,), isl=8192, osl=1024)
+    short, long = config_plan(concurrencies=(256,), isl=128, osl=128), config_plan(concurrencies=(256,), isl=8192, osl=1024)
     assert long.rows[0].predicted_baseline_tokens_per_s < 0.5 * short.rows[0].predicted_baseline_tokens_per_s
 
 
 def test_deepseek_v3_mtp_from_its_config_and_the_smallest_tp_that_fits() -> None:
-    single = config_plan(config=DEEPSEEK, acceptance=[0.85, 0.7], acceptance_length=None, batch_sizes=(1,))
+    single = config_plan(config=DEEPSEEK, acceptance=[0.85, 0.7], acceptance_length=None, concurrencies=(1,))
     assert not single.rows[0].fits
     assert any("does not fit" in w and "--tp 8" in w for w in single.warnings)
     eight = config_plan(config=DEEPSEEK, hardware="b200", acceptance=[0.85, 0.7], acceptance_length=None, tp=8,
-                        dtype="fp4", batch_sizes=(1, 64))
+                        dtype="fp4", concurrencies=(1, 64))
     assert all(row.fits and row.method == "mtp" for row in eight.rows)
     assert eight.hardware.dtype == "fp4" and eight.to_dict()["model"]["num_mtp_modules"] == 1
 
 
 def test_overhead_warning_when_the_assumption_dominates(url: str) -> None:
-    tiny = plan_deployment(url, hardware="h200", model=TARGET, batch_sizes=(1,))  # 9M parameters: all overhead
-    assert any("step overhead" in warning and "batch 1" in warning for warning in tiny.warnings)
-    assert not any("step overhead" in warning for warning in config_plan(batch_sizes=(1,)).warnings)
+    tiny = plan_deployment(url, hardware="h200", model=TARGET, concurrencies=(1,))  # 9M parameters: all overhead
+    assert any("step overhead" in warning and "concurrency 1" in warning for warning in tiny.warnings)
+    assert not any("step overhead" in warning for warning in config_plan(concurrencies=(1,)).warnings)
 
 
 def test_acceptance_from_a_tuned_target_is_a_proxy(url: str) -> None:
-    plan = plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance_from=TARGET, batch_sizes=(1,))
+    plan = plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance_from=TARGET, concurrencies=(1,))
     assert plan.to_dict()["acceptance_origin"] == ["proxy"]
     assert any(w.startswith("acceptance is a proxy") and TARGET in w for w in plan.warnings)
     assert plan.rows[0].method in ("ngram", "none")
 
 
 def test_a_stored_probe_of_the_same_gpu_model_calibrates_the_bandwidth(url: str) -> None:
-    plan = plan_from_config(url, hardware="h100-sxm", config=LLAMA_8B, acceptance=[0.7], batch_sizes=(1,),
+    plan = plan_from_config(url, hardware="h100-sxm", config=LLAMA_8B, acceptance=[0.7], concurrencies=(1,),
                             deployment=Deployment(step_costs="roofline"))
     assert plan.hardware.bandwidth_fraction == pytest.approx(2900 / 3350)
     assert "measured by probe" in plan.basis["calibration"] and H100_NAME in plan.basis["calibration"]
-    assert "0.80" in config_plan(batch_sizes=(1,)).basis["calibration"]  # no probe: the assumed share
+    assert "0.80" in config_plan(concurrencies=(1,)).basis["calibration"]  # no probe: the assumed share
 
 
 def test_a_draft_config_is_the_proposer(tmp_path: Path) -> None:
@@ -352,7 +352,7 @@ def test_a_draft_config_is_the_proposer(tmp_path: Path) -> None:
     (draft / "config.json").write_text(json.dumps({
         "architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "num_hidden_layers": 16,
         "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256}))
-    plan = config_plan(draft_config=str(draft), acceptance=[0.7, 0.5], acceptance_length=None, batch_sizes=(1,))
+    plan = config_plan(draft_config=str(draft), acceptance=[0.7, 0.5], acceptance_length=None, concurrencies=(1,))
     assert {a["method"] for a in plan.rows[0].alternatives} == {"none", "draft"}
 
 
@@ -384,7 +384,7 @@ def test_bad_config_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, 
 
 def test_export_of_a_config_plan_says_where_its_acceptance_came_from(tmp_path: Path) -> None:
     out = tmp_path / "plan.yaml"
-    result = run("plan", "--config", LLAMA_8B, "--hardware", "h200", "--acceptance-length", "3.2", "--batch-sizes",
+    result = run("plan", "--config", LLAMA_8B, "--hardware", "h200", "--acceptance-length", "3.2", "--concurrency",
                  "1,8", "--export", "trtllm", "-o", str(out), "--db", f"sqlite:///{tmp_path / 'autotune.db'}")
     assert result.exit_code == 0, result.output
     header = [line.removeprefix("# ") for line in out.read_text().splitlines() if line.startswith("# ")]

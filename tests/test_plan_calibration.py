@@ -30,7 +30,7 @@ from test_plan import url as tuned_url  # noqa: F401 - the tuned target's databa
 
 LLAMA_8B = Path(__file__).parent / "data" / "configs" / "llama-3.1-8b.json"
 TRUE_OVERHEAD_US = 600.0  # what the made-up engine spends per step (vLLM's assumed one is 250)
-BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
+CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
 
 
 def timed_points(overhead_us: float, bandwidth: float, prompt: int, shape: ModelShape | None = None) -> list[dict]:
@@ -40,7 +40,7 @@ def timed_points(overhead_us: float, bandwidth: float, prompt: int, shape: Model
     spec = replace(accelerator("h200"), bandwidth_fraction=bandwidth, gemm_fraction=0.7, pass_overhead_us=overhead_us)
     shape = shape or read_config_model(LLAMA_8B, "target").shape
     return [CostPoint("none", None, 0, rows, 0.0, forward_pass(spec, shape, rows, 1, prompt).seconds, 0.01,
-                      rows * prompt, round=r).to_dict() for rows in BATCH_SIZES for r in range(3)]
+                      rows * prompt, round=r).to_dict() for rows in CONCURRENCIES for r in range(3)]
 
 
 def database(tmp_path: Path, engine: str = "vllm", *, bandwidth: float = BANDWIDTH_FRACTION, prompt: int = 64) -> str:
@@ -68,7 +68,7 @@ def save_h200_profile(session, target_id: int, engine: str, points: list[dict]) 
 
 
 def plan(url: str, calibration: str = "auto", engine: str = "vllm"):  # noqa: ANN201 - a DeploymentPlan
-    return plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance_length=(3.2, 4), batch_sizes=(1,),
+    return plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance_length=(3.2, 4), concurrencies=(1,),
                             deployment=Deployment(engine=engine, calibration=calibration, isl=64, osl=64,
                                                   step_costs="roofline"))
 
@@ -108,14 +108,14 @@ def test_an_absent_profile_falls_back_to_the_constants_and_the_plan_says_so(tmp_
     assert fallback.hardware.calibrated_from is None
     assert "no timed cost profile of the NVIDIA H200 with vllm is stored" in fallback.basis["calibration"]
     result = CliRunner().invoke(cli, ["plan", "--config", str(LLAMA_8B), "--hardware", "h200", "--engine", "vllm",
-                                      "--acceptance-length", "3.2", "--batch-sizes", "1", "--json", "--step-costs", "roofline",
+                                      "--acceptance-length", "3.2", "--concurrency", "1", "--json", "--step-costs", "roofline",
                                       "--db", url])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert "step overhead 250 us (assumed; no timed cost profile" in data["calibration"]
     assert data["basis"]["calibrated_from"] is None
     text = CliRunner().invoke(cli, ["plan", "--config", str(LLAMA_8B), "--hardware", "h200", "--engine", "trtllm",
-                                    "--acceptance-length", "3.2", "--batch-sizes", "1", "--step-costs", "roofline",
+                                    "--acceptance-length", "3.2", "--concurrency", "1", "--step-costs", "roofline",
                                     "--db", url])
     assert "calibration: " in text.output and "fitted to the timed cost profile 1" in text.output
 
@@ -125,12 +125,12 @@ def test_a_tuned_targets_plan_uses_the_profile_of_the_gpu_model_and_engine(tuned
     with open_database(tuned_url) as db, db.session() as session:
         [target] = profile_queries.find_models(session, TARGET)
         save_h200_profile(session, target.id, "vllm", timed_points(TRUE_OVERHEAD_US, BANDWIDTH_FRACTION, 32, shape))
-    fitted = plan_deployment(tuned_url, hardware="h200", model=TARGET, batch_sizes=(1,),
+    fitted = plan_deployment(tuned_url, hardware="h200", model=TARGET, concurrencies=(1,),
                              deployment=Deployment(engine="vllm"))
     assert fitted.hardware.pass_overhead_us == pytest.approx(TRUE_OVERHEAD_US, abs=1.0)
     assert "fitted to the timed cost profile 1 of autotune-byte-target on 1x NVIDIA H200" in fitted.basis["calibration"]
     assert not any("assumed step overhead" in w for w in fitted.warnings)  # measured, not assumed
-    other = plan_deployment(tuned_url, hardware="h200", model=TARGET, batch_sizes=(1,))  # trtllm: no profile
+    other = plan_deployment(tuned_url, hardware="h200", model=TARGET, concurrencies=(1,))  # trtllm: no profile
     assert "no timed cost profile of the NVIDIA H200 with trtllm" in other.basis["calibration"]
 
 

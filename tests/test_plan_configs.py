@@ -95,9 +95,9 @@ def test_llama_4_maverick_interleaves_dense_and_moe_layers() -> None:
 def test_the_named_families_plan_with_sane_weights_per_gpu(tmp_path: Path, config: str, tp: int, low_gib: float,
                                                            high_gib: float) -> None:
     result = CliRunner().invoke(cli, ["plan", "--config", str(CONFIGS / config), "--hardware", "b200", "--tp", str(tp),
-                                      "--acceptance-length", "2.5", "--batch-sizes", "1", "--step-costs", "roofline",
+                                      "--acceptance-length", "2.5", "--concurrency", "1", "--step-costs", "roofline",
                                       "--json", "--db", f"sqlite:///{tmp_path / 'none.db'}"])
     assert result.exit_code == 0, result.output
-    row = json.loads(result.output)["per_batch_size"][0]
+    row = json.loads(result.output)["per_concurrency"][0]
     weights_gib = read_config_model(CONFIGS / config, "target").shape.footprint("x", tp).weight_bytes / 2 ** 30
     assert low_gib < weights_gib < high_gib and row["memory_bytes"] / 2 ** 30 > weights_gib and row["fits"]

@@ -40,7 +40,7 @@ def silicon_plan(config: str = LLAMA_8B, hardware: str = "h200", **options):  # 
 
 
 def test_deepseek_r1_mtp_on_8_h200_is_priced_by_the_trtllm_kernels_part_by_part() -> None:
-    plan = silicon_plan(DEEPSEEK, tp=8, ep=8, isl=1024, osl=2048, batch_sizes=(1, 64), step_costs="silicon")
+    plan = silicon_plan(DEEPSEEK, tp=8, ep=8, isl=1024, osl=2048, concurrencies=(1, 64), step_costs="silicon")
     cost = plan.basis["cost"]
     assert cost["source"] == "silicon" and cost["data"] == "aiconfigurator-core 0.12.0, h200_sxm trtllm 1.3.0rc20"
     assert set(cost["parts"]) == {"target", "prefill", "mtp"}
@@ -70,13 +70,13 @@ def test_verifying_more_tokens_costs_more_gemm_rows_but_reads_the_kv_cache_once(
 
 
 def test_an_eagle3_head_of_the_targets_width_is_priced_as_target_layers() -> None:
-    plan = silicon_plan(LLAMA_70B, tp=8, draft_config=EAGLE_70B, batch_sizes=(4,), step_costs="silicon")
+    plan = silicon_plan(LLAMA_70B, tp=8, draft_config=EAGLE_70B, concurrencies=(4,), step_costs="silicon")
     parts = plan.basis["cost"]["parts"]
     assert "1 target layer(s) and the LM head over 32,000 tokens" in parts["draft eagle3-llama-3.3-70b"]
 
 
 def test_auto_falls_back_to_the_roofline_and_says_why() -> None:
-    plan = silicon_plan(hardware="h20", batch_sizes=(1,))  # no H20 in the kernel data
+    plan = silicon_plan(hardware="h20", concurrencies=(1,))  # no H20 in the kernel data
     assert plan.basis["cost"]["source"] == "roofline" and plan.title.startswith("PREDICTED — roofline for")
     assert any(note.startswith("step costs from the roofline: aiconfigurator-core 0.12.0 has no measured data for "
                                "the NVIDIA H20") for note in plan.notes)
@@ -91,11 +91,11 @@ def test_without_the_extra_auto_says_how_to_install_it_and_silicon_refuses(monke
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_aiconfigurator)
-    plan = silicon_plan(batch_sizes=(1,))
+    plan = silicon_plan(concurrencies=(1,))
     [why] = [note for note in plan.notes if note.startswith("step costs from the roofline")]
     assert 'pip install -e ".[plan]"' in why and "\n" not in why
     with pytest.raises(ConfigurationError, match=r"aiconfigurator-core is not installed: pip install"):
-        silicon_plan(batch_sizes=(1,), step_costs="silicon")
+        silicon_plan(concurrencies=(1,), step_costs="silicon")
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -130,7 +130,7 @@ def test_a_config_with_no_layers_is_refused_in_one_line(tmp_path: Path) -> None:
 def test_the_export_writes_the_planned_parallelism(tmp_path: Path) -> None:
     out = tmp_path / "plan.yaml"
     result = run("plan", "--config", DEEPSEEK, "--hardware", "h200", "--acceptance-length", "2.8@3", "--tp", "8",
-                 "--ep", "8", "--batch-sizes", "1", "--export", "trtllm", "-o", str(out))
+                 "--ep", "8", "--concurrency", "1", "--export", "trtllm", "-o", str(out))
     assert result.exit_code == 0, result.output
     text = out.read_text()
     config = yaml.safe_load(text)
@@ -138,5 +138,5 @@ def test_the_export_writes_the_planned_parallelism(tmp_path: Path) -> None:
     assert text.startswith("# PREDICTED by autotune plan (measured kernels (aiconfigurator-core 0.12.0")
     vllm = tmp_path / "plan.sh"
     assert run("plan", "--config", DEEPSEEK, "--hardware", "h200", "--acceptance-length", "2.8@3", "--tp", "8",
-               "--ep", "8", "--batch-sizes", "1", "--export", "vllm", "-o", str(vllm)).exit_code == 0
+               "--ep", "8", "--concurrency", "1", "--export", "vllm", "-o", str(vllm)).exit_code == 0
     assert "--tensor-parallel-size 8 --enable-expert-parallel" in vllm.read_text()

@@ -17,7 +17,7 @@ from autotune.analysis import decision
 from autotune.profiles import ProfileNotFoundError
 from autotune.store import open_database
 
-PLOTS = {"throughput_vs_batch_size", "speedup_vs_depth", "acceptance_by_position", "pareto_front", "speedup_by_method"}
+PLOTS = {"throughput_vs_concurrency", "speedup_vs_depth", "acceptance_by_position", "pareto_front", "speedup_by_method"}
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -77,9 +77,9 @@ def test_page_states_the_profile_and_the_verdict_with_numbers(written) -> None: 
     verdict = re.search(r"<p class='verdict'>(.*?)</p>", html).group(1)
     # The tuner's verdict per method, in the words its summary uses (decision.verdict_lines).
     assert verdict.split("<br>") == [
-        "mtp: best 2.04x [2.00, 2.08] (mtp@4 b1, acceptance 80%, +63.4 MiB).",
-        "draft:tiny-draft: best 1.28x [1.25, 1.31] (draft:tiny-draft@2 b1, acceptance 65%, +528.0 MiB).",
-        "ngram: best 1.39x [1.35, 1.42] (ngram@2 b1, acceptance 40%, +0.0 MiB).",
+        "mtp: best 2.04x [2.00, 2.08] (mtp@4 c1, acceptance 80%, +63.4 MiB).",
+        "draft:tiny-draft: best 1.28x [1.25, 1.31] (draft:tiny-draft@2 c1, acceptance 65%, +528.0 MiB).",
+        "ngram: best 1.39x [1.35, 1.42] (ngram@2 c1, acceptance 40%, +0.0 MiB).",
     ]
     assert html.count("<tr class='failed'>") == 1 and "out of memory" in html
 
@@ -88,7 +88,7 @@ def test_study_without_profile_or_complete_trials(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'autotune.db'}"
     with open_database(url) as database, database.session() as session:
         hw, target = factory.hardware(session), factory.model(session, "t", "t" * 16)
-        profile = factory.study(session, "all-failed", hw, target, methods=("none",), batch_sizes=(1,))
+        profile = factory.study(session, "all-failed", hw, target, methods=("none",), concurrencies=(1,))
         for trial in profile.study.measurements:
             trial.state, trial.tokens_per_s = "failed", None
         session.delete(profile)
@@ -103,7 +103,7 @@ def test_rewrites_an_earlier_report_and_finds_the_study_by_id(tmp_path: Path) ->
     url = f"sqlite:///{tmp_path / 'autotune.db'}"
     with open_database(url) as database, database.session() as session:
         hw, target = factory.hardware(session), factory.model(session, "t", "t" * 16)
-        study_id = factory.study(session, "small", hw, target, methods=("none", "mtp"), batch_sizes=(1, 2)).study_id
+        study_id = factory.study(session, "small", hw, target, methods=("none", "mtp"), concurrencies=(1, 2)).study_id
     out = tmp_path / "out"
     out.mkdir()
     (out / "report.html").write_text("old")
@@ -121,15 +121,15 @@ def test_unknown_study(sqlite_url: str, tmp_path: Path) -> None:
 
 def test_throughput_plot_draws_the_confirmed_intervals(populated: str) -> None:
     data = report.load_study(populated, "h100-old")
-    figure = report.figures(data)["throughput_vs_batch_size"]
+    figure = report.figures(data)["throughput_vs_concurrency"]
     containers = {c.get_label(): c for c in error_containers(figure)}
     assert set(containers) == {"none (baseline)", "MTP", "draft model (tiny-draft)", "n-gram"}
-    best = decision.best_by_batch_size(m for m in decision.deciding_rows(data.measurements) if m.method == "mtp")
+    best = decision.best_by_concurrency(m for m in decision.deciding_rows(data.measurements) if m.method == "mtp")
     segments = bar_segments(containers["MTP"])
-    assert len(segments) == len(best) == len(factory.BATCH_SIZES)
+    assert len(segments) == len(best) == len(factory.CONCURRENCIES)
     for (start, end), row in zip(segments, best.values()):
         tokens = row.estimate("tokens_per_s")
-        assert start[0] == end[0] == row.batch_size
+        assert start[0] == end[0] == row.concurrency
         assert (start[1], end[1]) == pytest.approx((tokens.low, tokens.high))
         assert tokens.low < row.tokens_per_s < tokens.high
 
@@ -148,15 +148,15 @@ def test_speedup_plots_draw_the_paired_intervals(populated: str) -> None:
     assert len(bars) == len(verdicts) == 3
     for container, verdict in zip(bars, verdicts):  # each method's verdict, with its intervals
         drawn = sorted((round(a[1], 9), round(b[1], 9)) for a, b in bar_segments(container))
-        assert drawn == sorted((round(e["speedup_low"], 9), round(e["speedup_high"], 9)) for e in verdict.by_batch_size)
+        assert drawn == sorted((round(e["speedup_low"], 9), round(e["speedup_high"], 9)) for e in verdict.by_concurrency)
 
 
 def test_a_screening_only_study_has_no_error_bars_and_no_speedup_plot(populated: str, tmp_path: Path) -> None:
     data = report.load_study(populated, "cpu")
     plots = report.figures(data)
     assert {"speedup_vs_depth", "speedup_by_method"}.isdisjoint(plots)
-    assert {"throughput_vs_batch_size", "pareto_front"} <= set(plots)
-    assert all(not bar_segments(c) for c in error_containers(plots["throughput_vs_batch_size"]))
+    assert {"throughput_vs_concurrency", "pareto_front"} <= set(plots)
+    assert all(not bar_segments(c) for c in error_containers(plots["throughput_vs_concurrency"]))
     assert report.error_bars([None, data.measurements[0].estimate("tokens_per_s")]) is None
     html = report.write_report(populated, "cpu", tmp_path / "out").read_text()
     assert "This study was only screened" in html and "no (one screening run)" in html
@@ -169,8 +169,8 @@ def test_page_shows_intervals_n_ties_and_phases(written) -> None:  # noqa: ANN00
     assert re.search(r"<td>478 ±1\.\d%</td>", profile) and re.search(r"<td>1\.44x \[1\.4\d, 1\.4\d\]</td>", profile)
     assert f"<td>{factory.ROUNDS}</td>" in profile and "<td class='text'>yes</td>" in profile
     assert "mtp@2 and mtp@3 are within noise of each other" in html
-    per_batch = html.split("<h2>Best configuration per batch size</h2>")[1].split("</table>")[0]
-    assert per_batch.count("±") == len(factory.BATCH_SIZES)
+    per_batch = html.split("<h2>Best configuration per concurrency</h2>")[1].split("</table>")[0]
+    assert per_batch.count("±") == len(factory.CONCURRENCIES)
     assert "<td>16</td><td>0</td><td class='text'>none</td>" in per_batch  # depth 0: speculation off
     trials = html.split("<h2>All trials</h2>")[1]
     assert trials.count("<td class='text'>confirmation 1</td>") == 25

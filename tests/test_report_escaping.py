@@ -3,7 +3,7 @@ markup, and the plots are drawn with the names as written (a ``$...$`` name is n
 
 The study comes the way a user gets one: written by the store's own writers with hostile hardware,
 target, draft and study names (tests/profile_factory.py), exported as JSON, given hostile values in
-its per-batch-size table, and imported with ``autotune profiles import``.
+its per-concurrency table, and imported with ``autotune profiles import``.
 """
 
 from __future__ import annotations
@@ -71,10 +71,10 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     assert result.exit_code == 0, result.output
     document = json.loads(exported.read_text())
     document["profile"]["study"]["name"] = NAMES["study"]
-    for row in document["profile"]["per_batch_size"]:
+    for row in document["profile"]["per_concurrency"]:
         row.update(label=TABLE_VALUE, tied=[TABLE_VALUE], note=TABLE_VALUE, acceptance_rate=TABLE_VALUE,
                    trials=TABLE_VALUE)
-    document["profile"]["per_batch_size"][0]["batch_size"] = TABLE_VALUE
+    document["profile"]["per_concurrency"][0]["concurrency"] = TABLE_VALUE
     exported.write_text(json.dumps(document))
     result = runner.invoke(cli, ["profiles", "import", str(exported), "--db", url])
     assert result.exit_code == 0, result.output
@@ -106,4 +106,4 @@ def test_every_name_is_shown_as_written(page: tuple[str, Path]) -> None:
 
 def test_plots_are_drawn_with_a_dollar_name(page: tuple[str, Path]) -> None:
     _, folder = page
-    assert {p.stem for p in folder.glob("*.png")} >= {"throughput_vs_batch_size", "pareto_front", "speedup_vs_depth"}
+    assert {p.stem for p in folder.glob("*.png")} >= {"throughput_vs_concurrency", "pareto_front", "speedup_vs_depth"}

@@ -34,11 +34,11 @@ def prediction(value: float, source: str = "timed") -> dict:
 
 
 def predicted_study(session, name: str, *, failed_only: bool = False) -> None:  # noqa: ANN001
-    """A confirmed study of none and MTP at batch sizes 1 and 4 (10 screening trials, one failed,
+    """A confirmed study of none and MTP at concurrency levels 1 and 4 (10 screening trials, one failed,
     then a confirmation run) whose screening trials after the first were predicted before they
     ran (one by the roofline), the failed one included; ``failed_only``: only the failed one was."""
     hw, target = factory.hardware(session), factory.model(session, "tiny-target", "tttt000011112222")
-    profile = factory.study(session, name, hw, target, methods=("none", "mtp"), batch_sizes=(1, 4), confirm=True)
+    profile = factory.study(session, name, hw, target, methods=("none", "mtp"), concurrencies=(1, 4), confirm=True)
     screening = sorted((m for m in profile.study.measurements if m.phase == "screening"), key=lambda m: m.trial_number)
     complete = [m for m in screening if m.state == "complete"]
     assert len(complete) == UNPREDICTED + len(FACTORS)
@@ -46,7 +46,7 @@ def predicted_study(session, name: str, *, failed_only: bool = False) -> None:  
         for i, (m, factor) in enumerate(zip(complete[UNPREDICTED:], FACTORS)):
             m.prediction = prediction(m.tokens_per_s * factor, "roofline" if i == 3 else "timed")
     # A trial stored through the store's writer with its prediction: it failed, so it measured nothing.
-    results.record_trial(session, profile.study_id, trial_number=len(screening), method="mtp", depth=4, batch_size=4,
+    results.record_trial(session, profile.study_id, trial_number=len(screening), method="mtp", depth=4, concurrency=4,
                          state="failed", reason="worker died", prediction=prediction(900.0))
 
 
@@ -80,7 +80,7 @@ def table_lines(output: str) -> list[list[str]]:
 def test_trials_show_the_prediction_and_its_error(url: str) -> None:
     output = run("trials", "predicted", "--db", url)
     columns = header(output)
-    assert columns == ["#", "phase", "config", "batch", "state", "n", "tokens/s", "pred", "err", "speedup", "accept",
+    assert columns == ["#", "phase", "config", "c", "state", "n", "tokens/s", "pred", "err", "speedup", "accept",
                        "note"]
     rows = [dict(zip(columns, cells)) for cells in table_lines(output)]
     screening = [r for r in rows if r["phase"] == "screen"]

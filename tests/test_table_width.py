@@ -56,12 +56,12 @@ def assert_fits(output: str, known: set[str]) -> None:
     assert "…" not in output  # nothing is cut short: long cells fold onto the next line
 
 
-PER_BATCH = {"batch", "depth", "configuration", "tokens/s", "speedup", "n", "tied", "note"}
+PER_BATCH = {"c", "depth", "configuration", "tokens/s", "speedup", "n", "tied", "note"}
 TABLES = {
     "profiles list": (("profiles", "list"), set(render.PROFILE_COLUMNS)),
     "profiles best": (("profiles", "best", "--model", "tiny-target", "--hardware", "aaaa111122223333",
-                       "--batch-size", "2"),
-                      set(render.PROFILE_COLUMNS) | {"method", "depth", "batch_size", "tokens_per_s", "tpot_ms_p50",
+                       "--concurrency", "2"),
+                      set(render.PROFILE_COLUMNS) | {"method", "depth", "concurrency", "tokens_per_s", "tpot_ms_p50",
                                                      "speedup"}),
     "profiles show": (("profiles", "show", "{confirmed}"), {"figure", "value"} | PER_BATCH | set(render.OFF_STATE_COLUMNS)),
     "profiles show example": (("profiles", "show", "{example}"),
@@ -80,7 +80,7 @@ def test_tables_fit_80_columns_with_whole_headers(stored: dict[str, str], name: 
 
 def test_profiles_list_uses_short_hardware_labels_and_keeps_the_essentials(stored: dict[str, str]) -> None:
     output = run("profiles", "list", "--db", stored["db"])
-    assert headers(output)[0] == ["id", "hardware", "model", "config", "batch", "tokens/s", "speedup"]
+    assert headers(output)[0] == ["id", "hardware", "model", "config", "c", "tokens/s", "speedup"]
     assert "H100" in output and "CPU 2c" in output and "NVIDIA" not in output
 
 
@@ -103,7 +103,7 @@ def test_wide_shows_every_column_unfolded(stored: dict[str, str], args: tuple[st
 def test_wide_profile_show_has_every_per_batch_column(stored: dict[str, str]) -> None:
     output = run("profiles", "show", stored["confirmed"], "--wide", "--db", stored["db"])
     assert headers(output)[-1] == render.OFF_STATE_COLUMNS  # where none won: after the per-batch table
-    assert headers(output)[-2] == ["batch", "depth", "configuration", "tokens/s", "speedup", "n", "tied", "note"]
+    assert headers(output)[-2] == ["c", "depth", "configuration", "tokens/s", "speedup", "n", "tied", "note"]
 
 
 def test_a_wide_terminal_keeps_every_column_without_wide(stored: dict[str, str]) -> None:
@@ -113,7 +113,7 @@ def test_a_wide_terminal_keeps_every_column_without_wide(stored: dict[str, str])
 
 def test_plan_fits_80_columns(plan_url: str) -> None:  # noqa: F811 - the imported fixture
     assert_fits(run("plan", "--hardware", "h200", "--model", TARGET, "--db", plan_url),
-                {"batch", "best config", "pred tok/s [95%]", "speedup", "TPOT ms", "mem GiB", "fits"})
+                {"c", "best config", "pred tok/s [95%]", "speedup", "TPOT ms", "mem GiB", "fits"})
 
 
 def test_trials_with_predictions_fit_80_columns(predicted_url: str) -> None:  # noqa: F811 - the imported fixture

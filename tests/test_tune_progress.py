@@ -15,25 +15,25 @@ def test_one_line_per_phase_finished_trial_and_note() -> None:
     lines = ProgressLines(out, clock=lambda: now[0])
     lines(TuneProgress(0, 6, "timing step costs for 2 proposer(s)", kind="phase"))
     now[0] = 40.0
-    lines(TuneProgress(0, 6, "none b1"))  # a trial starts: no line, its end follows
+    lines(TuneProgress(0, 6, "none c1"))  # a trial starts: no line, its end follows
     now[0] = 50.0
-    lines(TuneProgress(1, 6, "none b1", "complete", best="none b1 (212.0 tokens/s, one run)", tokens_per_s=212.04))
-    lines(TuneProgress(1, 6, "mtp@2 b1"))
+    lines(TuneProgress(1, 6, "none c1", "complete", best="none c1 (212.0 tokens/s, one run)", tokens_per_s=212.04))
+    lines(TuneProgress(1, 6, "mtp@2 c1"))
     now[0] = 55.0
-    lines(TuneProgress(1, 6, "mtp@2 b1: other processes use 1.80 of 2 cores: re-measuring (1 of 2)", kind="note"))
+    lines(TuneProgress(1, 6, "mtp@2 c1: other processes use 1.80 of 2 cores: re-measuring (1 of 2)", kind="note"))
     now[0] = 70.0
-    lines(TuneProgress(2, 6, "mtp@2 b1", "complete", best="mtp@2 b1 (300.0 tokens/s, one run)", tokens_per_s=300.0,
+    lines(TuneProgress(2, 6, "mtp@2 c1", "complete", best="mtp@2 c1 (300.0 tokens/s, one run)", tokens_per_s=300.0,
                        predicted_tokens_per_s=280.0))
-    lines(TuneProgress(2, 6, "draft@2 b1"))
+    lines(TuneProgress(2, 6, "draft@2 c1"))
     now[0] = 3725.0
-    lines(TuneProgress(3, 6, "draft@2 b1", "failed", "timeout: no answer within 600 s"))
+    lines(TuneProgress(3, 6, "draft@2 c1", "failed", "timeout: no answer within 600 s"))
     assert out.getvalue().splitlines() == [
         "[0:00] timing step costs for 2 proposer(s)",
-        "[0:50] trial 1/6 none b1: complete, 212.0 tok/s · best none b1 (212.0 tokens/s, one run) · at most 5 more, ~0:50",
-        "[0:55] mtp@2 b1: other processes use 1.80 of 2 cores: re-measuring (1 of 2)",
-        "[1:10] trial 2/6 mtp@2 b1: complete, 300.0 tok/s (predicted 280.0) · best mtp@2 b1 (300.0 tokens/s, one run)"
+        "[0:50] trial 1/6 none c1: complete, 212.0 tok/s · best none c1 (212.0 tokens/s, one run) · at most 5 more, ~0:50",
+        "[0:55] mtp@2 c1: other processes use 1.80 of 2 cores: re-measuring (1 of 2)",
+        "[1:10] trial 2/6 mtp@2 c1: complete, 300.0 tok/s (predicted 280.0) · best mtp@2 c1 (300.0 tokens/s, one run)"
         " · at most 4 more, ~1:00",
-        "[1:02:05] trial 3/6 draft@2 b1: failed (timeout: no answer within 600 s) · at most 3 more, ~1:01:25",
+        "[1:02:05] trial 3/6 draft@2 c1: failed (timeout: no answer within 600 s) · at most 3 more, ~1:01:25",
     ]
 
 

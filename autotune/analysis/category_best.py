@@ -4,7 +4,7 @@ A study measures its workload's mix; each measured configuration also stored its
 category (:mod:`autotune.analysis.categories`). Its tokens/s on category c alone is the mix formula
 with w_c = 1 (:mod:`autotune.analysis.mix`): tokens/s x Ω_c / Ω_measured. Its interval combines, in
 quadrature of relative half-widths, the figure's own (a confirmed row's; a screening pass has none)
-and Ω_c's (over the category's prompts). At the recommended batch size, when the fastest
+and Ω_c's (over the category's prompts). At the recommended concurrency, when the fastest
 configuration on one category beats, on that category, the configuration that is fastest on
 another by more than both intervals, the summary says so; where the best is the same everywhere but
 the recommended configuration's acceptance differs by category beyond the intervals, it says that
@@ -47,9 +47,9 @@ def on_category(row: Any, category: str) -> Estimate | None:
     return Estimate(value, value - half, value + half, figure.n)
 
 
-def best_on_categories(rows: Iterable[Any], batch_size: int) -> dict[str, tuple[Any, Estimate]]:
-    """The fastest deciding row on each category alone at ``batch_size``, with its figure there."""
-    deciding = [row for row in deciding_rows(rows) if row.batch_size == batch_size and categories_of(row)]
+def best_on_categories(rows: Iterable[Any], concurrency: int) -> dict[str, tuple[Any, Estimate]]:
+    """The fastest deciding row on each category alone at ``concurrency``, with its figure there."""
+    deciding = [row for row in deciding_rows(rows) if row.concurrency == concurrency and categories_of(row)]
     best: dict[str, tuple[Any, Estimate]] = {}
     for name in sorted({name for row in deciding for name in categories_of(row)}):
         figures = [(row, estimate) for row in deciding if (estimate := on_category(row, name)) is not None]
@@ -58,10 +58,10 @@ def best_on_categories(rows: Iterable[Any], batch_size: int) -> dict[str, tuple[
     return best
 
 
-def category_lines(rows: Iterable[Any], batch_size: int, recommended: Any = None) -> list[str]:
-    """The summary's lines on categories at ``batch_size`` (module doc); [] for a workload without
+def category_lines(rows: Iterable[Any], concurrency: int, recommended: Any = None) -> list[str]:
+    """The summary's lines on categories at ``concurrency`` (module doc); [] for a workload without
     categories or where nothing differs beyond the noise."""
-    best = best_on_categories(rows, batch_size)
+    best = best_on_categories(rows, concurrency)
     lines = []
     for name, (winner, figure) in best.items():
         for other, (rival, _) in best.items():
@@ -70,11 +70,11 @@ def category_lines(rows: Iterable[Any], batch_size: int, recommended: Any = None
             against = on_category(rival, name)
             if against is None or not (figure.has_interval and against.has_interval) or figure.low <= against.high:
                 continue
-            lines.append(f"The best configuration differs by category at batch size {batch_size}: on {name} "
+            lines.append(f"The best configuration differs by category at concurrency {concurrency}: on {name} "
                          f"{config_label(winner)} ({figure.value:,.0f} tokens/s [{figure.low:,.0f}, {figure.high:,.0f}]) "
                          f"beats {config_label(rival)}, the best on {other}, by {figure.value / against.value - 1:.0%} "
                          f"beyond the noise ({against.value:,.0f} [{against.low:,.0f}, {against.high:,.0f}]); "
                          "`autotune profiles show ID --mix` gives the figures for another mix of requests.")
     if not lines and recommended is not None and (own := categories_of(recommended)):
-        lines = [f"{config_label(recommended)} b{batch_size}: {line}" for line in category_differences(own)]
+        lines = [f"{config_label(recommended)} c{concurrency}: {line}" for line in category_differences(own)]
     return lines

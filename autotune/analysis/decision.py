@@ -1,5 +1,5 @@
 """The one home of what a study's figures decide: baselines, ties, the configuration to deploy, the
-best configuration at each batch size, the per-method verdict and the Pareto front.
+best configuration at each concurrency, the per-method verdict and the Pareto front.
 
 Used by the tuner (the profile it stores), the profile queries and exports (the serving schedule)
 and the report. Pure functions over rows of :class:`~autotune.store.results.TrialFigures` (stored
@@ -10,7 +10,7 @@ protocol, see :mod:`autotune.engines.protocol`), its latest run decides; the scr
 pass each) only chose the finalists. Without one, the screening trials stand, and every figure is
 reported as one unconfirmed run (n = 1, no interval, no speedup).
 
-**Ties.** Two confirmed configurations at one batch size were measured in the same rounds, so
+**Ties.** Two confirmed configurations at one concurrency were measured in the same rounds, so
 their tokens/s ratio has a paired 95 % interval (:func:`compare`). One beats another only when that
 interval excludes 1. The leader is the configuration with the most tokens/s; every configuration
 the paired comparison cannot separate from it is tied with it (a speculative one only while its
@@ -20,12 +20,12 @@ follows operational simplicity (:data:`SIMPLICITY`): no speculation, then n-gram
 draft model (each step adds a failure surface: the seed article's MTP-versus-draft argument), then
 smaller depth, then less memory. The baseline is always measured in the confirmation rounds, so
 where speculation's speedup interval does not clear 1.0x the baseline is tied with the leader and
-the batch size gets depth 0; a tied configuration whose own speedup interval does not clear 1.0x is
+the concurrency gets depth 0; a tied configuration whose own speedup interval does not clear 1.0x is
 never the one recommended.
 
-**Baselines.** The baseline at a batch size is the method-none row of the deciding rows there; a
+**Baselines.** The baseline at a concurrency is the method-none row of the deciding rows there; a
 speedup is only ever the stored, paired one. Confirmed baselines that fail the neighbour check
-(:func:`~autotune.analysis.plausibility.implausible_baselines`) mark their batch size unreliable:
+(:func:`~autotune.analysis.plausibility.implausible_baselines`) mark their concurrency unreliable:
 its speedups are not reported.
 """
 
@@ -56,7 +56,7 @@ WHY_SIMPLER = {
     "mtp": "no second model to deploy",
 }
 
-Row = TypeVar("Row")  # a TrialFigures with method, depth, batch_size, draft, state, trial_number
+Row = TypeVar("Row")  # a TrialFigures with method, depth, concurrency, draft, state, trial_number
 
 
 # -- rows ------------------------------------------------------------------------------------------
@@ -100,17 +100,17 @@ def screening_rows(rows: Iterable[Row]) -> list[Row]:
 
 
 def reliable(row: Any) -> bool:
-    """False for rows whose batch size failed the baseline neighbour check."""
+    """False for rows whose concurrency failed the baseline neighbour check."""
     return not row.extra.get("implausible")
 
 
 def compare(a: Any, b: Any) -> Estimate | None:
     """Paired tokens/s ratio a / b over the confirmation rounds both were measured in; None when
-    they were not measured together (different runs or batch sizes, or screening rows)."""
+    they were not measured together (different runs or concurrency levels, or screening rows)."""
     if a is b:
         return Estimate(1.0, 1.0, 1.0, len(a.extra.get("samples") or [1]))
     run_a, run_b = confirmation_run(a), confirmation_run(b)
-    if run_a is None or run_a != run_b or a.batch_size != b.batch_size:
+    if run_a is None or run_a != run_b or a.concurrency != b.concurrency:
         return None
     numerators, denominators = paired_by_round(a.extra.get("rounds") or [], a.extra.get("samples") or [],
                                                b.extra.get("rounds") or [], b.extra.get("samples") or [])
@@ -132,37 +132,37 @@ def speedup_estimate(row: Any) -> Estimate | None:
 
 
 def baselines(rows: Iterable[Row]) -> dict[int, Row]:
-    """The baseline row at each batch size among the deciding rows (the fastest, should a study
-    hold several), by ascending batch size."""
+    """The baseline row at each concurrency among the deciding rows (the fastest, should a study
+    hold several), by ascending concurrency."""
     found: dict[int, Row] = {}
     for row in deciding_rows(rows):
-        if row.method == BASELINE and (row.batch_size not in found or row.tokens_per_s > found[row.batch_size].tokens_per_s):
-            found[row.batch_size] = row
+        if row.method == BASELINE and (row.concurrency not in found or row.tokens_per_s > found[row.concurrency].tokens_per_s):
+            found[row.concurrency] = row
     return dict(sorted(found.items()))
 
 
-def best_by_batch_size(rows: Iterable[Row]) -> dict[int, Row]:
-    """The row with the most tokens/s at each batch size, by ascending batch size."""
+def best_by_concurrency(rows: Iterable[Row]) -> dict[int, Row]:
+    """The row with the most tokens/s at each concurrency, by ascending concurrency."""
     best: dict[int, Row] = {}
     for row in complete(rows):
-        if row.batch_size not in best or row.tokens_per_s > best[row.batch_size].tokens_per_s:
-            best[row.batch_size] = row
+        if row.concurrency not in best or row.tokens_per_s > best[row.concurrency].tokens_per_s:
+            best[row.concurrency] = row
     return dict(sorted(best.items()))
 
 
-# -- one batch size --------------------------------------------------------------------------------
+# -- one concurrency --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class BatchDecision:
-    """What one batch size's figures decide.
+class ConcurrencyDecision:
+    """What one concurrency's figures decide.
 
     ``leader``: most tokens/s; ``tied``: the configurations the paired comparison cannot separate
     from it (leader included), simplest first; ``recommended``: the simplest of the tied;
     ``ratio_to_leader``: the recommended one's paired tokens/s ratio to the leader.
     """
 
-    batch_size: int
+    concurrency: int
     leader: Any
     tied: list[Any]
     recommended: Any
@@ -172,7 +172,7 @@ class BatchDecision:
 
     @property
     def depth(self) -> int:
-        """Draft tokens per step to serve at this batch size (0: speculation off)."""
+        """Draft tokens per step to serve at this concurrency (0: speculation off)."""
         return 0 if self.recommended.method == BASELINE else self.recommended.depth
 
     def tie_sentence(self) -> str | None:
@@ -184,7 +184,7 @@ class BatchDecision:
         widths = [c.relative_half_width for r in self.tied if r is not self.leader
                   if (c := compare(r, self.leader)) is not None and c.relative_half_width is not None]
         noise = f" (±{max(widths):.0%})" if widths else ""
-        return (f"at batch size {self.batch_size}, {names} are within noise of each other{noise}: recommending "
+        return (f"at concurrency {self.concurrency}, {names} are within noise of each other{noise}: recommending "
                 f"{config_label(self.recommended)} — {_why(self.recommended, self.tied)}")
 
 
@@ -202,11 +202,11 @@ def _why(chosen: Any, tied: list[Any]) -> str:
     return "less memory"
 
 
-def decide_batch(rows: Sequence[Any], batch_size: int, slo: Any = None) -> BatchDecision | None:
-    """The decision at ``batch_size`` among the deciding ``rows`` (already filtered by
+def decide_at(rows: Sequence[Any], concurrency: int, slo: Any = None) -> ConcurrencyDecision | None:
+    """The decision at ``concurrency`` among the deciding ``rows`` (already filtered by
     :func:`deciding_rows`), under ``slo`` (an object with ``violation(row)``; None: no limits).
     None when nothing complete was measured there."""
-    here = [row for row in rows if row.batch_size == batch_size]
+    here = [row for row in rows if row.concurrency == concurrency]
     if not here:
         return None
     violation = (lambda row: slo.violation(row)) if slo is not None else (lambda row: 0.0)
@@ -218,7 +218,7 @@ def decide_batch(rows: Sequence[Any], batch_size: int, slo: Any = None) -> Batch
     # qualifies (when it does not clear 1.0x the baseline is tied with it and comes first).
     recommended = next((row for row in tied if row is leader or _clears_baseline(row)), leader)
     baseline = next((row for row in here if row.method == BASELINE), None)
-    return BatchDecision(batch_size, leader, tied, recommended, baseline, compare(recommended, leader),
+    return ConcurrencyDecision(concurrency, leader, tied, recommended, baseline, compare(recommended, leader),
                          confirmation_run(leader) is not None)
 
 
@@ -255,7 +255,7 @@ class ProfileChoice:
     row: Any
     slo_met: bool
     violation: float  # total relative excess over the SLO limits (0 when met)
-    decision: BatchDecision | None = None
+    decision: ConcurrencyDecision | None = None
 
     def to_dict(self) -> dict[str, Any]:
         tied = [config_label(row) for row in self.decision.tied] if self.decision else []
@@ -264,12 +264,12 @@ class ProfileChoice:
 
 
 def choose_profile(rows: Iterable[Any], slo: Any) -> ProfileChoice | None:
-    """The configuration to deploy: the batch size whose leader has the most tokens/s (among those
+    """The configuration to deploy: the concurrency whose leader has the most tokens/s (among those
     meeting the SLOs, else the closest miss), and there the recommendation of the tie rule."""
     deciding = [row for row in deciding_rows(rows) if reliable(row)]
     if not deciding:
         return None
-    decisions = [d for b in sorted({row.batch_size for row in deciding}) if (d := decide_batch(deciding, b, slo))]
+    decisions = [d for b in sorted({row.concurrency for row in deciding}) if (d := decide_at(deciding, b, slo))]
     best = min(decisions, key=lambda d: (slo.violation(d.leader), -d.leader.tokens_per_s))
     row = best.recommended
     violation = slo.violation(row)
@@ -277,15 +277,15 @@ def choose_profile(rows: Iterable[Any], slo: Any) -> ProfileChoice | None:
 
 
 @dataclass(frozen=True)
-class BatchSizeBest:
-    """The recommendation at one batch size (None fields: nothing complete there yet).
+class ConcurrencyBest:
+    """The recommendation at one concurrency (None fields: nothing complete there yet).
 
     ``depth`` is what a server should use there (0: no speculation); ``speedup_low``/``_high`` the
     paired 95 % interval; ``tied``: the configurations within noise of the leader; ``confirmed``:
     the figures come from the confirmation phase; ``note``: why figures are withheld, if they are.
     """
 
-    batch_size: int
+    concurrency: int
     baseline_tokens_per_s: float | None
     label: str | None
     method: str | None
@@ -311,23 +311,23 @@ class BatchSizeBest:
         return asdict(self)
 
 
-def per_batch_size(rows: Sequence[Any], batch_sizes: Iterable[int], slo: Any) -> list[BatchSizeBest]:
-    """The recommendation at each batch size (under ``slo``), with its paired speedup."""
+def per_concurrency(rows: Sequence[Any], concurrencies: Iterable[int], slo: Any) -> list[ConcurrencyBest]:
+    """The recommendation at each concurrency (under ``slo``), with its paired speedup."""
     deciding = deciding_rows(rows)
     table = []
-    for batch_size in batch_sizes:
-        decision = decide_batch(deciding, batch_size, slo)
-        trials = sum(1 for row in rows if row.batch_size == batch_size and confirmation_run(row) is None)
+    for concurrency in concurrencies:
+        decision = decide_at(deciding, concurrency, slo)
+        trials = sum(1 for row in rows if row.concurrency == concurrency and confirmation_run(row) is None)
         if decision is None:
-            table.append(BatchSizeBest(batch_size, None, None, None, None, None, None, None, None, None, False, trials))
+            table.append(ConcurrencyBest(concurrency, None, None, None, None, None, None, None, None, None, False, trials))
             continue
         row = decision.recommended
         withheld = not reliable(row)
         tokens = row.estimate("tokens_per_s")
         speedup = None if withheld else speedup_estimate(row)
         base = decision.baseline
-        table.append(BatchSizeBest(
-            batch_size=batch_size, baseline_tokens_per_s=base.tokens_per_s if base is not None else None,
+        table.append(ConcurrencyBest(
+            concurrency=concurrency, baseline_tokens_per_s=base.tokens_per_s if base is not None else None,
             label=config_label(row), method=row.method, draft=row.draft, depth=decision.depth,
             tokens_per_s=row.tokens_per_s, speedup=speedup.value if speedup else None,
             acceptance_rate=row.acceptance_rate, acceptance_length=row.acceptance_length,
@@ -350,14 +350,14 @@ class MethodVerdict:
     draft: str | None
     trials: int
     best_label: str | None
-    best_batch_size: int | None
+    best_concurrency: int | None
     best_depth: int | None
     tokens_per_s: float | None
     speedup: float | None
     acceptance_rate: float | None
     acceptance_length: float | None
-    memory_overhead_bytes: int | None  # peak memory over the baseline's at the same batch size
-    by_batch_size: list[dict[str, Any]] = field(default_factory=list)
+    memory_overhead_bytes: int | None  # peak memory over the baseline's at the same concurrency
+    by_concurrency: list[dict[str, Any]] = field(default_factory=list)
     wins_at: list[int] = field(default_factory=list)
     speedup_low: float | None = None
     speedup_high: float | None = None
@@ -379,15 +379,15 @@ def method_verdicts(rows: Sequence[Any], method_names: Iterable[str]) -> list[Me
     confirmed = [row for row in deciding_rows(rows) if confirmation_run(row) is not None and reliable(row)]
     screened = screening_rows(rows)
     base = baselines(rows)
-    recommended_at = {b.batch_size: method_name(b) for b in per_batch_size(rows, sorted(base), NO_SLO) if b.method}
+    recommended_at = {b.concurrency: method_name(b) for b in per_concurrency(rows, sorted(base), NO_SLO) if b.method}
     verdicts = []
     for name in method_names:
         mine = [row for row in confirmed if method_name(row) == name] or [row for row in screened if method_name(row) == name]
-        by_batch = []
-        for batch_size, best in best_by_batch_size(mine).items():
+        by_level = []
+        for concurrency, best in best_by_concurrency(mine).items():
             speedup = speedup_estimate(best)
-            by_batch.append({
-                "batch_size": batch_size, "depth": best.depth, "tokens_per_s": best.tokens_per_s,
+            by_level.append({
+                "concurrency": concurrency, "depth": best.depth, "tokens_per_s": best.tokens_per_s,
                 "speedup": speedup.value if speedup else None, "speedup_low": speedup.low if speedup else None,
                 "speedup_high": speedup.high if speedup else None, "acceptance_rate": best.acceptance_rate,
                 "acceptance_length": best.acceptance_length, "repetitions": getattr(best, "repetitions", 1),
@@ -396,18 +396,18 @@ def method_verdicts(rows: Sequence[Any], method_names: Iterable[str]) -> list[Me
         top = (max(with_speedup, key=lambda row: (speedup_estimate(row).value, row.tokens_per_s)) if with_speedup
                else max(mine, key=lambda row: row.tokens_per_s, default=None))
         speedup = speedup_estimate(top) if top is not None else None
-        baseline = base.get(top.batch_size) if top is not None else None
+        baseline = base.get(top.concurrency) if top is not None else None
         overhead = None
         if top is not None and baseline is not None and None not in (top.peak_memory_bytes, baseline.peak_memory_bytes):
             overhead = top.peak_memory_bytes - baseline.peak_memory_bytes
         verdicts.append(MethodVerdict(
             name=name, method=name.split(":")[0], draft=mine[0].draft if mine else None,
             trials=sum(1 for row in rows if method_name(row) == name and confirmation_run(row) is None),
-            best_label=_row_label(top) if top else None, best_batch_size=top.batch_size if top else None,
+            best_label=_row_label(top) if top else None, best_concurrency=top.concurrency if top else None,
             best_depth=top.depth if top else None, tokens_per_s=top.tokens_per_s if top else None,
             speedup=speedup.value if speedup else None, acceptance_rate=top.acceptance_rate if top else None,
             acceptance_length=top.acceptance_length if top else None, memory_overhead_bytes=overhead,
-            by_batch_size=by_batch, wins_at=sorted(b for b, winner in recommended_at.items() if winner == name),
+            by_concurrency=by_level, wins_at=sorted(b for b, winner in recommended_at.items() if winner == name),
             speedup_low=speedup.low if speedup else None, speedup_high=speedup.high if speedup else None,
             confirmed=top is not None and confirmation_run(top) is not None,
         ))
@@ -416,7 +416,7 @@ def method_verdicts(rows: Sequence[Any], method_names: Iterable[str]) -> list[Me
 
 def _row_label(row: Any) -> str:
     label = getattr(row, "label", None)
-    return label if isinstance(label, str) else f"{config_label(row)} b{row.batch_size}"
+    return label if isinstance(label, str) else f"{config_label(row)} c{row.concurrency}"
 
 
 class _NoSlo:
@@ -454,9 +454,9 @@ def pareto_front(trials: Iterable[Figures]) -> list[Figures]:
 # -- the summary -----------------------------------------------------------------------------------
 
 
-def summary_lines(profile: ProfileChoice | None, table: list[BatchSizeBest], verdicts: list[MethodVerdict],
+def summary_lines(profile: ProfileChoice | None, table: list[ConcurrencyBest], verdicts: list[MethodVerdict],
                   slo: Any) -> list[str]:
-    """A few sentences answering 'which method, at which depth and batch size' for this machine,
+    """A few sentences answering 'which method, at which depth and concurrency' for this machine,
     every figure with its interval (or marked as one unconfirmed run)."""
     if profile is None:
         return ["No trial has completed yet."]
@@ -480,8 +480,8 @@ def summary_lines(profile: ProfileChoice | None, table: list[BatchSizeBest], ver
     lines += verdict_lines(verdicts)
     schedule = [b for b in table if b.label is not None]
     if schedule:
-        lines.append("Schedule by batch size: " + "; ".join(
-            f"b{b.batch_size} {b.label}" + (f" {_speedup_text(b.speedup, b.speedup_low, b.speedup_high)}"
+        lines.append("Schedule by concurrency: " + "; ".join(
+            f"c{b.concurrency} {b.label}" + (f" {_speedup_text(b.speedup, b.speedup_low, b.speedup_high)}"
                                             if b.speedup is not None and b.method != BASELINE else "")
             + (f" ({b.note})" if b.note else "")
             for b in schedule

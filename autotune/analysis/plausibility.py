@@ -7,8 +7,8 @@
   ``acceptance_length * (1 + SPEEDUP_SLACK)`` did not come from the configuration but from the
   machine (a baseline pass slowed by other work, as in the 39.79x-at-depth-3 study of issue 10).
 * Baseline neighbours. Without speculation, more concurrent sequences never lower throughput by
-  much: a baseline at batch size B slower than ``1 - BASELINE_SLACK`` times the fastest baseline
-  at a smaller batch size is suspect.
+  much: a baseline at concurrency B slower than ``1 - BASELINE_SLACK`` times the fastest baseline
+  at a smaller concurrency is suspect.
 
 The slacks leave room for ordinary noise: a single pair of passes varies by ~10 % on our machines.
 """
@@ -38,16 +38,16 @@ def implausible_speedup(speedup: float, acceptance_length: float | None, depth: 
 
 
 def implausible_baselines(tokens_per_s: Mapping[int, float]) -> dict[int, str]:
-    """Batch sizes whose baseline throughput is implausibly below a smaller batch size's, with why."""
+    """Concurrency levels whose baseline throughput is implausibly below a smaller concurrency's, with why."""
     suspects: dict[int, str] = {}
     fastest_below: tuple[int, float] | None = None
-    for batch_size in sorted(tokens_per_s):
-        value = tokens_per_s[batch_size]
+    for concurrency in sorted(tokens_per_s):
+        value = tokens_per_s[concurrency]
         if fastest_below is not None and value < (1 - BASELINE_SLACK) * fastest_below[1]:
-            suspects[batch_size] = (
-                f"the baseline at batch size {batch_size} ({value:.1f} tokens/s) is slower than at batch size "
+            suspects[concurrency] = (
+                f"the baseline at concurrency {concurrency} ({value:.1f} tokens/s) is slower than at concurrency "
                 f"{fastest_below[0]} ({fastest_below[1]:.1f} tokens/s): a disturbed measurement"
             )
         if fastest_below is None or value > fastest_below[1]:
-            fastest_below = (batch_size, value)
+            fastest_below = (concurrency, value)
     return suspects

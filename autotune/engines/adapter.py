@@ -32,7 +32,7 @@ class EngineAdapter(ABC):
     default_sampler: ClassVar[str]
     # Runs on NVIDIA GPUs only: a machine without one cannot tune with it.
     needs_cuda: ClassVar[bool] = False
-    # What "speculation off at a batch size" means in the engine's speculative server
+    # What "speculation off at a concurrency" means in the engine's speculative server
     # (autotune.engines.offstate); None for an engine that serves nothing (the embedded one).
     off_rule: ClassVar[OffRule | None] = None
 
@@ -61,7 +61,7 @@ class EngineAdapter(ABC):
     def study_spec(self, target: str, *, max_batch_size: int, device: str,
                    models: tuple[HfModel, ...] = ()) -> EngineSpec:
         """The worker spec a tuning study runs: ``target`` on ``device`` (cpu or cuda), serving every
-        batch size up to ``max_batch_size``; ``models``: the folders the preflight already read, so
+        concurrency up to ``max_batch_size``; ``models``: the folders the preflight already read, so
         that the worker reads none again."""
 
 
@@ -77,6 +77,6 @@ class FolderEngineAdapter(EngineAdapter):
 
     def study_spec(self, target: str, *, max_batch_size: int, device: str,
                    models: tuple[HfModel, ...] = ()) -> EngineSpec:
-        # The engine is built once for the study's largest batch size, so every batch size reuses it;
+        # The engine is built once for the study's largest concurrency, so every concurrency reuses it;
         # it runs on the device it finds.
         return self.spec(target=target, max_batch_size=max_batch_size, models=models)

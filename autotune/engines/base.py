@@ -1,7 +1,7 @@
 """The engine interface: what a configuration is, what a run measures, and what an engine does.
 
 An engine loads one speculative-decoding configuration (:class:`EngineConfig`) and measures a
-workload at any batch size (:class:`Measurement`). The tuner only talks to this interface, so the
+workload at any concurrency (:class:`Measurement`). The tuner only talks to this interface, so the
 embedded PyTorch engine and a TensorRT-LLM engine are interchangeable.
 """
 
@@ -127,7 +127,7 @@ class Measurement(RunCounters):
 
     method: str
     depth: int
-    batch_size: int
+    concurrency: int
     draft: str | None
     temperature: float | None  # None: each request's own temperature
     seed: int
@@ -185,10 +185,10 @@ class Measurement(RunCounters):
         return cls(**data)
 
 
-def validate_run_options(batch_size: int, temperature: float | None = None) -> None:
-    """ConfigurationError for a batch size below 1 or a temperature that is not a number >= 0."""
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ConfigurationError(f"batch size must be an integer >= 1, got {batch_size!r}")
+def validate_run_options(concurrency: int, temperature: float | None = None) -> None:
+    """ConfigurationError for a concurrency below 1 or a temperature that is not a number >= 0."""
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise ConfigurationError(f"concurrency must be an integer >= 1, got {concurrency!r}")
     if temperature is not None and not (
         isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and math.isfinite(temperature) and temperature >= 0
     ):
@@ -205,9 +205,9 @@ class Engine(Protocol):
         """Prepare ``config`` (loading models only when they are not loaded yet)."""
 
     def measure(
-        self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
+        self, workload: Workload, concurrency: int, temperature: float | None = None, seed: int = 0
     ) -> Measurement:
-        """Run ``workload`` with the loaded config at ``batch_size`` concurrent sequences."""
+        """Run ``workload`` with the loaded config at ``concurrency`` concurrent sequences."""
 
     def close(self) -> None:
         """Release models and memory."""

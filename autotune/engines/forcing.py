@@ -27,26 +27,26 @@ def require_all_accepted(engine: str, accepted: int, drafted: int, switch: str) 
 
 
 def timing_point(
-    config: EngineConfig, batch_size: int, round_index: int, *, steps: int, step_s: float, propose_s: float,
+    config: EngineConfig, concurrency: int, round_index: int, *, steps: int, step_s: float, propose_s: float,
     prefill_s: float, drafted: int, prefill_tokens: int,
 ) -> dict[str, Any]:
     """One timing run's point (the keys of :class:`autotune.perfmodel.cost.CostPoint`) from its totals
-    over ``steps`` decode steps with all ``batch_size`` rows active: ``step_s`` their wall time,
+    over ``steps`` decode steps with all ``concurrency`` rows active: ``step_s`` their wall time,
     ``propose_s`` the part the engine timed as drafting (0 when it does not time drafting apart),
     ``drafted`` their draft tokens; ``prefill_s`` the prefill of the rows."""
     return {
-        "method": config.method, "draft": config.draft_model, "depth": config.depth, "batch_size": batch_size,
+        "method": config.method, "draft": config.draft_model, "depth": config.depth, "concurrency": concurrency,
         "round": round_index, "steps": steps, "propose_s": propose_s / steps, "verify_s": (step_s - propose_s) / steps,
-        "prefill_s": prefill_s, "drafted_per_step": drafted / (steps * batch_size), "prefill_tokens": prefill_tokens,
+        "prefill_s": prefill_s, "drafted_per_step": drafted / (steps * concurrency), "prefill_tokens": prefill_tokens,
     }
 
 
-def timing_rows(prompts: Sequence[str], batch_size: int) -> tuple[list[str], int]:
-    """``batch_size`` prompts of the workload (cycled) for one timing run, and their prefill tokens
+def timing_rows(prompts: Sequence[str], concurrency: int) -> tuple[list[str], int]:
+    """``concurrency`` prompts of the workload (cycled) for one timing run, and their prefill tokens
     counted as :mod:`autotune.search.modeling` counts them (UTF-8 bytes + BOS, times the rows, at the
     longest prompt)."""
-    rows = [prompts[i % len(prompts)] for i in range(batch_size)]
-    return rows, batch_size * max(len(prompt.encode("utf-8")) + 1 for prompt in rows)
+    rows = [prompts[i % len(prompts)] for i in range(concurrency)]
+    return rows, concurrency * max(len(prompt.encode("utf-8")) + 1 for prompt in rows)
 
 
 def timing_max_tokens(depth: int, steps: int) -> int:

@@ -3,7 +3,7 @@
 TensorRT-LLM and vLLM start processes of their own, hold GPU memory that only a process exit
 reliably frees, and can crash or hang the process they run in. Every configuration is therefore
 measured in an :class:`~autotune.engines.worker.EngineWorker`; the engines built there serve
-every batch size and the process lives across configurations (the runner decides which engines it
+every concurrency and the process lives across configurations (the runner decides which engines it
 keeps), and is replaced after a failure, so a crash, hang or out-of-memory comes back as a
 :class:`~autotune.engines.worker.WorkerFailure` and the caller carries on. This side never imports the engine's package.
 """
@@ -49,15 +49,15 @@ class IsolatedEngine:
         self._check(config)
         self.config = config
 
-    def measure(self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0) -> Measurement:
-        """Run ``workload`` with ``batch_size`` requests in flight (WorkerFailure when the worker fails)."""
+    def measure(self, workload: Workload, concurrency: int, temperature: float | None = None, seed: int = 0) -> Measurement:
+        """Run ``workload`` with ``concurrency`` requests in flight (WorkerFailure when the worker fails)."""
         if self.config is None:
             raise EngineError("no configuration loaded; call load(config) before measure()")
-        validate_run_options(batch_size, temperature)
-        return self._worker.measure(self.config, workload, batch_size, temperature, seed)
+        validate_run_options(concurrency, temperature)
+        return self._worker.measure(self.config, workload, concurrency, temperature, seed)
 
     def measure_repeatedly(
-        self, configs: list[EngineConfig], workload: Workload, batch_size: int, temperature: float | None = None,
+        self, configs: list[EngineConfig], workload: Workload, concurrency: int, temperature: float | None = None,
         seed: int = 0, options: ProtocolOptions | None = None, notice: Callable[[str], None] | None = None,
     ) -> ProtocolResult:
         """The measurement protocol run inside one worker process (the baseline included), so the
@@ -65,8 +65,8 @@ class IsolatedEngine:
         ``notice`` gets each discarded round's line as it happens."""
         for config in configs:
             self._check(config)
-        validate_run_options(batch_size, temperature)
-        return self._worker.measure_repeatedly(list(configs), workload, batch_size, temperature, seed, options, notice)
+        validate_run_options(concurrency, temperature)
+        return self._worker.measure_repeatedly(list(configs), workload, concurrency, temperature, seed, options, notice)
 
     def close(self) -> None:
         """Stop the worker process (and with it the engine)."""

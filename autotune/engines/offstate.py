@@ -1,6 +1,6 @@
-"""What "speculation off at batch size b" means inside one engine's speculative server.
+"""What "speculation off at concurrency b" means inside one engine's speculative server.
 
-A study that finds no speculation (method none) fastest at some batch size measured a server
+A study that finds no speculation (method none) fastest at some concurrency measured a server
 *without* a drafter. A speculative server cannot become that server at run time: what it runs there
 instead is the engine's own business, so each engine adapter holds an :class:`OffRule` (its
 ``off_rule`` attribute) and the serving writers ask it (:mod:`autotune.serving.offstate`) rather

@@ -2,14 +2,14 @@
 plausibility checks, a stopping rule, and racing.
 
 Given an :class:`~autotune.engines.base.Engine` (embedded, TensorRT-LLM, or any later one: only
-``load`` and ``measure`` are used), some configurations and a batch size:
+``load`` and ``measure`` are used), some configurations and a concurrency:
 
 1. **Warm-up** (excluded from every figure): each configuration decodes one batch of the
    workload's first requests once (GuideLLM drops its warm-up; Perf Analyzer discards the first
    window).
 2. **Rounds.** Each round measures every active configuration once over the workload's
    steady-state stream (:mod:`autotune.engines.steady`: C requests kept in flight, figures over the
-   window between ramp-up and drain), the baseline (no speculation at the same batch size) included, in alternating order (A B C, then
+   window between ramp-up and drain), the baseline (no speculation at the same concurrency) included, in alternating order (A B C, then
    C B A: a linear drift of the machine cancels out of the pairs). A speedup is the geometric mean
    of the per-round ratios with its paired interval
    (:func:`~autotune.analysis.intervals.paired_ratio_interval`), never a ratio to a baseline from
@@ -52,8 +52,8 @@ DEFAULT_PRECISION = 0.05
 DEFAULT_MIN_REPETITIONS = 3
 DEFAULT_MAX_REPETITIONS = 10
 DEFAULT_MAX_SECONDS = 180.0
-# The tuner's confirmation phase, per batch size: at most 8 rounds, and no new round after 35 s once
-# 3 are kept, so a default study's confirmation stays within ~3 min on our CPU (4 batch sizes).
+# The tuner's confirmation phase, per concurrency: at most 8 rounds, and no new round after 35 s once
+# 3 are kept, so a default study's confirmation stays within ~3 min on our CPU (4 concurrency levels).
 DEFAULT_CONFIRM_REPETITIONS = 8
 DEFAULT_CONFIRM_SECONDS = 35.0
 # Figures that get an interval (each pass reports them; the speedup is added for paired configurations).
@@ -122,7 +122,7 @@ class RepeatedMeasurement:
     """
 
     config: EngineConfig
-    batch_size: int
+    concurrency: int
     measurement: Measurement
     estimates: dict[str, Estimate]
     samples: list[float]
@@ -150,7 +150,7 @@ class RepeatedMeasurement:
             # depth-0 config that matches no candidate and would be stored as a second baseline.
             "config": {"method": self.config.method, "depth": self.config.depth, "draft": self.config.draft,
                        "off_state": self.config.off_state},
-            "batch_size": self.batch_size,
+            "concurrency": self.concurrency,
             "measurement": self.measurement.to_dict(include_outputs),
             "estimates": {name: estimate.to_dict() for name, estimate in self.estimates.items()},
             "repetitions": self.repetitions,
@@ -165,7 +165,7 @@ class RepeatedMeasurement:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RepeatedMeasurement:
         return cls(
-            config=EngineConfig(**data["config"]), batch_size=data["batch_size"],
+            config=EngineConfig(**data["config"]), concurrency=data["concurrency"],
             measurement=Measurement.from_dict(data["measurement"]),
             estimates={name: Estimate.from_dict(value) for name, value in data["estimates"].items()},
             samples=list(data["samples"]), rounds=list(data["rounds"]), noise=dict(data["noise"]),
@@ -177,7 +177,7 @@ class RepeatedMeasurement:
 class ProtocolResult:
     """Every configuration of one protocol run (the baseline first, when measured)."""
 
-    batch_size: int
+    concurrency: int
     measurements: list[RepeatedMeasurement]
     rounds_kept: int
     rounds_discarded: int
@@ -199,7 +199,7 @@ class ProtocolResult:
 
     def to_dict(self, include_outputs: bool = False) -> dict[str, Any]:
         return {
-            "batch_size": self.batch_size,
+            "concurrency": self.concurrency,
             "measurements": [m.to_dict(include_outputs) for m in self.measurements],
             "rounds_kept": self.rounds_kept,
             "rounds_discarded": self.rounds_discarded,
@@ -212,7 +212,7 @@ class ProtocolResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProtocolResult:
         return cls(
-            batch_size=data["batch_size"],
+            concurrency=data["concurrency"],
             measurements=[RepeatedMeasurement.from_dict(m) for m in data["measurements"]],
             rounds_kept=data["rounds_kept"], rounds_discarded=data["rounds_discarded"], elapsed_s=data["elapsed_s"],
             capped=data.get("capped"), faults=list(data.get("faults", [])),
@@ -254,7 +254,7 @@ def measure_repeatedly(
     engine: Engine,
     configs: Sequence[EngineConfig],
     workload: Workload,
-    batch_size: int,
+    concurrency: int,
     temperature: float | None = None,
     seed: int = 0,
     options: ProtocolOptions | None = None,
@@ -262,7 +262,7 @@ def measure_repeatedly(
     progress: Callable[[str], None] | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> ProtocolResult:
-    """Run the protocol (see the module doc) for ``configs`` at ``batch_size``; with ``baseline``
+    """Run the protocol (see the module doc) for ``configs`` at ``concurrency``; with ``baseline``
     the no-speculation configuration is measured in the same rounds and every speculative
     configuration gets a paired speedup. ``progress`` gets a line per pass; a discarded round's line
     goes to ``notice`` when given (a caller that shows no passes still says why a run takes longer),
@@ -275,7 +275,7 @@ def measure_repeatedly(
     report = progress or (lambda _text: None)
     started = time.monotonic()
     tracks = [_Track(config) for config in ordered]
-    _warm_up(engine, ordered, workload, batch_size, temperature, seed)
+    _warm_up(engine, ordered, workload, concurrency, temperature, seed)
     faults: list[str] = []
     discarded = 0
     kept = 0
@@ -286,8 +286,8 @@ def measure_repeatedly(
         order = active if round_number % 2 == 0 else active[::-1]
         passes = {}
         for track in order:
-            report(f"round {round_number + 1}: {track.config.label()} at batch size {batch_size}")
-            passes[track.config] = _measure_pass(engine, track.config, workload, batch_size, temperature, seed)
+            report(f"round {round_number + 1}: {track.config.label()} at batch size {concurrency}")
+            passes[track.config] = _measure_pass(engine, track.config, workload, concurrency, temperature, seed)
         fault = _round_fault(passes, baseline, allow_disturbed=options.measure_under_load or discarded >= options.max_repetitions)
         if fault is None:
             kept += 1
@@ -297,7 +297,7 @@ def measure_repeatedly(
         else:
             discarded += 1
             faults.append(f"round {round_number + 1}: {fault}")
-            (notice or report)(f"round {round_number + 1} at batch size {batch_size}: {fault}: re-measuring")
+            (notice or report)(f"round {round_number + 1} at concurrency {concurrency}: {fault}: re-measuring")
         round_number += 1
         elapsed = time.monotonic() - started
         if kept >= options.min_repetitions:
@@ -313,49 +313,49 @@ def measure_repeatedly(
             break
         if options.budget_s is not None and elapsed >= options.budget_s:
             if not kept:
-                raise EngineFault(f"the time budget ran out before a round could be kept at batch size {batch_size}"
+                raise EngineFault(f"the time budget ran out before a round could be kept at concurrency {concurrency}"
                                   + (f" (last: {faults[-1]})" if faults else ""))
             capped = "budget"
             break
         if discarded >= 2 * options.max_repetitions:  # implausible again and again: give up, say why
-            raise EngineFault(f"no plausible round in {discarded} tries at batch size {batch_size}: {faults[-1]}")
+            raise EngineFault(f"no plausible round in {discarded} tries at concurrency {concurrency}: {faults[-1]}")
     base_track = tracks[0] if baseline else None
-    measurements = [_summarize(t, base_track, batch_size, capped if not t.dropped else None) for t in tracks]
-    return ProtocolResult(batch_size, measurements, kept, discarded, time.monotonic() - started, capped, faults, options)
+    measurements = [_summarize(t, base_track, concurrency, capped if not t.dropped else None) for t in tracks]
+    return ProtocolResult(concurrency, measurements, kept, discarded, time.monotonic() - started, capped, faults, options)
 
 
 class EngineFault(EngineError):
     """The protocol could not get a plausible measurement (the machine kept disturbing it)."""
 
 
-def _warm_up(engine: Engine, configs: list[EngineConfig], workload: Workload, batch_size: int,
+def _warm_up(engine: Engine, configs: list[EngineConfig], workload: Workload, concurrency: int,
              temperature: float | None, seed: int) -> None:
     """One batch of the first requests per configuration, not timed (loads models, fills caches).
     In reverse order, so that the first round starts with the configuration loaded last. An engine
     that holds one configuration at a time (``holds_one_configuration``: TensorRT-LLM, vLLM on a
     GPU) would shut every other warmed engine down before measuring it, so only that one is warmed:
     such an engine warms each build up itself, as it must for the rebuilds of later rounds anyway."""
-    first = request_stream(workload, batch_size).head(batch_size)
+    first = request_stream(workload, concurrency).head(concurrency)
     warmed = configs[:1] if getattr(engine, "holds_one_configuration", False) else configs
     for config in reversed(warmed):
         engine.load(config)
-        engine.measure(first, batch_size, temperature, seed)
+        engine.measure(first, concurrency, temperature, seed)
 
 
-def _measure_pass(engine: Engine, config: EngineConfig, workload: Workload, batch_size: int,
+def _measure_pass(engine: Engine, config: EngineConfig, workload: Workload, concurrency: int,
                   temperature: float | None, seed: int) -> Pass:
     engine.load(config)
-    return measure_pass(engine, workload, batch_size, temperature, seed)
+    return measure_pass(engine, workload, concurrency, temperature, seed)
 
 
-def measure_pass(engine: Engine, workload: Workload, batch_size: int, temperature: float | None = None,
+def measure_pass(engine: Engine, workload: Workload, concurrency: int, temperature: float | None = None,
                  seed: int = 0) -> Pass:
     """One pass of the loaded configuration over the workload's steady-state stream at concurrency
-    ``batch_size`` (:mod:`autotune.engines.steady`), with the background load around it (the
+    ``concurrency`` (:mod:`autotune.engines.steady`), with the background load around it (the
     screening trials get the same disturbance check as the protocol's rounds)."""
-    stream = request_stream(workload, batch_size)
+    stream = request_stream(workload, concurrency)
     before = noise.snapshot()
-    measurement = engine.measure(stream, batch_size, temperature, seed)
+    measurement = engine.measure(stream, concurrency, temperature, seed)
     return Pass(measurement, noise.between(before, noise.snapshot()))
 
 
@@ -404,7 +404,7 @@ def _precise(track: _Track, base: _Track | None, precision: float) -> bool:
     return speedup is not None and speedup <= precision
 
 
-def _summarize(track: _Track, base: _Track | None, batch_size: int, capped: str | None) -> RepeatedMeasurement:
+def _summarize(track: _Track, base: _Track | None, concurrency: int, capped: str | None) -> RepeatedMeasurement:
     measurements = [p.measurement for p in track.passes]
     estimates: dict[str, Estimate] = {}
     for name in ESTIMATED:
@@ -418,7 +418,7 @@ def _summarize(track: _Track, base: _Track | None, batch_size: int, capped: str 
     measurement = replace(measurements[0], wall_time_s=wall, **central)
     loads = [p.load for p in track.passes]
     return RepeatedMeasurement(
-        config=track.config, batch_size=batch_size, measurement=measurement, estimates=estimates,
+        config=track.config, concurrency=concurrency, measurement=measurement, estimates=estimates,
         samples=track.samples, rounds=list(track.rounds), noise=noise.summarize(loads), capped=capped,
         dropped=track.dropped, noisy=any(load.disturbed for load in loads),
     )

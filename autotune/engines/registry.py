@@ -66,8 +66,8 @@ def create_engine(name: str, **kwargs: Any) -> Engine:
 
 def engine_spec(name: str, **kwargs: Any) -> EngineSpec:
     """How an EngineWorker's child builds engine ``name`` (checked as :func:`check_engine` does).
-    ``trtllm`` kwargs: target, max_batch_size (pass the largest batch size of the study, so one LLM
-    serves every batch size), tensor_parallel_size, max_ngram, stats_timeout_s, models (the model
+    ``trtllm`` kwargs: target, max_batch_size (pass the largest concurrency of the study, so one LLM
+    serves every concurrency), tensor_parallel_size, max_ngram, stats_timeout_s, models (the model
     folders already read, so that the worker reads none again); ``vllm`` kwargs: target,
     max_batch_size (likewise), max_ngram, enforce_eager, models."""
     check_engine(name)

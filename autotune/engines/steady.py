@@ -229,7 +229,7 @@ def measurement_of_run(
     results: Sequence[RequestResult],
     counters: RunCounters,
     *,
-    batch_size: int,
+    concurrency: int,
     temperature: float | None,
     seed: int,
     wall_time_s: float,
@@ -237,14 +237,14 @@ def measurement_of_run(
     engine: str,
 ) -> Measurement:
     """The :class:`Measurement` of one run of ``workload`` (``results`` in request order) at
-    concurrency ``batch_size``: throughput and latencies over the steady window (module doc), the
+    ``concurrency`` requests in flight: throughput and latencies over the steady window (module doc), the
     same way for every engine; the per-request lists cover every request of the run."""
-    figures = window_figures(results, batch_size)
+    figures = window_figures(results, concurrency)
     window = figures.window
     return Measurement(
         method=config.method,
         depth=config.depth,
-        batch_size=batch_size,
+        concurrency=concurrency,
         draft=config.draft_model,
         temperature=temperature,
         seed=seed,

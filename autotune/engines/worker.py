@@ -24,9 +24,9 @@ lives depends on its engine:
 * an engine that *manages its engines* (``manages_engines = True``: the vLLM and TensorRT-LLM
   runners) keeps the child across configurations, protocol runs and timing runs: it decides itself
   which engines it keeps (vLLM on a CPU up to ``KEPT_CPU_ENGINES``, one at a time on a GPU) and
-  rebuilds only what it must, so one build per (method, draft, depth) serves every batch size of a
+  rebuilds only what it must, so one build per (method, draft, depth) serves every concurrency of a
   study, in screening and in confirmation alike. An engine build costs minutes on a GPU; a fresh
-  process per configuration or per batch size paid it again each time. After a timing run the
+  process per configuration or per concurrency paid it again each time. After a timing run the
   child is kept only when the engine says its timing leaves nothing forced loaded
   (``timing_leaves_engines_reusable``: the TensorRT-LLM and vLLM runners shut every forced engine
   down and keep only the baseline, which nothing forces),
@@ -157,14 +157,14 @@ class EngineWorker:
         return self._process is not None and self._process.is_alive()
 
     def measure(
-        self, config: EngineConfig, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
+        self, config: EngineConfig, workload: Workload, concurrency: int, temperature: float | None = None, seed: int = 0
     ) -> Measurement:
-        """Measure ``workload`` with ``config`` at ``batch_size``, reusing the child when it runs ``config``
+        """Measure ``workload`` with ``config`` at ``concurrency``, reusing the child when it runs ``config``
         or manages its engines (see the module doc)."""
-        return self.measure_pass(config, workload, batch_size, temperature, seed).measurement
+        return self.measure_pass(config, workload, concurrency, temperature, seed).measurement
 
     def measure_pass(
-        self, config: EngineConfig, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
+        self, config: EngineConfig, workload: Workload, concurrency: int, temperature: float | None = None, seed: int = 0
     ) -> Pass:
         """:meth:`measure`, with the machine's background load during the pass (read in the child,
         whose session holds the engine's processes, so only other work counts as disturbance)."""
@@ -174,22 +174,22 @@ class EngineWorker:
         if config != self._config:
             self._loaded(self._call("load", asdict(config)))
             self._config = config
-        reply = self._call("measure", workload_to_data(workload), batch_size, temperature, seed)
+        reply = self._call("measure", workload_to_data(workload), concurrency, temperature, seed)
         self._loaded(reply)
         return Pass(Measurement.from_dict(reply["measurement"]), BackgroundLoad.from_dict(reply["load"]))
 
     def measure_repeatedly(
-        self, configs: list[EngineConfig], workload: Workload, batch_size: int, temperature: float | None = None,
+        self, configs: list[EngineConfig], workload: Workload, concurrency: int, temperature: float | None = None,
         seed: int = 0, options: ProtocolOptions | None = None, notice: Callable[[str], None] | None = None,
     ) -> ProtocolResult:
         """Run the measurement protocol (:func:`autotune.engines.protocol.measure_repeatedly`, the
-        baseline included) for ``configs`` at ``batch_size`` in one child, where they alternate
+        baseline included) for ``configs`` at ``concurrency`` in one child, where they alternate
         round by round: the running child when its engine manages its engines (the engines it
         built for earlier calls serve this one), else a fresh child stopped afterwards. ``notice``
         gets each discarded round's line while the protocol runs (a loaded machine makes it slow:
         say why)."""
         options = options or ProtocolOptions()
-        reply = self._in_child("protocol", [asdict(c) for c in configs], workload_to_data(workload), batch_size,
+        reply = self._in_child("protocol", [asdict(c) for c in configs], workload_to_data(workload), concurrency,
                                temperature, seed, options.to_dict(), notice=notice)
         return ProtocolResult.from_dict(reply["result"])
 
@@ -200,13 +200,13 @@ class EngineWorker:
         if self.alive and self.shares_child:
             self._loaded(self._call("keep", [asdict(c) for c in configs]))
 
-    def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int],
+    def time_steps(self, configs: list[EngineConfig], workload: Workload, concurrencies: list[int],
                    **options: int) -> list[dict[str, Any]]:
         """Step-cost timing runs (an engine with ``time_steps``, see
         :mod:`autotune.engines.embedded.timing`), in a child as :meth:`measure_repeatedly` runs its
         protocol; an engine without them fails with kind ``unsupported``."""
         reply = self._in_child("timing", [asdict(c) for c in configs], workload_to_data(workload),
-                               list(batch_sizes), options)
+                               list(concurrencies), options)
         if not reply["reusable"]:
             self.stop()  # engines built for forced acceptance must not serve a measurement
         return reply["points"]
@@ -431,20 +431,20 @@ def _handle(engine: Any, message: tuple, notice: Callable[[str], None]) -> dict[
             engine.keep([EngineConfig(**c) for c in args[0]])
         return {"loads": engine.loads}
     if operation == "measure":
-        data, batch_size, temperature, seed = args
-        one = measure_pass(engine, workload_from_data(data), batch_size, temperature, seed)
+        data, concurrency, temperature, seed = args
+        one = measure_pass(engine, workload_from_data(data), concurrency, temperature, seed)
         return {"loads": engine.loads, "measurement": one.measurement.to_dict(include_outputs=True),
                 "load": one.load.to_dict()}
     if operation == "protocol":
-        configs, data, batch_size, temperature, seed, options = args
-        result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs], workload_from_data(data), batch_size,
+        configs, data, concurrency, temperature, seed, options = args
+        result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs], workload_from_data(data), concurrency,
                                     temperature, seed, ProtocolOptions(**options), notice=notice)
         return {"loads": engine.loads, "result": result.to_dict(include_outputs=True)}
     if operation == "timing":
-        configs, data, batch_sizes, options = args
+        configs, data, concurrencies, options = args
         if not hasattr(engine, "time_steps"):
             raise UnsupportedConfigError(f"the {engine.name} engine has no step-cost timing runs")
-        points = engine.time_steps([EngineConfig(**c) for c in configs], workload_from_data(data), batch_sizes, **options)
+        points = engine.time_steps([EngineConfig(**c) for c in configs], workload_from_data(data), concurrencies, **options)
         return {"loads": engine.loads, "points": points,
                 "reusable": bool(getattr(engine, "timing_leaves_engines_reusable", False))}
     raise ValueError(f"unknown worker operation {operation!r}")

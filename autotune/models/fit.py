@@ -1,6 +1,6 @@
 """Whether a configuration fits on a device: the one memory estimate and the one margin.
 
-For method m at depth g and batch size B (every term in the engine's compute dtype)::
+For method m at depth g and concurrency B (every term in the engine's compute dtype)::
 
     need = target weights + draft weights                              (draft only for method draft)
          + B * (positions + g) * (target KV + draft KV or MTP state)    per cached position
@@ -54,7 +54,7 @@ def bytes_per_sequence(method: str, depth: int, positions: int, prompt_tokens: i
     return (positions + depth) * bytes_per_position(method, target, draft) + logits
 
 
-def largest_batch(usable: int, weights: int, per_sequence: int) -> int:
+def largest_concurrency(usable: int, weights: int, per_sequence: int) -> int:
     """The largest B with weights + B * per_sequence <= usable (0 when not even B = 1 fits)."""
     if per_sequence <= 0:
         raise ValueError("bytes_per_sequence must be positive")

@@ -43,5 +43,5 @@ class FolderSupport(Protocol):
         """Whether the engine drafts with the ``layers`` (>= 1) MTP modules ``target`` ships;
         ``requested``: the user asked for method mtp (a refusal is then an error)."""
 
-    def step_limit(self, batch_sizes: Sequence[int], depth: int, seq_len: int) -> Finding | None:
+    def step_limit(self, concurrencies: Sequence[int], depth: int, seq_len: int) -> Finding | None:
         """A limit on tokens per engine step the study must respect (None: the engine has none)."""

@@ -69,7 +69,7 @@ def calibrate(spec: AcceleratorSpec, engine: str = DEFAULT_ENGINE, probe_bw_frac
         origin = f"bandwidth {bandwidth:.2f} of peak (serving engines' typical share, assumed)"
     if fit is not None:
         overhead = fit.pass_overhead_us
-        step = f"{engine} step overhead {overhead:.0f} us fitted to {fit.label} ({fit.batch_sizes} batch sizes)"
+        step = f"{engine} step overhead {overhead:.0f} us fitted to {fit.label} ({fit.concurrencies} concurrency levels)"
     else:
         overhead = ENGINE_STEP_OVERHEAD_US[engine]
         step = f"{engine} step overhead {overhead:.0f} us (assumed{'; ' + no_fit if no_fit else ''})"

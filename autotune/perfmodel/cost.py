@@ -2,8 +2,8 @@
 
 Hardware-dependent: a property of (hardware, engine, models). The points come from short timing
 runs with forced acceptance (:mod:`autotune.engines.embedded.timing`) or from a roofline
-(:mod:`autotune.perfmodel.roofline`); each is one (method, draft, depth, batch size): seconds per
-step proposing and verifying, and the prefill of ``batch_size`` prompts.
+(:mod:`autotune.perfmodel.roofline`); each is one (method, draft, depth, concurrency): seconds per
+step proposing and verifying, and the prefill of ``concurrency`` prompts.
 
 Step time of a configuration at ``b`` active rows::
 
@@ -16,12 +16,12 @@ drafts only where it finds a match). That split needs the n-gram proposing time 
 that does not time it apart (TensorRT-LLM reports drafting latency only for a two-model drafter, so
 its n-gram points carry ``propose_s`` 0 and the whole step in ``verify_s``: see
 :mod:`autotune.engines.trtllm.timing`) gets the n-gram points' own step grid, like the other methods. MTP's verify is its own: committing a step also runs the MTP
-modules over the accepted tokens. Depths and batch sizes between timed ones are interpolated
+modules over the accepted tokens. Depths and concurrency levels between timed ones are interpolated
 linearly (a draft step costs depth draft passes, so propose is close to linear in depth), beyond
 the largest linearly extrapolated, below the smallest held flat.
 
 ``summary()`` gives the factored view the issue of the model asks for: the target's step time per
-batch size and verified tokens, the proposer's per-token step time (the slope of propose over
+concurrency and verified tokens, the proposer's per-token step time (the slope of propose over
 depth), and the fixed per-step part (its intercept).
 
 Rounds: every point is timed in several rounds (at least ``MIN_ROUNDS``). A round slower than
@@ -58,7 +58,7 @@ class CostPoint:
     method: str
     draft: str | None
     depth: int
-    batch_size: int
+    concurrency: int
     propose_s: float
     verify_s: float
     prefill_s: float
@@ -123,18 +123,18 @@ class Rounds:
 
 
 class _Grid:
-    """Values on a (depth, batch size) grid, interpolated in both."""
+    """Values on a (depth, concurrency) grid, interpolated in both."""
 
     def __init__(self, values: Mapping[tuple[int, int], float]) -> None:
         self.depths = sorted({d for d, _ in values})
-        # Per depth, the timed batch sizes and their values, sorted once: ``at`` runs every simulated step.
+        # Per depth, the timed concurrency levels and their values, sorted once: ``at`` runs every simulated step.
         self.rows = []
         for d in self.depths:
             sizes = sorted(b for dd, b in values if dd == d)
             self.rows.append((sizes, [values[(d, b)] for b in sizes]))
 
-    def at(self, depth: float, batch_size: float) -> float:
-        by_depth = [interpolate(sizes, means, batch_size) for sizes, means in self.rows]
+    def at(self, depth: float, concurrency: float) -> float:
+        by_depth = [interpolate(sizes, means, concurrency) for sizes, means in self.rows]
         return interpolate(self.depths, by_depth, depth)
 
 
@@ -151,16 +151,16 @@ class CostProfile:
             raise ValueError("a cost profile needs the baseline's points (method none)")
         by_point: dict[tuple[str, str | None, int, int], list[CostPoint]] = defaultdict(list)
         for p in self.points:
-            by_point[(*p.proposer, p.depth, p.batch_size)].append(p)
+            by_point[(*p.proposer, p.depth, p.concurrency)].append(p)
         self.rounds = {key: Rounds.of(rounds) for key, rounds in by_point.items()}
         step: dict[tuple[str, str | None], dict[tuple[int, int], float]] = defaultdict(dict)
         propose: dict[tuple[str, str | None], dict[tuple[int, int], float]] = defaultdict(dict)
         verify: dict[tuple[int, int], list[float]] = defaultdict(list)
-        for (method, draft, depth, batch_size), rounds in self.rounds.items():
-            step[(method, draft)][(depth, batch_size)] = rounds.median("step_s")
-            propose[(method, draft)][(depth, batch_size)] = rounds.median("propose_s")
+        for (method, draft, depth, concurrency), rounds in self.rounds.items():
+            step[(method, draft)][(depth, concurrency)] = rounds.median("step_s")
+            propose[(method, draft)][(depth, concurrency)] = rounds.median("propose_s")
             if method in (BASELINE, "draft"):
-                verify[(depth + 1, batch_size)] += [p.verify_s for p in rounds.kept]  # every draft times it
+                verify[(depth + 1, concurrency)] += [p.verify_s for p in rounds.kept]  # every draft times it
         self._step = {key: _Grid(v) for key, v in step.items()}
         self._propose = {key: _Grid(v) for key, v in propose.items()}
         # Proposers whose proposing was timed apart (module doc: the n-gram split needs it).
@@ -177,16 +177,16 @@ class CostProfile:
     def has(self, method: str, draft: str | None = None) -> bool:
         return (method, draft if method == "draft" else None) in self._step
 
-    def step_s(self, method: str, draft: str | None, depth: int, batch_size: float, width: float | None = None) -> float:
-        """Seconds per step at ``batch_size`` active rows; ``width`` (n-gram): expected verified
+    def step_s(self, method: str, draft: str | None, depth: int, concurrency: float, width: float | None = None) -> float:
+        """Seconds per step at ``concurrency`` active rows; ``width`` (n-gram): expected verified
         tokens of the widest row, default depth + 1."""
         key = (method, draft if method == "draft" else None)
         if key not in self._step:
             raise KeyError(f"no timing for {method}{'' if key[1] is None else ':' + key[1]}")
         if method == "ngram" and self._verify is not None and key in self._propose_timed:
             k = depth + 1 if width is None else width
-            return self._propose[key].at(depth, batch_size) + self._verify.at(k, batch_size)
-        return self._step[key].at(depth, batch_size)
+            return self._propose[key].at(depth, concurrency) + self._verify.at(k, concurrency)
+        return self._step[key].at(depth, concurrency)
 
     def prefill_s(self, method: str, draft: str | None, tokens: float) -> float:
         """Seconds to prefill a batch of ``tokens`` padded prompt tokens (rows x longest prompt)."""
@@ -209,9 +209,9 @@ class CostProfile:
         return sum(r.dropped for r in self.rounds.values())
 
     def summary(self) -> dict[str, Any]:
-        """The factored view: target verify time by (batch size, tokens per row), and per proposer
-        the per-token draft step (slope over depth) and fixed part (intercept), per batch size."""
-        sizes = sorted({p.batch_size for p in self.points})
+        """The factored view: target verify time by (concurrency, tokens per row), and per proposer
+        the per-token draft step (slope over depth) and fixed part (intercept), per concurrency."""
+        sizes = sorted({p.concurrency for p in self.points})
         verify: dict[int, dict[int, float]] = {b: {} for b in sizes}
         pairs: dict[tuple[str, str | None], dict[int, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
         # Sorted by method, draft, depth: a width timed by several drafts takes the first draft's.

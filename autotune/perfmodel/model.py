@@ -9,10 +9,10 @@ shrunk mean of its log residuals r = log(measured / raw) (:func:`shrunk_mean`)::
     c_all    = exp(shrunk mean of r over every measured configuration)
     c_group  = exp(shrunk mean of r - log c_all over that method's (and draft's) configurations)
     c_cell   = exp(shrunk mean of r - log c_all - log c_group over that method's (and draft's)
-                   configurations at the same batch size)
+                   configurations at the same concurrency)
     tokens/s = raw x c_all x c_group x c_cell
 
-The cell level is there because the raw replay's error depends on the batch size: in the guided
+The cell level is there because the raw replay's error depends on the concurrency: in the guided
 benchmark drafts were predicted right at batch 8 and ~10 % high at batches 1 and 2, so the method
 level could not correct both, every depth of the flat band at batches 1 and 2 stayed open, and each
 study measured all of them (docs/benchmarks.md).
@@ -54,7 +54,7 @@ MIN_RESIDUALS = 2  # a correction level needs at least this many residuals (modu
 PRIOR_SIGMA = 0.10  # before any residual: one screening pass varies ~10 % here (docs/benchmarks.md)
 PRIOR_WEIGHT_SIGMA = 3.0
 ConfigKey = tuple[str, "str | None"]  # (method, draft label or None)
-Residual = tuple[ConfigKey, "int | None", float]  # (group, batch size, log(measured / raw))
+Residual = tuple[ConfigKey, "int | None", float]  # (group, concurrency, log(measured / raw))
 
 
 def config_key(method: str, draft: str | None) -> ConfigKey:
@@ -105,7 +105,7 @@ class RawPrediction:
 
 
 class PerformanceModel:
-    """Predicts any (method, draft, depth, batch size) of a study (see the module doc).
+    """Predicts any (method, draft, depth, concurrency) of a study (see the module doc).
 
     ``curves`` and the cost profile are keyed by (method, draft label); ``prompts`` and ``lengths``
     are the workload's prompt and output token counts, request by request.
@@ -129,7 +129,7 @@ class PerformanceModel:
             return False
         return method == BASELINE or (key in self.curves and self.curves[key].covers(depth))
 
-    def raw(self, method: str, draft: str | None, depth: int, batch_size: int) -> RawPrediction:
+    def raw(self, method: str, draft: str | None, depth: int, concurrency: int) -> RawPrediction:
         """The uncorrected replay of the workload's stream (see :mod:`autotune.perfmodel.simulate`)."""
         key = config_key(method, draft)
         if method == BASELINE:
@@ -150,17 +150,17 @@ class PerformanceModel:
         def prefill(tokens: int) -> float:
             return self.cost.prefill_s(method, key[1], tokens)
 
-        run = simulate(self.prompts, self.lengths, batch_size, omega, step, prefill)
+        run = simulate(self.prompts, self.lengths, concurrency, omega, step, prefill)
         return RawPrediction(run, omega, se / omega)
 
-    def predict(self, method: str, draft: str | None, depth: int, batch_size: int) -> Prediction | None:
+    def predict(self, method: str, draft: str | None, depth: int, concurrency: int) -> Prediction | None:
         """The corrected prediction, or None where a curve (or a cost) is missing."""
         if not self.can_predict(method, draft, depth):
             return None
-        raw = self.raw(method, draft, depth, batch_size)
+        raw = self.raw(method, draft, depth, concurrency)
         key = config_key(method, draft)
         correction = (self.correction_all * self.corrections.get(key, 1.0)
-                      * self.cell_corrections.get((key, batch_size), 1.0))
+                      * self.cell_corrections.get((key, concurrency), 1.0))
         value = raw.run.tokens_per_s * correction
         sigmas = {"acceptance": raw.sigma_acceptance, "cost": self.cost.spread, "model": self.sigma_model}
         sigma = math.sqrt(sum(s * s for s in sigmas.values()))
@@ -173,13 +173,13 @@ class PerformanceModel:
                           raw.omega, correction, self.cost.source, latency)
 
     def calibrate(self, measured: Iterable[tuple[str, str | None, int, int, float]]) -> None:
-        """Learn the corrections and sigma_model from measured (method, draft, depth, batch size,
+        """Learn the corrections and sigma_model from measured (method, draft, depth, concurrency,
         tokens/s) points (see the module doc); points the model cannot predict are skipped."""
         logs: list[Residual] = []
-        for method, draft, depth, batch_size, tokens_per_s in measured:
+        for method, draft, depth, concurrency, tokens_per_s in measured:
             if tokens_per_s and tokens_per_s > 0 and self.can_predict(method, draft, depth):
-                raw = self.raw(method, draft, depth, batch_size).run.tokens_per_s
-                logs.append((config_key(method, draft), batch_size, math.log(tokens_per_s / raw)))
+                raw = self.raw(method, draft, depth, concurrency).run.tokens_per_s
+                logs.append((config_key(method, draft), concurrency, math.log(tokens_per_s / raw)))
         if not logs:
             return
         fitted = corrections(logs)
@@ -197,8 +197,8 @@ class PerformanceModel:
             "steps": {_name(key): curve.steps for key, curve in self.curves.items()},
             "correction_all": self.correction_all,
             "corrections": {_name(key): value for key, value in self.corrections.items()},
-            "cell_corrections": {f"{_name(key)} b{batch_size}": value
-                                 for (key, batch_size), value in self.cell_corrections.items()},
+            "cell_corrections": {f"{_name(key)} c{concurrency}": value
+                                 for (key, concurrency), value in self.cell_corrections.items()},
             "sigma_model": self.sigma_model,
             "median_abs_loo_error": statistics.median([abs(math.expm1(r)) for r in self.residuals]) if self.residuals else None,
             "cost": self.cost.summary(),
@@ -242,27 +242,27 @@ class Corrections(NamedTuple):
     groups: dict[ConfigKey, float]
     cells: dict[tuple[ConfigKey, int], float]
 
-    def of(self, key: ConfigKey, batch_size: int | None) -> float:
-        """The log correction of ``key`` at ``batch_size``, all three levels summed."""
-        return self.shift + self.groups.get(key, 0.0) + self.cells.get((key, batch_size), 0.0)
+    def of(self, key: ConfigKey, concurrency: int | None) -> float:
+        """The log correction of ``key`` at ``concurrency``, all three levels summed."""
+        return self.shift + self.groups.get(key, 0.0) + self.cells.get((key, concurrency), 0.0)
 
 
 def corrections(logs: Sequence[Residual]) -> Corrections:
-    """The corrections from (group, batch size, log residual) triples (see the module doc); a
-    batch size of None takes no part in the cell level."""
+    """The corrections from (group, concurrency, log residual) triples (see the module doc); a
+    concurrency of None takes no part in the cell level."""
     shift = shrunk_mean([r for _, _, r in logs])
     by_group: dict[ConfigKey, list[float]] = defaultdict(list)
     for key, _, r in logs:
         by_group[key].append(r - shift)
     groups = {key: shrunk_mean(values) for key, values in by_group.items()}
     by_cell: dict[tuple[ConfigKey, int], list[float]] = defaultdict(list)
-    for key, batch_size, r in logs:
-        if batch_size is not None:
-            by_cell[(key, batch_size)].append(r - shift - groups[key])
+    for key, concurrency, r in logs:
+        if concurrency is not None:
+            by_cell[(key, concurrency)].append(r - shift - groups[key])
     return Corrections(shift, groups, {cell: shrunk_mean(values) for cell, values in by_cell.items()})
 
 
 def loo_errors(logs: list[Residual]) -> list[float]:
     """Leave-one-out log errors: each point's residual minus the correction fitted without it."""
-    return [r - corrections(logs[:i] + logs[i + 1:]).of(key, batch_size)
-            for i, (key, batch_size, r) in enumerate(logs)]
+    return [r - corrections(logs[:i] + logs[i + 1:]).of(key, concurrency)
+            for i, (key, concurrency, r) in enumerate(logs)]

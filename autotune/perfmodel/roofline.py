@@ -430,16 +430,16 @@ def roofline_cost(
     spec: AcceleratorSpec,
     target: ModelShape,
     drafts: Mapping[str, ModelShape],
-    batch_sizes: Iterable[int],
+    concurrencies: Iterable[int],
     depths: Iterable[int],
     context_tokens: float,
     prompt_tokens: int,
     methods: Iterable[str] | None = None,
 ) -> CostProfile:
     """A :class:`CostProfile` (source ``"roofline"``) of the baseline and every asked method at
-    every depth and batch size (module doc). ``drafts``: draft label -> shape; ``context_tokens``:
+    every depth and concurrency (module doc). ``drafts``: draft label -> shape; ``context_tokens``:
     cached tokens a row attends to during decoding (on average); ``prompt_tokens``: the prompt
     each row prefills (the longest). ``methods``: default :func:`default_methods`."""
     pricer = RooflinePricer(spec, target, drafts, context_tokens, max(int(prompt_tokens), 1))
     wanted = set(methods) if methods is not None else default_methods(target, drafts)
-    return cost_profile(pricer, batch_sizes, depths, prompt_tokens, wanted, "roofline", ROOFLINE_SPREAD)
+    return cost_profile(pricer, concurrencies, depths, prompt_tokens, wanted, "roofline", ROOFLINE_SPREAD)

@@ -11,8 +11,8 @@ A planned step is the sum of parts (DESIGN.md section 9)::
 A :class:`StepPricer` prices each part at a number of rows for one context length and prompt:
 the roofline (:class:`autotune.perfmodel.roofline.RooflinePricer`) or measured kernel data
 (:mod:`autotune.perfmodel.silicon_cost`). :func:`cost_profile` turns any pricer into the
-:class:`~autotune.perfmodel.cost.CostProfile` the performance model replays, on the batch-size
-grid of :func:`grid_batch_sizes`.
+:class:`~autotune.perfmodel.cost.CostProfile` the performance model replays, on the concurrency
+grid of :func:`grid_concurrencies`.
 """
 
 from __future__ import annotations
@@ -51,12 +51,12 @@ class StepPricer(Protocol):
         """The rows' prompts through draft ``label``."""
 
 
-def grid_batch_sizes(batch_sizes: Iterable[int]) -> list[int]:
-    """The batch sizes the profile holds: those asked, plus 1 and the powers of two below the largest
+def grid_concurrencies(concurrencies: Iterable[int]) -> list[int]:
+    """The concurrency levels the profile holds: those asked, plus 1 and the powers of two below the largest
     (a workload's tail runs at fewer rows, and the profile interpolates between its points)."""
-    asked = sorted({int(b) for b in batch_sizes})
+    asked = sorted({int(b) for b in concurrencies})
     if not asked or asked[0] < 1 or asked[-1] > MAX_GRID_BATCH:
-        raise ConfigurationError(f"batch sizes must be between 1 and {MAX_GRID_BATCH}, got {asked}")
+        raise ConfigurationError(f"concurrency levels must be between 1 and {MAX_GRID_BATCH}, got {asked}")
     grid, size = set(asked), 1
     while size < asked[-1]:
         grid.add(size)
@@ -64,17 +64,17 @@ def grid_batch_sizes(batch_sizes: Iterable[int]) -> list[int]:
     return sorted(grid)
 
 
-def cost_profile(pricer: StepPricer, batch_sizes: Iterable[int], depths: Iterable[int], prompt_tokens: int,
+def cost_profile(pricer: StepPricer, concurrencies: Iterable[int], depths: Iterable[int], prompt_tokens: int,
                  methods: Iterable[str], source: str, spread: float) -> CostProfile:
-    """A :class:`CostProfile` of the baseline and every one of ``methods`` at every depth and batch
-    size (module doc), ``source`` and ``spread`` (one sigma, relative) as the pricer's."""
+    """A :class:`CostProfile` of the baseline and every one of ``methods`` at every depth and
+    concurrency (module doc), ``source`` and ``spread`` (one sigma, relative) as the pricer's."""
     wanted = set(methods)
     depth_list = sorted({int(d) for d in depths})
     if depth_list and depth_list[0] < 1:
         raise ConfigurationError(f"depths must be >= 1, got {depth_list}")
     prompt = max(int(prompt_tokens), 1)
     points: list[CostPoint] = []
-    for rows in grid_batch_sizes(batch_sizes):
+    for rows in grid_concurrencies(concurrencies):
         tokens = rows * prompt
         base_prefill = pricer.prefill_s(rows)
         points.append(CostPoint(BASELINE, None, 0, rows, 0.0, pricer.target_s(rows, 1), base_prefill, tokens))

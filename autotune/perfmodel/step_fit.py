@@ -1,14 +1,14 @@
 """Calibration from a stored real-engine cost profile: the achieved bandwidth and the engine's step
 overhead fitted to the plain decoding steps a tune timed on the same GPU model and engine.
 
-A tune's timing runs (:mod:`autotune.search.modeling`) store, per batch size ``b``, the seconds of
+A tune's timing runs (:mod:`autotune.search.modeling`) store, per concurrency ``b``, the seconds of
 one plain decoding step of the tuned target (method ``none``). The roofline of that step
 (:mod:`autotune.perfmodel.roofline`) is::
 
     step(b) = memory(b) / f + kernels x kernel latency + all-reduces + P
 
 with ``memory(b)`` the step's bytes over the *peak* bandwidth, ``f`` the achieved share of it and
-``P`` the engine's step overhead. Over the timed batch sizes where the roofline is memory-bound
+``P`` the engine's step overhead. Over the timed concurrency levels where the roofline is memory-bound
 this is a line in ``memory(b)``: slope ``1 / f``, intercept ``P`` (least squares). The slope fixes
 ``f`` only when ``memory(b)`` spans more than :data:`MIN_MEMORY_SPAN` of the mean step across the
 points and gives a share in (0, 1]; otherwise (a small target reads its weights in microseconds,
@@ -39,11 +39,11 @@ MIN_MEMORY_SPAN = 0.25
 class StepFit:
     """What a stored cost profile says of a GPU model and engine (module doc): the engine's step
     overhead in microseconds, the achieved bandwidth share (None: not identifiable from these
-    points), how many batch sizes it rests on, and which profile (``label``)."""
+    points), how many concurrency levels it rests on, and which profile (``label``)."""
 
     pass_overhead_us: float
     bandwidth_fraction: float | None
-    batch_sizes: int
+    concurrencies: int
     label: str
 
     def describe(self) -> str:
@@ -51,7 +51,7 @@ class StepFit:
         bandwidth = (f"bandwidth {self.bandwidth_fraction:.2f} of peak" if self.bandwidth_fraction is not None
                      else "bandwidth not identifiable from it")
         return (f"step overhead {self.pass_overhead_us:.0f} us and {bandwidth}, fitted to {self.label} "
-                f"({self.batch_sizes} batch sizes)")
+                f"({self.concurrencies} concurrency levels)")
 
 
 def fit_step_costs(spec: AcceleratorSpec, shape: ModelShape, points: Sequence[CostPoint], label: str) -> StepFit | None:
@@ -65,8 +65,8 @@ def fit_step_costs(spec: AcceleratorSpec, shape: ModelShape, points: Sequence[Co
     profile = CostProfile(baseline)  # the median of each point's rounds
     peak = replace(spec, bandwidth_fraction=1.0, pass_overhead_us=0.0)
     xs, ys = [], []
-    for rows in sorted({p.batch_size for p in baseline}):
-        context = max(p.prefill_tokens for p in baseline if p.batch_size == rows) / rows
+    for rows in sorted({p.concurrency for p in baseline}):
+        context = max(p.prefill_tokens for p in baseline if p.concurrency == rows) / rows
         roof = forward_pass(peak, shape, rows, 1, context)
         if roof.memory_s / spec.bandwidth_fraction < roof.compute_s:
             continue  # compute-bound: says nothing about the bandwidth or P here

@@ -3,7 +3,7 @@ any GPU second is spent.
 
 ``preflight(target, drafts, ...)`` returns a :class:`PreflightReport` of checks (``ok`` / ``warn`` /
 ``error``), each about the target or one draft: tokenizer identity, architecture support by the
-engine, MTP availability and depth range, memory fit on the probed GPU (largest batch size that
+engine, MTP availability and depth range, memory fit on the probed GPU (largest concurrency that
 fits) and engine limits. :func:`usable_drafts` splits the drafts into those to tune and those to
 leave out, with the reasons. Nothing here imports torch or tensorrt_llm.
 
@@ -34,7 +34,7 @@ from autotune.preflight.tokenizer import compare_head_vocabulary, compare_tokeni
 if TYPE_CHECKING:
     from autotune.hardware import HardwareProfile
 
-DEFAULT_BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
+DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_SEQ_LEN = 2048  # prompt + generated tokens per sequence
 DEFAULT_DEPTHS = (1, 2, 3, 4)
 
@@ -46,7 +46,7 @@ def preflight(
     drafts: Sequence[str | Path],
     support: FolderSupport,
     hardware: HardwareProfile | None = None,
-    batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
+    concurrencies: Sequence[int] = DEFAULT_CONCURRENCIES,
     seq_len: int = DEFAULT_SEQ_LEN,
     depths: Sequence[int] = DEFAULT_DEPTHS,
     methods: Sequence[str] | None = None,
@@ -54,13 +54,13 @@ def preflight(
     """Check ``target`` and each of ``drafts`` (Hugging Face model folders) for the engine whose
     ``support`` is given (module doc).
 
-    ``hardware``: a probed profile (its GPU memory); None skips the memory fit. ``batch_sizes``,
+    ``hardware``: a probed profile (its GPU memory); None skips the memory fit. ``concurrencies``,
     ``seq_len`` (tokens per sequence) and ``depths``: the workload and search space the checks
     assume. ``methods``: the methods the user asked for (None: any), so that a missing MTP module
     is an error only when mtp was asked for. A target folder that cannot be read raises
     ConfigurationError; an unreadable draft folder is an error check of that draft.
     """
-    _validate(batch_sizes, seq_len, depths, methods, support)
+    _validate(concurrencies, seq_len, depths, methods, support)
     draft_names = tuple(str(d) for d in drafts)
     if len(set(draft_names)) != len(draft_names):
         raise ConfigurationError("a draft is listed twice; pass each draft folder once")
@@ -71,7 +71,7 @@ def preflight(
         check_target_architecture(model, support),
         check_mtp(model, depths, requested=methods is not None and "mtp" in methods, support=support),
     ]
-    step_limit = support.step_limit(batch_sizes, depth, seq_len)
+    step_limit = support.step_limit(concurrencies, depth, seq_len)
     if step_limit is not None:
         checks.append(finding_check("max_num_tokens", step_limit))
     checks.append(check_context_window(model, "target", TARGET, seq_len, depth))
@@ -92,17 +92,17 @@ def preflight(
     if hardware is None:
         checks.append(Check("memory", "warn", "no hardware profile given: memory fit not checked (run autotune probe)"))
     else:
-        checks.extend(check_memory(model, readable, hardware.memory_total_bytes, batch_sizes, seq_len, depth))
+        checks.extend(check_memory(model, readable, hardware.memory_total_bytes, concurrencies, seq_len, depth))
     return PreflightReport(support.engine, str(target), draft_names, tuple(checks), folders)
 
 
-def _validate(batch_sizes: Sequence[int], seq_len: int, depths: Sequence[int], methods: Sequence[str] | None,
+def _validate(concurrencies: Sequence[int], seq_len: int, depths: Sequence[int], methods: Sequence[str] | None,
               support: FolderSupport) -> None:
     def positive_ints(values: Sequence[int]) -> bool:
         return bool(values) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values)
 
-    if not positive_ints(batch_sizes):
-        raise ConfigurationError(f"batch sizes must be integers >= 1, got {list(batch_sizes)!r}")
+    if not positive_ints(concurrencies):
+        raise ConfigurationError(f"concurrency levels must be integers >= 1, got {list(concurrencies)!r}")
     if not positive_ints([seq_len]):
         raise ConfigurationError(f"seq_len must be an integer >= 1, got {seq_len!r}")
     if not positive_ints(depths) or max(depths) > support.max_depth:

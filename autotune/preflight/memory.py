@@ -1,4 +1,4 @@
-"""Will the models and their KV caches fit on the GPU, and up to which batch size?
+"""Will the models and their KV caches fit on the GPU, and up to which concurrency?
 
 Every sequence holds ``seq_len`` tokens, plus ``depth + 1`` positions speculation writes ahead, and
 its prefill keeps the last prompt position's logits (as TensorRT-LLM and vLLM do); the bytes that
@@ -23,7 +23,7 @@ def check_memory(
     target: HfModel,
     drafts: Sequence[tuple[str, HfModel]],
     memory_total_bytes: int,
-    batch_sizes: Sequence[int],
+    concurrencies: Sequence[int],
     seq_len: int,
     depth: int,
 ) -> list[Check]:
@@ -34,9 +34,9 @@ def check_memory(
     unknown = _unknown(own, "target")
     if unknown:
         return [Check("memory", "warn", unknown, TARGET)]
-    configurations = [_fit("none", 0, own, None, usable, batch_sizes, seq_len)]
+    configurations = [_fit("none", 0, own, None, usable, concurrencies, seq_len)]
     if own.n_mtp:
-        configurations.append(_fit("mtp", depth, own, None, usable, batch_sizes, seq_len))
+        configurations.append(_fit("mtp", depth, own, None, usable, concurrencies, seq_len))
     checks = [_summarise(configurations, "the target", TARGET, usable, memory_total_bytes)]
     for subject, draft in drafts:
         theirs = folder_footprint(draft)
@@ -44,7 +44,7 @@ def check_memory(
         if unknown:
             checks.append(Check("memory", "warn", unknown, subject))
             continue
-        pair = _fit("draft", depth, own, theirs, usable, batch_sizes, seq_len)
+        pair = _fit("draft", depth, own, theirs, usable, concurrencies, seq_len)
         checks.append(_summarise([pair], f"draft {draft.path.name} with the target", subject, usable, memory_total_bytes))
     return checks
 
@@ -60,7 +60,7 @@ def _unknown(model: ModelFootprint, name: str) -> str | None:
 
 
 def _fit(method: str, depth: int, target: ModelFootprint, draft: ModelFootprint | None, usable: int,
-         batch_sizes: Sequence[int], seq_len: int) -> dict[str, Any]:
+         concurrencies: Sequence[int], seq_len: int) -> dict[str, Any]:
     weights = fit.weight_bytes(method, target, draft)
     # seq_len tokens and the position after them: the depth-0 cache positions of models.fit
     per_sequence = fit.bytes_per_sequence(method, depth, seq_len + 1, LAST_PROMPT_POSITION, target, draft)
@@ -69,21 +69,21 @@ def _fit(method: str, depth: int, target: ModelFootprint, draft: ModelFootprint 
         "weight_bytes": weights,
         "weights_estimated": target.weights_estimated or (draft is not None and draft.weights_estimated),
         "kv_bytes_per_token": fit.bytes_per_position(method, target, draft),
-        "bytes_by_batch_size": {str(b): weights + b * per_sequence for b in batch_sizes},
-        "largest_batch": fit.largest_batch(usable, weights, per_sequence),
+        "bytes_by_concurrency": {str(b): weights + b * per_sequence for b in concurrencies},
+        "largest_concurrency": fit.largest_concurrency(usable, weights, per_sequence),
     }
 
 
 def _summarise(configurations: list[dict[str, Any]], name: str, subject: str, usable: int, total: int) -> Check:
     details = {"usable_bytes": usable, "memory_total_bytes": total, "headroom": fit.MEMORY_MARGIN,
                "configurations": configurations}
-    parts = [f"{c['configuration']} up to batch {c['largest_batch']}" for c in configurations]
-    worst = min(configurations, key=lambda c: c["largest_batch"])
-    asked = max(int(b) for b in worst["bytes_by_batch_size"])
-    if worst["largest_batch"] == 0:
-        need = worst["bytes_by_batch_size"][min(worst["bytes_by_batch_size"], key=int)]
-        return Check("memory", "error", f"{name} does not fit even at batch 1 ({worst['configuration']}: needs "
+    parts = [f"{c['configuration']} up to concurrency {c['largest_concurrency']}" for c in configurations]
+    worst = min(configurations, key=lambda c: c["largest_concurrency"])
+    asked = max(int(b) for b in worst["bytes_by_concurrency"])
+    if worst["largest_concurrency"] == 0:
+        need = worst["bytes_by_concurrency"][min(worst["bytes_by_concurrency"], key=int)]
+        return Check("memory", "error", f"{name} does not fit even at concurrency 1 ({worst['configuration']}: needs "
                      f"~{need / GIB:.1f} GiB, {usable / GIB:.1f} GiB usable)", subject, details)
-    if worst["largest_batch"] < asked:
-        return Check("memory", "warn", f"{name} fits {'; '.join(parts)} (not every batch size up to {asked})", subject, details)
+    if worst["largest_concurrency"] < asked:
+        return Check("memory", "warn", f"{name} fits {'; '.join(parts)} (not every concurrency up to {asked})", subject, details)
     return Check("memory", "ok", f"{name} fits {'; '.join(parts)}", subject, details)

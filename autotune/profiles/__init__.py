@@ -1,7 +1,7 @@
 """Deployment profiles: query the stored ones, move them between databases, read a study's trials.
 
     from autotune import profiles
-    best = profiles.best_profile(None, "builtin-target", hardware="current", batch_size=8)
+    best = profiles.best_profile(None, "builtin-target", hardware="current", concurrency=8)
     print(best.deployment().label(), best.operating_point.tokens_per_s)
 
 Exporting to serving configs lives in :mod:`autotune.serving`, the HTML report in

@@ -1,4 +1,4 @@
-"""Reading a profile's trials: the best configuration per batch size and the serving plan derived
+"""Reading a profile's trials: the best configuration per concurrency and the serving plan derived
 from it (the verdict per method and the Pareto front are :mod:`autotune.analysis.decision`'s).
 Pure functions over profile dataclasses.
 """
@@ -26,38 +26,38 @@ def complete(measurements: Iterable[TrialRow]) -> list[TrialRow]:
     return decision.deciding_rows(measurements)
 
 
-def best_by_batch_size(measurements: Iterable[TrialRow]) -> dict[int, TrialRow]:
-    """The deciding row with the most tokens/s at each batch size, by ascending batch size."""
-    return decision.best_by_batch_size(complete(measurements))
+def best_by_concurrency(measurements: Iterable[TrialRow]) -> dict[int, TrialRow]:
+    """The deciding row with the most tokens/s at each concurrency, by ascending concurrency."""
+    return decision.best_by_concurrency(complete(measurements))
 
 
 def speculation_depths(profile: DeploymentProfile) -> dict[int, int]:
-    """Draft tokens per step the profile's method should use at each measured batch size
-    (0: speculation off there), by ascending batch size.
+    """Draft tokens per step the profile's method should use at each measured concurrency
+    (0: speculation off there), by ascending concurrency.
 
-    From the profile's per-batch-size table: its depth where the winner is the profile's method,
-    0 where the winner is method none; at batch sizes another speculative method won, from the
+    From the profile's per-concurrency table: its depth where the winner is the profile's method,
+    0 where the winner is method none; at concurrency levels another speculative method won, from the
     profile's own method's fastest trial (0 if the baseline beats it). Without a table, from the
-    trials alone. The profile's own batch size always gets the profile's depth.
+    trials alone. The profile's own concurrency always gets the profile's depth.
     """
     if profile.method == "none":
         return {}
     own = [m for m in complete(profile.measurements) if series_key(m) == (profile.method, _fingerprint(profile))]
-    own_best = best_by_batch_size(own)
+    own_best = best_by_concurrency(own)
     depths: dict[int, int] = {}
-    rows = {int(r["batch_size"]): r for r in profile.per_batch_size if "batch_size" in r}
-    for batch_size in sorted(rows) if rows else sorted(own_best):
-        row = rows.get(batch_size)
+    rows = {int(r["concurrency"]): r for r in profile.per_concurrency if "concurrency" in r}
+    for concurrency in sorted(rows) if rows else sorted(own_best):
+        row = rows.get(concurrency)
         if row is not None and row.get("method") == profile.method and _same_draft(row, profile):
-            depths[batch_size] = int(row["depth"])
+            depths[concurrency] = int(row["depth"])
         elif row is not None and row.get("method") == "none":
-            depths[batch_size] = 0
-        elif batch_size in own_best:
-            m = own_best[batch_size]
+            depths[concurrency] = 0
+        elif concurrency in own_best:
+            m = own_best[concurrency]
             gain = decision.speedup_estimate(m)
             wins = gain is not None and gain.low is not None and gain.low > 1  # clears 1.0x at 95 %
-            depths[batch_size] = m.depth if wins else 0
-    depths[profile.batch_size] = profile.depth
+            depths[concurrency] = m.depth if wins else 0
+    depths[profile.concurrency] = profile.depth
     return dict(sorted(depths.items()))
 
 
@@ -77,17 +77,17 @@ def _same_draft(row: dict[str, Any], profile: DeploymentProfile) -> bool:
 class ServingPlan:
     """Batch limits and speculation schedule for a serving engine.
 
-    ``batch_sizes``: every batch size the study measured (any method). ``depths``: draft length per batch size, made non-increasing (a depth measured best at a larger
+    ``concurrencies``: every concurrency the study measured (any method). ``depths``: draft length per concurrency, made non-increasing (a depth measured best at a larger
     batch is kept for the smaller ones: serving engines require every scheduled draft length to be
     <= the batch-1 one, and the profile's own depth must survive). ``max_concurrency``: speculation
-    off above this batch size (when the draft length is otherwise constant); ``draft_len_schedule``:
+    off above this concurrency (when the draft length is otherwise constant); ``draft_len_schedule``:
     when the draft length varies. At most one of the two is set. ``off_states``: for a plan written
     for one engine (:func:`autotune.serving.offstate.deployed_plan`), what its server runs at each
-    batch size where speculation lost (:class:`autotune.serving.offstate.OffState` by batch size).
+    concurrency where speculation lost (:class:`autotune.serving.offstate.OffState` by concurrency).
     """
 
     max_batch_size: int
-    batch_sizes: list[int]
+    concurrencies: list[int]
     max_draft_len: int
     depths: dict[int, int]
     max_concurrency: int | None
@@ -96,8 +96,8 @@ class ServingPlan:
 
     @property
     def cuda_graph_batch_sizes(self) -> list[int]:
-        """Measured batch sizes up to the maximum, plus 1 and the maximum (graphs to capture)."""
-        return sorted({1, self.max_batch_size, *self.batch_sizes, *self.depths})
+        """Measured concurrency levels up to the maximum, plus 1 and the maximum (graphs to capture)."""
+        return sorted({1, self.max_batch_size, *self.concurrencies, *self.depths})
 
     def max_num_tokens(self, floor: int) -> int:
         """Tokens per engine step: every sequence verifies 1 + draft tokens; at least ``floor``."""
@@ -108,25 +108,25 @@ class ServingPlan:
 
 
 def serving_plan(profile: DeploymentProfile, served: Mapping[int, int] | None = None) -> ServingPlan:
-    """The plan for ``profile``: the largest batch size the study measured is the server's limit.
-    ``served``: batch size -> the draft length an engine's server runs where speculation lost
+    """The plan for ``profile``: the largest concurrency the study measured is the server's limit.
+    ``served``: concurrency -> the draft length an engine's server runs where speculation lost
     (instead of 0; :func:`autotune.serving.offstate.deployed_plan`)."""
     measured = {**speculation_depths(profile), **(served or {})}
-    batch_sizes = sorted({
-        profile.batch_size,
-        *(int(r["batch_size"]) for r in profile.per_batch_size if "batch_size" in r),
-        *(m.batch_size for m in complete(profile.measurements)),
+    concurrencies = sorted({
+        profile.concurrency,
+        *(int(r["concurrency"]) for r in profile.per_concurrency if "concurrency" in r),
+        *(m.concurrency for m in complete(profile.measurements)),
     })
-    max_batch_size = batch_sizes[-1]
+    max_batch_size = concurrencies[-1]
     if profile.method == "none":
-        return ServingPlan(max_batch_size, batch_sizes, 0, {}, None, None)
-    if 1 not in measured:  # engines read the schedule from batch size 1 upward
+        return ServingPlan(max_batch_size, concurrencies, 0, {}, None, None)
+    if 1 not in measured:  # engines read the schedule from concurrency 1 upward
         measured = {1: measured[min(measured)], **measured}
     depths: dict[int, int] = {}
     running = 0
-    for batch_size in sorted(measured, reverse=True):  # suffix maximum, from the largest batch down
-        running = max(running, measured[batch_size])
-        depths[batch_size] = running
+    for concurrency in sorted(measured, reverse=True):  # suffix maximum, from the largest batch down
+        running = max(running, measured[concurrency])
+        depths[concurrency] = running
     depths = dict(sorted(depths.items()))
     max_draft_len = depths[1]
     speculative = [b for b, d in depths.items() if d > 0]
@@ -134,18 +134,18 @@ def serving_plan(profile: DeploymentProfile, served: Mapping[int, int] | None = 
     turns_off = len(speculative) < len(depths)
     schedule = _up_to_first_zero(depths) if varying else None
     max_concurrency = max(speculative) if turns_off and not varying else None
-    return ServingPlan(max_batch_size, batch_sizes, max_draft_len, depths, max_concurrency, schedule)
+    return ServingPlan(max_batch_size, concurrencies, max_draft_len, depths, max_concurrency, schedule)
 
 
 def _up_to_first_zero(depths: dict[int, int]) -> dict[int, int]:
-    """Every measured batch size up to the first zero (later zeros add nothing).
+    """Every measured concurrency up to the first zero (later zeros add nothing).
 
-    Releases read the keys differently (older: from this batch size up; newer: up to this batch
-    size), but with a key at every measured batch size both give the measured depth there.
+    Releases read the keys differently (older: from this concurrency up; newer: up to this
+    concurrency), but with a key at every measured concurrency both give the measured depth there.
     """
     kept: dict[int, int] = {}
-    for batch_size, depth in depths.items():
-        kept[batch_size] = depth
+    for concurrency, depth in depths.items():
+        kept[concurrency] = depth
         if depth == 0:
             break
     return kept

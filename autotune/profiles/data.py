@@ -166,8 +166,8 @@ def _prediction(value: Any, what: str) -> dict[str, Any] | None:
 # A trial's keys in a profile document, in the order written: its figures, its configuration, and
 # its draft model by fingerprint under "draft" (the tuner's label stays in "extra", as stored).
 TRIAL_DOCUMENT_FIGURES = tuple(f.name for f in fields(TrialFigures))
-TRIAL_DOCUMENT_CONFIG = ("trial_number", "method", "depth", "batch_size", "state", "draft", "reason")
-TRIAL_REQUIRED = ("trial_number", "method", "depth", "batch_size", "state")
+TRIAL_DOCUMENT_CONFIG = ("trial_number", "method", "depth", "concurrency", "state", "draft", "reason")
+TRIAL_REQUIRED = ("trial_number", "method", "depth", "concurrency", "state")
 
 
 def trial_document(row: TrialRow) -> dict[str, Any]:
@@ -211,8 +211,8 @@ def trial_from_document(data: Any) -> TrialRow:
 class DeploymentProfile:
     """The configuration a study recommends on one machine kind for one target model.
 
-    ``per_batch_size`` is the study's table of the recommendation at each measured batch size
-    (:class:`autotune.analysis.decision.BatchSizeBest` as dicts: ``{"batch_size", "method",
+    ``per_concurrency`` is the study's table of the recommendation at each measured concurrency
+    (:class:`autotune.analysis.decision.ConcurrencyBest` as dicts: ``{"concurrency", "method",
     "depth", "tokens_per_s", "speedup", "speedup_low", "speedup_high", "repetitions", "tied", ...}``,
     depth 0 where speculation does not clear 1.0x); ``chosen_trial`` and ``chosen_phase`` identify
     the trial the profile was taken from. ``repetitions`` and ``intervals`` (figure name ->
@@ -229,7 +229,7 @@ class DeploymentProfile:
     target: ModelInfo
     method: str
     depth: int
-    batch_size: int
+    concurrency: int
     objective: str
     draft: ModelInfo | None = None
     tokens_per_s: float | None = None
@@ -237,7 +237,7 @@ class DeploymentProfile:
     speedup: float | None = None
     repetitions: int = 1
     intervals: dict[str, Any] = field(default_factory=dict)
-    per_batch_size: list[dict[str, Any]] = field(default_factory=list)
+    per_concurrency: list[dict[str, Any]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     chosen_trial: int | None = None
     chosen_phase: str = "screening"
@@ -266,7 +266,7 @@ class DeploymentProfile:
     @property
     def tied_with(self) -> list[str]:
         """The configurations the paired comparison could not separate from the fastest one at the
-        profile's batch size (itself included), as the tuner stored them; [] when none were."""
+        profile's concurrency (itself included), as the tuner stored them; [] when none were."""
         return [str(label) for label in self.details.get("tied_with") or []]
 
     def chosen_measurement(self) -> TrialRow | None:
@@ -288,7 +288,7 @@ class DeploymentProfile:
             "method": self.method,
             "depth": self.depth,
             "draft": self.draft.name if self.draft else None,
-            "batch_size": self.batch_size,
+            "concurrency": self.concurrency,
             "objective": self.objective,
             "tokens_per_s": self.tokens_per_s,
             "tpot_ms_p50": self.tpot_ms_p50,
@@ -305,7 +305,7 @@ class DeploymentProfile:
             "created_at": utc_iso(self.created_at),
             "method": self.method,
             "depth": self.depth,
-            "batch_size": self.batch_size,
+            "concurrency": self.concurrency,
             "objective": self.objective,
             "tokens_per_s": self.tokens_per_s,
             "tpot_ms_p50": self.tpot_ms_p50,
@@ -314,7 +314,7 @@ class DeploymentProfile:
             "intervals": {name: dict(value) for name, value in self.intervals.items()},
             "chosen_trial": self.chosen_trial,
             "chosen_phase": self.chosen_phase,
-            "per_batch_size": [dict(row) for row in self.per_batch_size],
+            "per_concurrency": [dict(row) for row in self.per_concurrency],
             "details": dict(self.details),
             "study": self.study.to_dict(),
             "hardware": self.hardware.to_dict(),
@@ -344,21 +344,21 @@ class DeploymentProfile:
             "draft": lambda v: None if v is None else ModelInfo.from_dict(v),
             "draft_models": lambda v: tuple(ModelInfo.from_dict(m) for m in _list(v, "draft_models")),
             "measurements": lambda v: tuple(trial_from_document(m) for m in _list(v, "measurements")),
-            "per_batch_size": lambda v: [dict(row) for row in _list(v, "per_batch_size")],
+            "per_concurrency": lambda v: [dict(row) for row in _list(v, "per_concurrency")],
         })
         profile.validate()
         return profile
 
     def validate(self) -> None:
-        """ConfigurationError unless method, depth and batch size form a runnable configuration."""
+        """ConfigurationError unless method, depth and concurrency form a runnable configuration."""
         if self.method not in METHODS:
             raise ConfigurationError(f"profile method {self.method!r} is not one of {', '.join(METHODS)}")
         if not isinstance(self.depth, int) or self.depth < 0 or (self.method != "none") != (self.depth > 0):
             raise ConfigurationError(
                 f"profile depth {self.depth!r} does not fit method {self.method} (none: 0, others: >= 1)"
             )
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigurationError(f"profile batch size must be an integer >= 1, got {self.batch_size!r}")
+        if not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise ConfigurationError(f"profile concurrency must be an integer >= 1, got {self.concurrency!r}")
         if self.method == "draft" and self.draft is None:
             raise ConfigurationError("a profile with method draft must name its draft model")
 

@@ -88,7 +88,7 @@ def load_profile(session: Session, profile_id: int, *, with_measurements: bool =
 class BestProfile:
     """The answer to "what should I deploy": a stored profile and the configuration to run.
 
-    Without a batch size or SLO the configuration is the profile's own. With them it is the
+    Without a concurrency or SLO the configuration is the profile's own. With them it is the
     fastest measured trial of the profile's study that fits (``operating_point``), which may use
     another method or depth than the profile's headline (speculation often loses at large batches).
     """
@@ -98,7 +98,7 @@ class BestProfile:
     request: dict[str, Any]
 
     def deployment(self) -> DeploymentProfile:
-        """The profile with method, depth, draft, batch size and figures of the operating point,
+        """The profile with method, depth, draft, concurrency and figures of the operating point,
         ready for :func:`autotune.serving.export_profile`."""
         point = self.operating_point
         if point is None:
@@ -108,7 +108,7 @@ class BestProfile:
             method=point.method,
             depth=point.depth,
             draft=self.profile.model_by_fingerprint(point.draft_fingerprint),
-            batch_size=point.batch_size,
+            concurrency=point.concurrency,
             tokens_per_s=point.tokens_per_s,
             tpot_ms_p50=point.tpot_ms_p50,
             speedup=point.speedup,
@@ -140,18 +140,18 @@ def best_profile(
     model: str,
     *,
     hardware: str | None = CURRENT_HARDWARE,
-    batch_size: int | None = None,
+    concurrency: int | None = None,
     slo_tpot_ms: float | None = None,
 ) -> BestProfile:
     """The best stored profile of ``model`` on ``hardware`` (None: any machine) for the request.
 
-    No batch size and no SLO: the profile with the highest tokens/s. Otherwise the fastest
-    complete trial among the matching profiles' studies at ``batch_size`` with TPOT p50 <=
+    No concurrency and no SLO: the profile with the highest tokens/s. Otherwise the fastest
+    complete trial among the matching profiles' studies at ``concurrency`` with TPOT p50 <=
     ``slo_tpot_ms``. Raises ProfileNotFoundError naming the nearest stored match when none fits.
     """
-    _check_request(batch_size, slo_tpot_ms)
+    _check_request(concurrency, slo_tpot_ms)
     with open_database(db_url) as database, database.session() as session:
-        return find_best(session, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
+        return find_best(session, model, hardware=hardware, concurrency=concurrency, slo_tpot_ms=slo_tpot_ms)
 
 
 def find_best(
@@ -159,18 +159,18 @@ def find_best(
     model: str,
     *,
     hardware: str | None = CURRENT_HARDWARE,
-    batch_size: int | None = None,
+    concurrency: int | None = None,
     slo_tpot_ms: float | None = None,
 ) -> BestProfile:
     """:func:`best_profile` on an open session."""
-    request = {"model": model, "hardware": hardware, "batch_size": batch_size, "slo_tpot_ms": slo_tpot_ms}
+    request = {"model": model, "hardware": hardware, "concurrency": concurrency, "slo_tpot_ms": slo_tpot_ms}
     targets = _targets(session, model)
     hardware_rows = _hardware_rows(session, hardware)
     hardware_ids = None if hardware_rows is None else [h.id for h in hardware_rows]
     candidates = profile_queries.profile_candidates(session, hardware_ids=hardware_ids, target_ids=[t.id for t in targets])
     if not candidates:
         raise ProfileNotFoundError(_no_profile_message(session, model, targets, hardware, hardware_rows))
-    if batch_size is None and slo_tpot_ms is None:
+    if concurrency is None and slo_tpot_ms is None:
         top = max(candidates, key=lambda c: (c.tokens_per_s if c.tokens_per_s is not None else float("-inf"), c.created_at, c.id))
         return BestProfile(load_profile(session, top.id, with_measurements=False), None, request)
 
@@ -179,11 +179,11 @@ def find_best(
         newest_of_study.setdefault(candidate.study_id, candidate.id)
     studies = list(newest_of_study)
     # Confirmed figures (repeated, paired) first; single screening passes only where none fits.
-    point = (profile_queries.best_measurement(session, studies, batch_size=batch_size, max_tpot_ms=slo_tpot_ms)
-             or profile_queries.best_measurement(session, studies, batch_size=batch_size, max_tpot_ms=slo_tpot_ms,
+    point = (profile_queries.best_measurement(session, studies, concurrency=concurrency, max_tpot_ms=slo_tpot_ms)
+             or profile_queries.best_measurement(session, studies, concurrency=concurrency, max_tpot_ms=slo_tpot_ms,
                                                  phase="screening"))
     if point is None:
-        raise ProfileNotFoundError(_no_fit_message(session, studies, model, batch_size, slo_tpot_ms))
+        raise ProfileNotFoundError(_no_fit_message(session, studies, model, concurrency, slo_tpot_ms))
     profile = load_profile(session, newest_of_study[point.study_id], with_measurements=False)
     drafts = profile_queries.models_by_id(session, [point.draft_model_id] if point.draft_model_id else [])
     if drafts:  # the operating point may use a draft other than the profile's headline one
@@ -191,9 +191,9 @@ def find_best(
     return BestProfile(profile, trial_row(point), request)
 
 
-def _check_request(batch_size: int | None, slo_tpot_ms: float | None) -> None:
-    if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1):
-        raise ConfigurationError(f"batch size must be an integer >= 1, got {batch_size!r}")
+def _check_request(concurrency: int | None, slo_tpot_ms: float | None) -> None:
+    if concurrency is not None and (not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1):
+        raise ConfigurationError(f"concurrency must be an integer >= 1, got {concurrency!r}")
     if slo_tpot_ms is not None and not (isinstance(slo_tpot_ms, (int, float)) and slo_tpot_ms > 0):
         raise ConfigurationError(f"the TPOT SLO must be a number of milliseconds > 0, got {slo_tpot_ms!r}")
 
@@ -258,24 +258,24 @@ def _no_profile_message(
 
 
 def _no_fit_message(
-    session: Session, study_ids: list[int], model: str, batch_size: int | None, slo_tpot_ms: float | None
+    session: Session, study_ids: list[int], model: str, concurrency: int | None, slo_tpot_ms: float | None
 ) -> str:
-    measured = profile_queries.measured_batch_sizes(session, study_ids)
-    if batch_size is not None and batch_size not in measured:
+    measured = profile_queries.measured_concurrencies(session, study_ids)
+    if concurrency is not None and concurrency not in measured:
         if not measured:
             return f"the profiles for {model!r} have no complete measurement to choose from"
-        nearest = min(measured, key=lambda b: (abs(b - batch_size), b))
+        nearest = min(measured, key=lambda b: (abs(b - concurrency), b))
         return (
-            f"no profile for {model!r} was measured at batch size {batch_size}; nearest measured batch size: "
+            f"no profile for {model!r} was measured at concurrency {concurrency}; nearest measured concurrency: "
             f"{nearest} (measured: {', '.join(map(str, measured))})"
         )
-    fastest = profile_queries.fastest_tpot(session, study_ids, batch_size)
-    at = f" at batch size {batch_size}" if batch_size is not None else ""
+    fastest = profile_queries.fastest_tpot(session, study_ids, concurrency)
+    at = f" at concurrency {concurrency}" if concurrency is not None else ""
     if fastest is None:
         return f"no measurement of {model!r}{at} recorded a TPOT, so none can meet TPOT p50 <= {slo_tpot_ms} ms"
     return (
         f"no configuration of {model!r}{at} meets TPOT p50 <= {slo_tpot_ms:g} ms; the fastest measured is "
-        f"{fastest.tpot_ms_p50:.3g} ms ({_label(fastest)} at batch size {fastest.batch_size})"
+        f"{fastest.tpot_ms_p50:.3g} ms ({_label(fastest)} at concurrency {fastest.concurrency})"
     )
 
 

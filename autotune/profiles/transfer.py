@@ -8,7 +8,10 @@ database ids.
 Format versions: 1 (before repeated measurements) has no phases, repetitions or intervals: its
 trials and figures import as screening passes (n = 1, no interval). 2 adds them: a trial is
 identified by (phase, trial_number), the confirmation rows carry their intervals, and the profile
-its ``repetitions``, ``intervals`` and ``chosen_phase``. This autotune reads both and writes 2.
+its ``repetitions``, ``intervals`` and ``chosen_phase``. 3 names the axis concurrency (issue 38):
+``concurrency``, ``per_concurrency``, ... where 1 and 2 have ``batch_size``, ``per_batch_size``, ...;
+those keys are read under their new names (:mod:`autotune.store.renamed_keys`), an engine's own keys
+untouched. This autotune reads all three and writes 3.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from autotune.store import open_database, profile_queries
 from autotune.store.database import display_url
 from autotune.store.locks import named_lock
 from autotune.store.models import DeploymentProfileRecord, HardwareRecord, ModelRecord
+from autotune.store.renamed_keys import with_current_keys
 from autotune.store.rows import get_or_create
 
 DOCUMENT_FORMAT = "autotune-deployment-profile"
-DOCUMENT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+DOCUMENT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+BATCH_SIZE_VERSIONS = (1, 2)  # the versions that name the concurrency axis batch size
 # The profile dataclasses' text fields (annotations as written) -> the JSON values they accept.
 TEXT_TYPES = {"str": (str,), "str | None": (str, type(None))}
 
@@ -68,13 +73,14 @@ def parse_document(text: str, source: str = "the profile file") -> DeploymentPro
     _check_characters(document, source)
     version = document.get("format_version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        readable = " and ".join(str(v) for v in READABLE_VERSIONS)
+        readable = ", ".join(str(v) for v in READABLE_VERSIONS[:-1]) + f" and {READABLE_VERSIONS[-1]}"
         raise ConfigurationError(
             f"{source} has format_version {version!r}; this autotune reads versions {readable} "
             "(upgrade autotune to import newer exports)"
         )
+    data = document.get("profile")
     try:
-        profile = DeploymentProfile.from_dict(document.get("profile"))
+        profile = DeploymentProfile.from_dict(with_current_keys(data) if version in BATCH_SIZE_VERSIONS else data)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{source}: {exc}") from None
     except (TypeError, ValueError) as exc:  # a value of the wrong type inside a known key
@@ -188,14 +194,14 @@ def store_profile(session: Session, profile: DeploymentProfile) -> DeploymentPro
         draft_model=models[profile.draft.fingerprint] if profile.draft else None,
         method=profile.method,
         depth=profile.depth,
-        batch_size=profile.batch_size,
+        concurrency=profile.concurrency,
         objective=profile.objective,
         tokens_per_s=profile.tokens_per_s,
         tpot_ms_p50=profile.tpot_ms_p50,
         speedup=profile.speedup,
         repetitions=profile.repetitions,
         intervals=dict(profile.intervals) or None,
-        per_batch_size=[dict(row) for row in profile.per_batch_size],
+        per_concurrency=[dict(row) for row in profile.per_concurrency],
         details=dict(profile.details),
         created_at=profile.created_at,
     )

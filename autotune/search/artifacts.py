@@ -109,7 +109,7 @@ def folder_models(
     drafts: Sequence[str],
     want_drafts: bool,
     hardware: Any,
-    batch_sizes: Sequence[int],
+    concurrencies: Sequence[int],
     seq_len: int,
     max_depth: int,
     methods: Sequence[str] | None,
@@ -117,11 +117,11 @@ def folder_models(
     """The Hugging Face folders of a study on ``engine`` (trtllm or vllm), after the pairing preflight
     (module doc).
 
-    ``batch_sizes``: those the preflight checks (only a draft that does not fit even at the smallest
+    ``concurrencies``: those the preflight checks (only a draft that does not fit even at the smallest
     is left out; larger batches that do not fit are the memory plan's to skip); ``seq_len``: tokens
     per sequence, an upper bound (prompt bytes + max_tokens)."""
     folders = list(drafts) if want_drafts else []
-    report = preflight(target, folders, folder_support(engine), hardware=hardware, batch_sizes=batch_sizes,
+    report = preflight(target, folders, folder_support(engine), hardware=hardware, concurrencies=concurrencies,
                        seq_len=seq_len, depths=tuple(range(1, max_depth + 1)), methods=methods)
     if report.target_errors:
         raise ConfigurationError(f"the target cannot be tuned with {ENGINE_NAMES.get(engine, engine)}: "

@@ -11,7 +11,7 @@ and asks for a new trial only while that count is below the budget, so concurren
 overshoot. Waiting trials (retries of trials whose worker died or was interrupted) run first.
 
 Before sampling, the worker enqueues the next *planned* candidate nobody has taken yet: the
-baselines (method none at every batch size), and for the grid sampler every point of the space.
+baselines (method none at every concurrency), and for the grid sampler every point of the space.
 A study that can only run planned candidates (the grid, or a space of the baseline alone) stops
 when they are all taken. The model-guided search (:mod:`autotune.search.guide`) enqueues its own
 next point instead of sampling, and stops the study when it has none. When the sampler keeps repeating itself (the tuner allows a few repeats
@@ -131,7 +131,7 @@ def ask_within_budget(
         retry = owed_retry(counted, retry_failed)
         if retry is not None and retry[0].method == BASELINE_METHOD and (
                 following is None or following.method != BASELINE_METHOD):
-            return _ask_for(study, space, *retry)  # every speedup at its batch size waits for it
+            return _ask_for(study, space, *retry)  # every speedup at its concurrency waits for it
         if following is None and propose is not None:
             following = propose(taken)
         elif following is None and explore is not None:

@@ -2,7 +2,7 @@
 
 Screening (the Optuna trials) measures each configuration once, which is enough to rank a large
 space but not to decide between neighbours: single passes on our machines vary by 10-23 %. So the
-study ends by confirming, at each batch size:
+study ends by confirming, at each concurrency:
 
 * **Finalists**: every screened configuration whose optimistic bound, its screening tokens/s times
   ``1 + SCREENING_NOISE``, reaches the best screened tokens/s there (the baseline included), at most
@@ -15,14 +15,14 @@ study ends by confirming, at each batch size:
   z = 1, which still leaves each a chance of up to 16 %, and a screened point rests on one pass,
   which can be a third low without being flagged (vLLM's draft@4 b4 screened 447 tok/s and
   confirmed 669, so it missed the finalists and the study its answer: docs/benchmarks.md). So the
-  configuration with the highest prediction at a batch size, measured or not, joins its finalists
+  configuration with the highest prediction at a concurrency, measured or not, joins its finalists
   (beyond ``MAX_FINALISTS``) when it is not one yet and its optimistic bound, prediction x
   exp(GUIDE_Z x sigma), still reaches the best screened tokens/s there. The predictions come in as
   values (``predicted``, from :func:`autotune.search.guide.point_predictions`, called by the
   tuner): this module never builds a model.
 * **The floor where none wins**: an engine whose server cannot switch a kind off (TensorRT-LLM's
   one-model MTP / EAGLE-3: :class:`autotune.engines.offstate.OffRule`, the adapter's ``off_rule``)
-  serves it at draft length 1 where none leads; so at a batch size whose screening leader is the
+  serves it at draft length 1 where none leads; so at a concurrency whose screening leader is the
   baseline, depth 1 of every such screened configuration joins the finalists (beyond
   ``MAX_FINALISTS``), and the export carries that measured floor against none. ``floor`` (from the
   tuner) says a candidate's floor; without it nothing is added. An engine whose server can run
@@ -30,24 +30,24 @@ study ends by confirming, at each batch size:
   way (``zero``, from the tuner): a candidate at depth 0, run as :class:`EngineConfig` ``off_state``
   and stored with ``extra["off_state"]``, which prices the off state and never decides
   (:func:`autotune.analysis.decision.deciding_rows`).
-* **Protocol**: the finalists and the baseline, per batch size, in interleaved rounds with racing
+* **Protocol**: the finalists and the baseline, per concurrency, in interleaved rounds with racing
   (:mod:`autotune.engines.protocol`): a finalist is dropped as soon as its paired interval to the
-  leader falls below 1. The study's worker runs every batch size: an engine that manages its
+  leader falls below 1. The study's worker runs every concurrency: an engine that manages its
   engines (vLLM, TensorRT-LLM) keeps the ones screening built, so a configuration is not built again
-  per batch size, and before each batch size it is told what this and the later batch sizes run
-  (:meth:`EngineWorker.keep`): making room, it shuts down what no batch size left needs first, not
+  per concurrency, and before each concurrency it is told what this and the later concurrency levels run
+  (:meth:`EngineWorker.keep`): making room, it shuts down what no concurrency left needs first, not
   the least recently used (vLLM's CPU runner keeps 6; a guided study's confirmation had rebuilt
-  engines it closed a batch size earlier). The embedded engine gets a fresh process per batch size
-  (:mod:`autotune.engines.worker`). ``ConfirmedBatch.loads`` counts the builds a batch size cost.
-* **Retries**: a batch size whose worker fails (crash, hang, out of memory) is measured again, up
+  engines it closed a concurrency earlier). The embedded engine gets a fresh process per concurrency
+  (:mod:`autotune.engines.worker`). ``ConfirmedConcurrency.loads`` counts the builds a concurrency cost.
+* **Retries**: a concurrency whose worker fails (crash, hang, out of memory) is measured again, up
   to ``attempts`` times in all: without its baseline no speedup there can be given.
-* **Neighbour check**: a confirmed baseline implausibly slower than a smaller batch size's
-  (:func:`~autotune.analysis.plausibility.implausible_baselines`) has its batch size confirmed
-  again; if it fails again, that batch size's rows are marked and its speedups are not reported.
+* **Neighbour check**: a confirmed baseline implausibly slower than a smaller concurrency's
+  (:func:`~autotune.analysis.plausibility.implausible_baselines`) has its concurrency confirmed
+  again; if it fails again, that concurrency's rows are marked and its speedups are not reported.
 * **Time budget**: the study's deadline (``--timeout``, :mod:`autotune.search.deadline`) bounds
-  the confirmation too: each batch size's protocol gets what is left of it as a hard cap (rounds it
-  discards included), and a batch size reached after the deadline is not measured but marked
-  ``out_of_time``; the tuner stores what was confirmed and says which batch sizes were not.
+  the confirmation too: each concurrency's protocol gets what is left of it as a hard cap (rounds it
+  discards included), and a concurrency reached after the deadline is not measured but marked
+  ``out_of_time``; the tuner stores what was confirmed and says which concurrency levels were not.
 
 Confirmed rows are stored with ``phase = "confirmation"`` and ``extra["confirmation"] = {"run",
 "screened"}``; the latest run decides (:mod:`autotune.analysis.decision`).
@@ -76,18 +76,18 @@ SCREENING_NOISE = 0.25
 MAX_FINALISTS = 4
 
 
-def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any,
+def finalists(rows: Sequence[TrialRow], concurrencies: Sequence[int], slo: Any,
               predicted: Mapping[Candidate, Prediction] | None = None,
               floor: Callable[[Candidate], int] | None = None,
               zero: Callable[[Candidate], bool] | None = None) -> dict[int, list[Candidate]]:
-    """The speculative configurations to confirm at each batch size (see the module doc);
+    """The speculative configurations to confirm at each concurrency (see the module doc);
     ``predicted``: the model's predictions of the space's configurations, measured or not; ``floor``: the smallest
     draft length the study's engine serves a candidate's kind at (1: it cannot be switched off); ``zero``: whether
     its K = 0 must be measured where none leads."""
     screened = decision.screening_rows(rows)
     chosen: dict[int, list[Candidate]] = {}
-    for batch_size in batch_sizes:
-        here = [row for row in screened if row.batch_size == batch_size]
+    for concurrency in concurrencies:
+        here = [row for row in screened if row.concurrency == concurrency]
         if not here:
             continue
         least = min(slo.violation(row) for row in here)
@@ -100,50 +100,50 @@ def finalists(rows: Sequence[TrialRow], batch_sizes: Sequence[int], slo: Any,
         # recommends the simplest, so those are the ones a confirmation must not miss.
         picked: list[Candidate] = []
         for row in near[:1] + sorted(near[1:], key=decision.simplicity):
-            candidate = Candidate(row.method, row.depth, row.batch_size, row.draft)
+            candidate = Candidate(row.method, row.depth, row.concurrency, row.draft)
             if candidate not in picked and len(picked) < MAX_FINALISTS:
                 picked.append(candidate)
-        best_predicted = _best_predicted(predicted or {}, batch_size, incumbent, least, slo, picked)
+        best_predicted = _best_predicted(predicted or {}, concurrency, incumbent, least, slo, picked)
         if best_predicted is not None:
             picked.append(best_predicted)
         if (floor or zero) and max(pool, key=lambda row: row.tokens_per_s).method == decision.BASELINE:
-            picked += [c for c in _floors(screened, batch_size, floor, zero) if c not in picked]
-        chosen[batch_size] = picked
+            picked += [c for c in _floors(screened, concurrency, floor, zero) if c not in picked]
+        chosen[concurrency] = picked
     return chosen
 
 
-def _floors(screened: Sequence[TrialRow], batch_size: int, floor: Callable[[Candidate], int] | None,
+def _floors(screened: Sequence[TrialRow], concurrency: int, floor: Callable[[Candidate], int] | None,
             zero: Callable[[Candidate], bool] | None) -> list[Candidate]:
-    """What the server of every screened configuration (method and draft, at any batch size) runs
-    at ``batch_size`` where none leads, when that must be measured: depth 1 where its engine cannot
+    """What the server of every screened configuration (method and draft, at any concurrency) runs
+    at ``concurrency`` where none leads, when that must be measured: depth 1 where its engine cannot
     switch it off (``floor``), depth 0 (K = 0) where it can but pays for it (``zero``)."""
     series = sorted({(row.method, row.draft) for row in screened if row.method != decision.BASELINE},
                     key=lambda key: (key[0], key[1] or ""))
     found = []
     for method, draft in series:
-        one = Candidate(method, 1, batch_size, draft)
+        one = Candidate(method, 1, concurrency, draft)
         if floor is not None and floor(one) >= 1:
             found.append(one)
         elif zero is not None and zero(one):
-            found.append(Candidate(method, 0, batch_size, draft))
+            found.append(Candidate(method, 0, concurrency, draft))
     return found
 
 
-def _best_predicted(predicted: Mapping[Candidate, Prediction], batch_size: int, leader: float, least: float,
+def _best_predicted(predicted: Mapping[Candidate, Prediction], concurrency: int, leader: float, least: float,
                     slo: Any, picked: Sequence[Candidate]) -> Candidate | None:
-    """The highest prediction at ``batch_size`` not in ``picked`` whose optimistic bound reaches
+    """The highest prediction at ``concurrency`` not in ``picked`` whose optimistic bound reaches
     ``leader`` and whose predicted latencies miss the SLOs by no more than the screened pool does."""
     reaching = [(prediction.tokens_per_s, candidate) for candidate, prediction in predicted.items()
-                if candidate.batch_size == batch_size and candidate not in picked
+                if candidate.concurrency == concurrency and candidate not in picked
                 and prediction.bound(GUIDE_Z)[1] >= leader and slo.violation(prediction) <= least]
     return max(reaching, key=lambda entry: entry[0])[1] if reaching else None
 
 
 @dataclass(frozen=True)
-class ConfirmedBatch:
-    """One batch size's protocol result, or why it could not be measured."""
+class ConfirmedConcurrency:
+    """One concurrency's protocol result, or why it could not be measured."""
 
-    batch_size: int
+    concurrency: int
     candidates: list[Candidate]
     result: ProtocolResult | None
     failure: str | None = None
@@ -154,7 +154,7 @@ class ConfirmedBatch:
 
 def confirm(
     worker: EngineWorker,
-    finalists_by_batch: dict[int, list[Candidate]],
+    finalists_by_concurrency: dict[int, list[Candidate]],
     engine_config: Callable[[Candidate], EngineConfig],
     workload: Any,
     seed: int,
@@ -163,55 +163,55 @@ def confirm(
     attempts: int = 1,
     deadline: Deadline | None = None,
     notice: Callable[[str], None] | None = None,
-) -> list[ConfirmedBatch]:
-    """Measure every batch size's finalists with the protocol (racing on; a failed batch size up to
-    ``attempts`` times), then re-measure once the batch sizes whose baseline fails the neighbour
+) -> list[ConfirmedConcurrency]:
+    """Measure every concurrency's finalists with the protocol (racing on; a failed concurrency up to
+    ``attempts`` times), then re-measure once the concurrency levels whose baseline fails the neighbour
     check; nothing new starts after ``deadline`` (see the module doc). ``progress`` gets a line per
-    batch size, ``notice`` one per round the protocol discards, as it happens."""
+    concurrency, ``notice`` one per round the protocol discards, as it happens."""
     deadline = deadline or Deadline.start(None)
 
-    def run(batch_size: int, later: Sequence[int] = ()) -> ConfirmedBatch:
-        candidates = finalists_by_batch[batch_size]
+    def run(concurrency: int, later: Sequence[int] = ()) -> ConfirmedConcurrency:
+        candidates = finalists_by_concurrency[concurrency]
         loads_before = worker.loads
-        # An engine that keeps several spares what this and the later batch sizes run (module doc).
-        worker.keep([EngineConfig(BASELINE_METHOD)] + [engine_config(c) for b in (batch_size, *later)
-                                                       for c in finalists_by_batch[b]])
+        # An engine that keeps several spares what this and the later concurrency levels run (module doc).
+        worker.keep([EngineConfig(BASELINE_METHOD)] + [engine_config(c) for b in (concurrency, *later)
+                                                       for c in finalists_by_concurrency[b]])
         for attempt in range(1, attempts + 1):
             if deadline.passed():
-                return ConfirmedBatch(batch_size, candidates, None, out_of_time=True)
+                return ConfirmedConcurrency(concurrency, candidates, None, out_of_time=True)
             again = f" (attempt {attempt} of {attempts})" if attempt > 1 else ""
-            progress(f"confirming {len(candidates)} finalist(s) and the baseline at batch size {batch_size}{again}")
+            progress(f"confirming {len(candidates)} finalist(s) and the baseline at concurrency {concurrency}{again}")
             try:
-                result = worker.measure_repeatedly([engine_config(c) for c in candidates], workload, batch_size,
+                result = worker.measure_repeatedly([engine_config(c) for c in candidates], workload, concurrency,
                                                    seed=seed, options=replace(options, race=True,
                                                                               budget_s=deadline.left_s()),
                                                    notice=notice)
-                return ConfirmedBatch(batch_size, candidates, result, loads=worker.loads - loads_before)
+                return ConfirmedConcurrency(concurrency, candidates, result, loads=worker.loads - loads_before)
             except WorkerFailure as failure:
                 if deadline.passed():  # the protocol kept no round before the budget ran out
-                    return ConfirmedBatch(batch_size, candidates, None, failure.reason, out_of_time=True)
+                    return ConfirmedConcurrency(concurrency, candidates, None, failure.reason, out_of_time=True)
                 reason = failure.reason + (f" (failed {attempt} times)" if attempt > 1 else "")
                 if failure.kind not in TRANSIENT_FAILURES:
                     break  # it would fail the same way again
-        return ConfirmedBatch(batch_size, candidates, None, reason, loads=worker.loads - loads_before)
+        return ConfirmedConcurrency(concurrency, candidates, None, reason, loads=worker.loads - loads_before)
 
-    order = sorted(finalists_by_batch)
+    order = sorted(finalists_by_concurrency)
     batches = {b: run(b, order[i + 1:]) for i, b in enumerate(order)}
-    for batch_size in _suspects(batches):
-        earlier = batches[batch_size].loads
-        again = run(batch_size)
+    for concurrency in _suspects(batches):
+        earlier = batches[concurrency].loads
+        again = run(concurrency)
         if not again.out_of_time:  # a second look cut short by the deadline leaves the first standing
-            batches[batch_size] = replace(again, loads=earlier + again.loads)
+            batches[concurrency] = replace(again, loads=earlier + again.loads)
     suspects = implausible_baselines(_baseline_figures(batches))
-    return [replace(b, implausible=suspects.get(b.batch_size)) for b in batches.values()]
+    return [replace(b, implausible=suspects.get(b.concurrency)) for b in batches.values()]
 
 
-def _baseline_figures(batches: dict[int, ConfirmedBatch]) -> dict[int, float]:
+def _baseline_figures(batches: dict[int, ConfirmedConcurrency]) -> dict[int, float]:
     return {b: batch.result.baseline.measurement.tokens_per_s for b, batch in batches.items()
             if batch.result is not None and batch.result.baseline is not None}
 
 
-def _suspects(batches: dict[int, ConfirmedBatch]) -> list[int]:
+def _suspects(batches: dict[int, ConfirmedConcurrency]) -> list[int]:
     return sorted(implausible_baselines(_baseline_figures(batches)))
 
 

@@ -1,7 +1,7 @@
 """The study's wall-clock budget (``--timeout``): one deadline for screening and confirmation.
 
-Checked before anything new starts (a trial, a re-measured screening pass, a confirmation batch
-size, a protocol round), never by killing what runs: a study overruns its budget by at most the
+Checked before anything new starts (a trial, a re-measured screening pass, a confirmation
+concurrency, a protocol round), never by killing what runs: a study overruns its budget by at most the
 step under way, which ``--trial-timeout`` bounds. Rounds the protocol discards (a disturbed
 machine) take time like any other, so they count against the budget too.
 """

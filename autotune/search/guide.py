@@ -6,15 +6,15 @@ optuna-dashboard stay Optuna's; the guide only decides what comes next, from the
 rows, every time a worker asks (under the study lock, so two workers never pick the same point):
 
 1. **Calibrate.** For each proposer without an acceptance curve reaching the study's maximum depth,
-   one run at that depth, at the largest batch size that fits (one run gives the curve of every
+   one run at that depth, at the largest concurrency that fits (one run gives the curve of every
    smaller depth, see :mod:`autotune.perfmodel.acceptance`). The step costs were timed before the
    first trial. The baselines are not planned: each is a point like the others (step 3), predicted
-   from the timed step costs and screened only when it could lead its batch size; the confirmation
-   measures every batch size's baseline paired with its finalists, which is where the speedups come
+   from the timed step costs and screened only when it could lead its concurrency; the confirmation
+   measures every concurrency's baseline paired with its finalists, which is where the speedups come
    from (:meth:`autotune.search.samplers.ModelGuidedSampler.planned`).
 2. **Predict** every point of the space, with the corrections learned from the measurements so
    far (:meth:`PerformanceModel.calibrate`).
-3. **Measure what could still be best.** At each batch size the incumbent is the best measured
+3. **Measure what could still be best.** At each concurrency the incumbent is the best measured
    tokens/s (under the SLOs, when there are any), each measured pass first shrunk toward its own
    prediction (:func:`shrunk_pass`: the best of several noisy single passes is biased up, the
    winner's curse). An unmeasured feasible point is *open* when
@@ -31,13 +31,13 @@ rows, every time a worker asks (under the study lock, so two workers never pick 
    the pruning is over. At GUIDE_Z = 1 a closed point has at most a 16 % chance of beating its
    incumbent by the tie margin. With SLOs, a point is open only if its optimistic TPOT and TTFT
    meet them.
-4. **Order for loads.** The configuration measured last goes on at another batch size where it is
+4. **Order for loads.** The configuration measured last goes on at another concurrency where it is
    the most promising open point (the worker keeps that engine loaded, so a configuration runs at
-   its batch sizes before the next load); otherwise the open point with the largest optimistic gain
-   over its incumbent. A configuration that is open at a batch size but not its most promising
+   its concurrency levels before the next load); otherwise the open point with the largest optimistic gain
+   over its incumbent. A configuration that is open at a concurrency but not its most promising
    point waits: measuring the leader there first may close it.
 5. **Stop** when no point is open: the study ends, then the confirmation phase re-measures the
-   finalists with the full protocol, the best predicted point per batch size among them when its
+   finalists with the full protocol, the best predicted point per concurrency among them when its
    optimistic bound reaches the leader, measured or not (:func:`point_predictions`,
    :func:`autotune.search.confirm.finalists`). :func:`ruled_out` says what was closed and how
    likely the closest closed point is to beat its incumbent after all (the tune summary).
@@ -46,11 +46,11 @@ Rules and reasons: docs/statistics.md.
 
 **Beyond --max-depth** (unless ``--no-explore-beyond``): up to ``BEYOND_DEPTHS`` deeper
 (:meth:`SearchSpace.beyond_depths`), one step at a time along the edge (:func:`edge_steps`): a
-proposer whose best screened point sits at the deepest depth measured at its batch size, at or past
+proposer whose best screened point sits at the deepest depth measured at its concurrency, at or past
 the maximum, may go one depth deeper there, and nowhere else. The step is predicted with the
 acceptance curves continued past the deepest measured position (:mod:`autotune.search.beyond`)
 and competes with the others under the same rule; unlike a point inside the space, one that cannot
-be predicted is never open there. (Every proposer at every batch size two depths deeper cost the
+be predicted is never open there. (Every proposer at every concurrency two depths deeper cost the
 guided benchmark 4-8 of its 18-27 configurations on the embedded engine and 4 of 14 builds on vLLM,
 and none of them won: docs/benchmarks.md.)
 
@@ -80,7 +80,7 @@ TIE_MARGIN = 0.05
 
 @dataclass(frozen=True)
 class Pick:
-    """The guide's next point and why; ``wanted``: the points still open and each batch size's
+    """The guide's next point and why; ``wanted``: the points still open and each concurrency's
     leader, whose engines a worker that keeps several should spare (:meth:`EngineWorker.keep`)."""
 
     candidate: Candidate
@@ -95,7 +95,7 @@ def calibration_runs(space: SearchSpace, model: PerformanceModel | None, feasibl
     for method, draft in space.proposers():
         if model is not None and model.can_predict(method, draft, space.max_depth):
             continue
-        sizes = [b for b in reversed(space.batch_sizes) if feasible(Candidate(method, space.max_depth, b, draft))]
+        sizes = [b for b in reversed(space.concurrencies) if feasible(Candidate(method, space.max_depth, b, draft))]
         if sizes:
             runs.append(Candidate(method, space.max_depth, sizes[0], draft))
     return runs
@@ -103,7 +103,7 @@ def calibration_runs(space: SearchSpace, model: PerformanceModel | None, feasibl
 
 @dataclass(frozen=True)
 class Incumbent:
-    """The best measured point of a batch size, shrunk (see :func:`shrunk_pass`): tokens/s and
+    """The best measured point of a concurrency, shrunk (see :func:`shrunk_pass`): tokens/s and
     the log standard deviation left around it."""
 
     tokens_per_s: float
@@ -132,18 +132,18 @@ def shrunk_pass(measured: float, predicted: float | None, sigma_predicted: float
 
 
 def incumbents(rows: Iterable[Any], slo: Any, model: PerformanceModel | None = None) -> dict[int, Incumbent]:
-    """Best shrunk tokens/s per batch size among complete screening rows that meet the SLOs
+    """Best shrunk tokens/s per concurrency among complete screening rows that meet the SLOs
     (:func:`shrunk_passes`)."""
     return {size: shrunk for size, (_row, shrunk) in leading_passes(rows, slo, model).items()}
 
 
 def leading_passes(rows: Iterable[Any], slo: Any,
                    model: PerformanceModel | None = None) -> dict[int, tuple[Any, Incumbent]]:
-    """Per batch size, the row of the best shrunk pass and that pass (:func:`incumbents`)."""
+    """Per concurrency, the row of the best shrunk pass and that pass (:func:`incumbents`)."""
     best: dict[int, tuple[Any, Incumbent]] = {}
     for row, shrunk in shrunk_passes(rows, slo, model):
-        if row.batch_size not in best or shrunk.tokens_per_s > best[row.batch_size][1].tokens_per_s:
-            best[row.batch_size] = (row, shrunk)
+        if row.concurrency not in best or shrunk.tokens_per_s > best[row.concurrency][1].tokens_per_s:
+            best[row.concurrency] = (row, shrunk)
     return best
 
 
@@ -188,7 +188,7 @@ def pass_sigma(model: PerformanceModel | None) -> float:
 
 @dataclass(frozen=True)
 class Assessed:
-    """An unmeasured point against its batch size's incumbent: ``margin`` is how many combined
+    """An unmeasured point against its concurrency's incumbent: ``margin`` is how many combined
     standard deviations its prediction lies above the bar, incumbent x (1 + TIE_MARGIN) (negative:
     below); inf when it cannot be predicted or has no incumbent, -inf when its SLOs rule it out."""
 
@@ -212,11 +212,11 @@ def assess(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[An
     for candidate in untaken:
         beyond = candidate.depth > space.max_depth
         source = wide if beyond else model
-        prediction = (source.predict(candidate.method, candidate.draft, candidate.depth, candidate.batch_size)
+        prediction = (source.predict(candidate.method, candidate.draft, candidate.depth, candidate.concurrency)
                       if source else None)
         if beyond and prediction is None:
             continue
-        assessed.append(_assess(candidate, prediction, best.get(candidate.batch_size), slo, z, pass_sigma(model)))
+        assessed.append(_assess(candidate, prediction, best.get(candidate.concurrency), slo, z, pass_sigma(model)))
     return assessed
 
 
@@ -259,46 +259,46 @@ def next_pick(
     scored = [entry for entry in assess(space, model, rows, untaken + past, slo, z, wide) if entry.is_open(z)]
     if not scored:
         return None
-    # The loaded configuration goes on where it is its batch size's best open point (where it is
+    # The loaded configuration goes on where it is its concurrency's best open point (where it is
     # open but another point there is more promising, that one may close it: measure that first).
     leaders: dict[int, Assessed] = {}
     for entry in scored:
-        size = entry.candidate.batch_size
+        size = entry.candidate.concurrency
         if size not in leaders or entry.gain > leaders[size].gain:
             leaders[size] = entry
     same = [entry for entry in leaders.values() if last is not None and _same_config(entry.candidate, last)]
     pick = max(same or scored, key=lambda entry: entry.gain)
     prediction = pick.prediction
     leading = leading_passes(rows, slo, model)
-    best = leading[pick.candidate.batch_size][1] if pick.candidate.batch_size in leading else None
+    best = leading[pick.candidate.concurrency][1] if pick.candidate.concurrency in leading else None
     why = "not predictable yet" if prediction is None else (
         f"predicted {prediction.tokens_per_s:.0f} tok/s [{prediction.low:.0f}, {prediction.high:.0f}] could beat "
         f"{best.tokens_per_s if best else 0:.0f}"
         + (f" (beyond --max-depth {space.max_depth})" if pick.candidate.depth > space.max_depth else ""))
     wanted = [entry.candidate for entry in scored] + [
-        Candidate(row.method, row.depth, row.batch_size, row.draft) for row, _shrunk in leading.values()]
+        Candidate(row.method, row.depth, row.concurrency, row.draft) for row, _shrunk in leading.values()]
     return Pick(pick.candidate, why, prediction, tuple(wanted))
 
 
 def edge_steps(space: SearchSpace, rows: Sequence[Any], slo: Any, model: PerformanceModel | None) -> list[Candidate]:
     """The points past ``space.max_depth`` worth predicting: per proposer at most one, a depth
-    deeper than its best screened point, at that point's batch size, when that point is the deepest
+    deeper than its best screened point, at that point's concurrency, when that point is the deepest
     of the proposer measured there and lies at or past the maximum depth (module doc, "Beyond").
-    The proposer's best is its shrunk pass with the highest ratio to its batch size's incumbent;
-    among equals (it leads several batch sizes) the largest batch size, then the deepest."""
+    The proposer's best is its shrunk pass with the highest ratio to its concurrency's incumbent;
+    among equals (it leads several concurrency levels) the largest concurrency, then the deepest."""
     shrunk = shrunk_passes(rows, slo, model)
     best = incumbents(rows, slo, model)
     beyond = set(space.beyond_depths())
     steps = []
     for method, draft in space.proposers():
-        mine = [(row, value.tokens_per_s / best[row.batch_size].tokens_per_s) for row, value in shrunk
+        mine = [(row, value.tokens_per_s / best[row.concurrency].tokens_per_s) for row, value in shrunk
                 if row.method == method and (method != "draft" or row.draft == draft)]
         if not mine:
             continue
-        top, _ = max(mine, key=lambda entry: (round(entry[1], 9), entry[0].batch_size, entry[0].depth))
-        deepest = max(row.depth for row, _ in mine if row.batch_size == top.batch_size)
+        top, _ = max(mine, key=lambda entry: (round(entry[1], 9), entry[0].concurrency, entry[0].depth))
+        deepest = max(row.depth for row, _ in mine if row.concurrency == top.concurrency)
         if top.depth == deepest and top.depth >= space.max_depth and top.depth + 1 in beyond:
-            steps.append(Candidate(method, top.depth + 1, top.batch_size, draft))
+            steps.append(Candidate(method, top.depth + 1, top.concurrency, draft))
     return steps
 
 
@@ -311,7 +311,7 @@ def point_predictions(space: SearchSpace, model: PerformanceModel | None, feasib
     predictions = {}
     for c in space.candidates():
         if c.method != BASELINE_METHOD and feasible(c):
-            prediction = model.predict(c.method, c.draft, c.depth, c.batch_size)
+            prediction = model.predict(c.method, c.draft, c.depth, c.concurrency)
             if prediction is not None:
                 predictions[c] = prediction
     return predictions
@@ -330,7 +330,7 @@ class RuledOut:
         if self.count == 0:
             return "; the model-guided search measured every point it could not predict or rule out"
         return (f"; the model-guided search ruled out {self.count} unmeasured configuration(s) at z >= {GUIDE_Z:g} "
-                f"(each had under {1 - _phi(GUIDE_Z):.0%} chance of beating its batch size's best by "
+                f"(each had under {1 - _phi(GUIDE_Z):.0%} chance of beating its concurrency's best by "
                 f"{TIE_MARGIN:.0%}; the closest: {self.closest.label}, {self.probability:.0%})")
 
 
@@ -348,7 +348,7 @@ def ruled_out(space: SearchSpace, model: PerformanceModel | None, rows: Sequence
 
 def _tried(rows: Sequence[Any]) -> set[Candidate]:
     """The points a screening trial ran (complete, failed or infeasible alike)."""
-    return {Candidate(r.method, r.depth, r.batch_size, r.draft) for r in rows if r.phase == "screening"}
+    return {Candidate(r.method, r.depth, r.concurrency, r.draft) for r in rows if r.phase == "screening"}
 
 
 def _phi(x: float) -> float:
@@ -365,7 +365,7 @@ def _prediction_of(row: Any, model: PerformanceModel | None) -> tuple[float | No
         return stored["tokens_per_s"].get("value"), true_sigma(stored.get("sigmas"), stored["sigma"], sigma_pass)
     if model is None:
         return None, None
-    prediction = model.predict(row.method, row.draft, row.depth, row.batch_size)
+    prediction = model.predict(row.method, row.draft, row.depth, row.concurrency)
     return (None, None) if prediction is None else (
         prediction.tokens_per_s, true_sigma(prediction.sigmas, prediction.sigma, sigma_pass))
 

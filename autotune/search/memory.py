@@ -5,13 +5,13 @@ estimate the preflight uses too); this module applies them to a study: its workl
 request gives the cache positions per sequence, the engine decides how many prompt logits a
 prefill keeps.
 
-Default batch sizes are the powers of two up to the largest batch at which the baseline (method
-none: the target alone) fits, capped at ``GPU_MAX_DEFAULT_BATCH`` on a GPU (a run decodes at least
+Default concurrency levels are the powers of two up to the largest concurrency at which the baseline (method
+none: the target alone) fits, capped at ``GPU_MAX_DEFAULT_CONCURRENCY`` on a GPU (a run decodes at least
 4 requests per slot, so each level above costs twice the one below; pass larger ones explicitly)
-and at ``CPU_MAX_DEFAULT_BATCH`` on CPU (a run cycles the workload's requests, so a concurrency
+and at ``CPU_MAX_DEFAULT_CONCURRENCY`` on CPU (a run cycles the workload's requests, so a concurrency
 above their count keeps every slot busy too): our CPU machines have two cores, where
 batches above 8 only queue work and make every trial slow. Speculative configurations that do not
-fit at a batch size of that list are recorded as infeasible rather than shrinking the list.
+fit at a concurrency of that list are recorded as infeasible rather than shrinking the list.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from autotune.models import fit
 from autotune.models.footprint import ModelFootprint
 from autotune.workload import Workload
 
-CPU_MAX_DEFAULT_BATCH = 8
-GPU_MAX_DEFAULT_BATCH = 64
+CPU_MAX_DEFAULT_CONCURRENCY = 8
+GPU_MAX_DEFAULT_CONCURRENCY = 64
 GIB = 1 << 30
 
 
@@ -60,45 +60,45 @@ class MemoryPlan:
         return fit.bytes_per_sequence(method, depth, self.sequence_positions, self.prompt_tokens, self.target,
                                       self._draft(method, draft))
 
-    def required_bytes(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> int:
-        """Estimated peak bytes of running ``method`` at ``depth`` and ``batch_size`` (:mod:`autotune.models.fit`)."""
-        return self.weight_bytes(method, draft) + batch_size * self.bytes_per_sequence(method, depth, draft)
+    def required_bytes(self, method: str, depth: int, concurrency: int, draft: str | None = None) -> int:
+        """Estimated peak bytes of running ``method`` at ``depth`` and ``concurrency`` (:mod:`autotune.models.fit`)."""
+        return self.weight_bytes(method, draft) + concurrency * self.bytes_per_sequence(method, depth, draft)
 
-    def largest_batch_size(self, method: str, depth: int, draft: str | None = None) -> int | None:
-        """The largest batch size at which ``method`` at ``depth`` fits in memory (0: not even 1); None
+    def largest_concurrency(self, method: str, depth: int, draft: str | None = None) -> int | None:
+        """The largest concurrency at which ``method`` at ``depth`` fits in memory (0: not even 1); None
         when sequences cost nothing we know of (a model folder whose config.json lacks the sizes)."""
         weights, per_sequence = self.weight_bytes(method, draft), self.bytes_per_sequence(method, depth, draft)
         if per_sequence <= 0:
             return None if weights <= self.usable_bytes else 0
-        return fit.largest_batch(self.usable_bytes, weights, per_sequence)
+        return fit.largest_concurrency(self.usable_bytes, weights, per_sequence)
 
-    def infeasibility(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> str | None:
+    def infeasibility(self, method: str, depth: int, concurrency: int, draft: str | None = None) -> str | None:
         """Why this configuration cannot run here, or None when it fits."""
         too_long = self._too_long(method, depth, draft)
         if too_long:
             return too_long
-        need = self.required_bytes(method, depth, batch_size, draft)
+        need = self.required_bytes(method, depth, concurrency, draft)
         if need > self.usable_bytes:
-            return (f"needs ~{need / GIB:.2f} GiB for weights and caches at batch {batch_size}, but only "
+            return (f"needs ~{need / GIB:.2f} GiB for weights and caches at concurrency {concurrency}, but only "
                     f"{self.usable_bytes / GIB:.2f} GiB of {self.device_bytes / GIB:.2f} GiB are usable "
                     f"({fit.MEMORY_MARGIN:.0%} kept as safety margin)")
         return None
 
-    def require_baseline_fits(self, batch_sizes: Iterable[int], option: str) -> None:
-        """ConfigurationError naming the batch sizes ``option`` asked for at which not even the
+    def require_baseline_fits(self, concurrencies: Iterable[int], option: str) -> None:
+        """ConfigurationError naming the concurrency levels ``option`` asked for at which not even the
         baseline (the target alone) fits: nothing could be measured there."""
-        too_large = sorted(b for b in set(batch_sizes) if self.infeasibility("none", 0, b) is not None)
+        too_large = sorted(b for b in set(concurrencies) if self.infeasibility("none", 0, b) is not None)
         if not too_large:
             return
-        largest = self.largest_batch_size("none", 0)
+        largest = self.largest_concurrency("none", 0)
         fix = f"pass sizes up to {largest}" if largest else "use a smaller --target or a shorter --workload"
         raise ConfigurationError(f"{option} {', '.join(map(str, too_large))}: the target alone "
                                  f"{self.infeasibility('none', 0, too_large[0])}; {fix}")
 
-    def require_fit(self, method: str, depth: int, batch_size: int, draft: str | None = None) -> None:
+    def require_fit(self, method: str, depth: int, concurrency: int, draft: str | None = None) -> None:
         """ConfigurationError, saying what to change, when this one configuration cannot run here:
         the check ``tune`` applies to each candidate (:meth:`infeasibility`), for ``measure``."""
-        why = self.infeasibility(method, depth, batch_size, draft)
+        why = self.infeasibility(method, depth, concurrency, draft)
         if why is None:
             return
         label = method if method == "none" else f"{method}@{depth}"
@@ -106,11 +106,11 @@ class MemoryPlan:
             fix = "use a workload with shorter prompts or max_tokens (--workload)" + (
                 "" if method == "none" else " or a smaller --depth")
         else:
-            largest = self.largest_batch_size(method, depth, draft)
+            largest = self.largest_concurrency(method, depth, draft)
             smaller = "a smaller --target" + (" or --draft" if method == "draft" else "")
-            fix = (f"pass --batch-size {largest} or less" if largest else
-                   f"it does not fit even at batch size 1: use {smaller} or a shorter --workload")
-        raise ConfigurationError(f"{label} at batch size {batch_size} cannot run on this device: {why}; {fix}")
+            fix = (f"pass --concurrency {largest} or less" if largest else
+                   f"it does not fit even at concurrency 1: use {smaller} or a shorter --workload")
+        raise ConfigurationError(f"{label} at concurrency {concurrency} cannot run on this device: {why}; {fix}")
 
     def _too_long(self, method: str, depth: int, draft: str | None) -> str | None:
         """Why a sequence of the workload does not fit a model's context window, or None."""
@@ -138,17 +138,17 @@ def plan_memory(device_bytes: int, target: ModelFootprint, drafts: Mapping[str, 
     )
 
 
-def default_batch_sizes(plan: MemoryPlan, device_type: str) -> tuple[int, ...]:
-    """Powers of two up to the largest batch at which the baseline fits (see the module doc)."""
-    cap = CPU_MAX_DEFAULT_BATCH if device_type == "cpu" else GPU_MAX_DEFAULT_BATCH
+def default_concurrencies(plan: MemoryPlan, device_type: str) -> tuple[int, ...]:
+    """Powers of two up to the largest concurrency at which the baseline fits (see the module doc)."""
+    cap = CPU_MAX_DEFAULT_CONCURRENCY if device_type == "cpu" else GPU_MAX_DEFAULT_CONCURRENCY
     sizes = []
-    batch_size = 1
-    while batch_size <= cap and plan.infeasibility("none", 0, batch_size) is None:
-        sizes.append(batch_size)
-        batch_size *= 2
+    concurrency = 1
+    while concurrency <= cap and plan.infeasibility("none", 0, concurrency) is None:
+        sizes.append(concurrency)
+        concurrency *= 2
     if not sizes:
         raise ConfigurationError(
-            f"the target does not fit on this device even at batch 1: {plan.infeasibility('none', 0, 1)}; "
+            f"the target does not fit on this device even at concurrency 1: {plan.infeasibility('none', 0, 1)}; "
             "use a smaller model or a shorter workload"
         )
     return tuple(sizes)

@@ -3,8 +3,8 @@
 * **Cost profile** (per hardware, engine, target and drafts): timed once, before the first trial,
   in a fresh worker (:meth:`EngineWorker.time_steps`, forced acceptance) and stored in
   ``autotune_cost_profiles``; a later study with the same key reuses it. The timed depths are 1, 2,
-  4, ... and the maximum (the cost profile interpolates between them); batch size 1 is always timed,
-  since a workload's tail runs at fewer rows than the batch size.
+  4, ... and the maximum (the cost profile interpolates between them); concurrency 1 is always timed,
+  since a workload's tail runs at fewer rows than the concurrency.
 * **Acceptance profiles** (per target, proposer and workload): pooled from every measured
   speculative trial, across studies, in ``autotune_acceptance_profiles``.
 * **The model** (:class:`~autotune.perfmodel.model.PerformanceModel`) is rebuilt from these and
@@ -87,17 +87,19 @@ class StudyModeling:
                                 (method, draft)))
         return configs
 
-    def timing_batch_sizes(self) -> list[int]:
-        return sorted({1, *self.plan.space.batch_sizes})
+    def timing_concurrencies(self) -> list[int]:
+        return sorted({1, *self.plan.space.concurrencies})
 
     def cost_key(self) -> str:
         record = {
             "target": self.plan.target.fingerprint,
             "drafts": {label: draft.fingerprint for label, draft in sorted(self.plan.drafts.items())},
             "methods": list(self.plan.space.methods), "depths": timed_depths(self.plan.space.max_depth),
-            "batch_sizes": self.timing_batch_sizes(), "workload": self.plan.workload.sha256,
+            "batch_sizes": self.timing_concurrencies(), "workload": self.plan.workload.sha256,
             "steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "device": self.plan.hardware.device_type,
         }
+        # "batch_sizes": the key the digest had before issue 38 named the axis concurrency; kept, so
+        # that cost profiles stored before are found under the same key and not timed again.
         return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:32]
 
     def prepare(self, worker: EngineWorker, progress: Any = lambda _text: None) -> None:
@@ -112,10 +114,10 @@ class StudyModeling:
                 self.cost = CostProfile([CostPoint.from_dict(p) for p in stored.points], stored.source)
                 return
         configs = self.timing_configs()
-        progress(f"timing step costs: {len(configs)} configurations x {len(self.timing_batch_sizes())} batch sizes")
+        progress(f"timing step costs: {len(configs)} configurations x {len(self.timing_concurrencies())} concurrency levels")
         started = time.monotonic()
         try:
-            points = worker.time_steps([config for config, _ in configs], self.plan.workload, self.timing_batch_sizes(),
+            points = worker.time_steps([config for config, _ in configs], self.plan.workload, self.timing_concurrencies(),
                                        steps=TIMING_STEPS, rounds=TIMING_ROUNDS)
         except WorkerFailure as failure:
             if self.plan.sampler.guided:
@@ -135,7 +137,7 @@ class StudyModeling:
                 session, hardware_id=self.hardware_id, engine=self.plan.engine, target_model_id=self.target_id, key=key,
                 source="timed", points=labelled, duration_s=time.monotonic() - started,
                 settings={"steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "depths": timed_depths(self.plan.space.max_depth),
-                          "batch_sizes": self.timing_batch_sizes(), "forced_acceptance": "all drafts",
+                          "concurrencies": self.timing_concurrencies(), "forced_acceptance": "all drafts",
                           "dropped_rounds": self.cost.dropped_rounds, "spread": self.cost.spread},
             )
 
@@ -179,14 +181,14 @@ class StudyModeling:
         if self.cost is None:
             return None
         model = PerformanceModel(self.cost, self.curves(), self.prompts, self._lengths(rows))
-        model.calibrate((row.method, row.draft, row.depth, row.batch_size, row.tokens_per_s) for row in rows
+        model.calibrate((row.method, row.draft, row.depth, row.concurrency, row.tokens_per_s) for row in rows
                         if row.state == "complete" and row.phase == "screening")
         return model
 
     def predict(self, candidate: Candidate, rows: Sequence[TrialRow]) -> Prediction | None:
         model = self.model(rows)
         return None if model is None else model.predict(candidate.method, candidate.draft, candidate.depth,
-                                                        candidate.batch_size)
+                                                        candidate.concurrency)
 
     def _lengths(self, rows: Sequence[TrialRow]) -> list[int]:
         """Output tokens per request: a measured run's (greedy output is the same for every lossless

@@ -44,7 +44,7 @@ class TuneOptions:
     None for the built-in target (a folder, and required, for trtllm and vllm). ``drafts``: draft
     candidates for method draft (``"builtin"`` or model files; folders for trtllm and vllm, where
     ``"builtin"`` means none). ``methods``: None for every method
-    the target supports (none, the baseline, is always included). ``batch_sizes``: None for the
+    the target supports (none, the baseline, is always included). ``concurrencies``: None for the
     hardware-aware default (see :mod:`autotune.search.memory`). ``n_trials``: the study-wide number
     of trials (baselines included; shared by every worker of a distributed study; None: the
     sampler's default, :data:`~autotune.search.samplers.DEFAULT_N_TRIALS` or every point for the
@@ -62,7 +62,7 @@ class TuneOptions:
     ``confirm``: end with the confirmation phase (:mod:`autotune.search.confirm`), whose protocol
     aims at ``precision`` (relative half-width of the 95 % intervals) with at most
     ``max_repetitions`` rounds and, once 3 are kept, no new round after ``confirm_seconds`` per
-    batch size. ``explore_beyond``: the model-guided search may measure up to two depths past
+    concurrency. ``explore_beyond``: the model-guided search may measure up to two depths past
     ``max_depth`` where its prediction says they could win (:mod:`autotune.search.guide`); not part
     of the study's identity, so a study resumes with either.
     """
@@ -73,7 +73,7 @@ class TuneOptions:
     drafts: tuple[str, ...] = (BUILTIN_DRAFT,)
     methods: tuple[str, ...] | None = None
     max_depth: int = DEFAULT_MAX_DEPTH
-    batch_sizes: tuple[int, ...] | None = None
+    concurrencies: tuple[int, ...] | None = None
     sampler: str | None = None
     seed: int | None = None
     n_trials: int | None = None
@@ -96,7 +96,7 @@ class TuneOptions:
 
     @property
     def protocol(self) -> ProtocolOptions:
-        """How the confirmation phase measures each batch size's finalists."""
+        """How the confirmation phase measures each concurrency's finalists."""
         return ProtocolOptions(self.precision, DEFAULT_MIN_REPETITIONS, self.max_repetitions, self.confirm_seconds)
 
     @property
@@ -163,11 +163,11 @@ class TuneOptions:
         if len(set(self.drafts)) != len(self.drafts):
             raise ConfigurationError("a draft model is listed twice; list each draft once")
         _require_int("max depth", self.max_depth, 1, MAX_DEPTH)
-        if self.batch_sizes is not None:
-            if not self.batch_sizes:
-                raise ConfigurationError("batch sizes must list at least one size")
-            for batch_size in self.batch_sizes:
-                _require_int("batch size", batch_size, 1)
+        if self.concurrencies is not None:
+            if not self.concurrencies:
+                raise ConfigurationError("--concurrency must list at least one level")
+            for concurrency in self.concurrencies:
+                _require_int("concurrency", concurrency, 1)
         sampler = self.search_sampler
         if sampler.guided and not self.engine_adapter.times_steps:
             raise ConfigurationError(f"sampler {sampler.name} needs step-cost timings, which the {self.engine} adapter "

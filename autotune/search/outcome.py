@@ -7,7 +7,7 @@ from typing import Any
 
 from autotune.analysis.decision import (
     BASELINE,
-    BatchSizeBest,
+    ConcurrencyBest,
     MethodVerdict,
     ProfileChoice,
     baselines,
@@ -15,7 +15,7 @@ from autotune.analysis.decision import (
     deciding_rows,
     method_verdicts,
     pareto_front,
-    per_batch_size,
+    per_concurrency,
     summary_lines,
 )
 from autotune.analysis.edges import Edge, row_edges, space_edges, study_edges
@@ -31,15 +31,15 @@ from autotune.store.results import TrialRow
 class TuneProgress:
     """Sent to the progress callback. ``kind``: ``trial`` when a trial starts (``finished`` None) and
     when it ends; ``phase`` when the study enters a step that is not a trial (step timings, a
-    confirmation batch size, the time budget running out); ``note`` for what happens within one
+    confirmation concurrency, the time budget running out); ``note`` for what happens within one
     (a disturbed pass measured again)."""
 
     trials_done: int  # finished trials of the study (every worker's), this one included when finished
     trials_total: int
-    current: str  # the trial's configuration label, e.g. "draft@3 b4" ("... (attempt 2, retrying trial 5)")
+    current: str  # the trial's configuration label, e.g. "draft@3 c4" ("... (attempt 2, retrying trial 5)")
     finished: str | None = None  # complete | failed | infeasible, once the trial ended
     reason: str | None = None
-    best: str | None = None  # best configuration so far, e.g. "mtp@2 b8 (812.3 tokens/s, 1.41x)"
+    best: str | None = None  # best configuration so far, e.g. "mtp@2 c8 (812.3 tokens/s, 1.41x)"
     kind: str = "trial"
     tokens_per_s: float | None = None  # a finished trial's measured figure
     predicted_tokens_per_s: float | None = None  # what the model predicted for it before it ran
@@ -75,7 +75,7 @@ class StudyAnalysis:
     """The study's answer computed from its stored trials (see :mod:`autotune.analysis.decision`)."""
 
     profile: ProfileChoice | None
-    per_batch_size: list[BatchSizeBest]
+    per_concurrency: list[ConcurrencyBest]
     verdict: list[MethodVerdict]
     pareto_front: list[TrialRow]
     summary: list[str]
@@ -85,21 +85,21 @@ class StudyAnalysis:
 
     @classmethod
     def of(
-        cls, rows: list[TrialRow], objective: Objective, batch_sizes: list[int], method_names: list[str], repeated: int = 0,
+        cls, rows: list[TrialRow], objective: Objective, concurrencies: list[int], method_names: list[str], repeated: int = 0,
         max_depth: int | None = None,
     ) -> StudyAnalysis:
         """The analysis of ``rows``; with ``max_depth``, answers on the edge of the space are named too."""
         profile = choose_profile(rows, objective.slo)
-        table = per_batch_size(rows, batch_sizes, objective.slo)
+        table = per_concurrency(rows, concurrencies, objective.slo)
         verdict = method_verdicts(rows, method_names)
-        edges = [] if max_depth is None else study_edges(rows, max_depth, batch_sizes, MAX_DEPTH, objective.slo)
+        edges = [] if max_depth is None else study_edges(rows, max_depth, concurrencies, MAX_DEPTH, objective.slo)
         return cls(
             profile=profile,
-            per_batch_size=table,
+            per_concurrency=table,
             verdict=verdict,
             pareto_front=pareto_front(deciding_rows(rows))[::-1] if objective.kind == "pareto" else [],
             summary=(summary_lines(profile, table, verdict, objective.slo) + [edge.message for edge in edges]
-                     + failure_lines(rows, batch_sizes)),
+                     + failure_lines(rows, concurrencies)),
             counts=TrialCounts.of(rows, repeated),
             model_loads=sum(int(row.extra.get("model_loads", 0)) for row in rows),
             edges=edges,
@@ -114,18 +114,18 @@ class StudyAnalysis:
         return f"{row.label} ({row.tokens_per_s:.1f} tokens/s{speedup}{'' if row.confirmed else ', one run'})"
 
 
-def failure_lines(rows: list[TrialRow], batch_sizes: list[int]) -> list[str]:
-    """Sentences for what failures cost the answer: each batch size left without a baseline (so
+def failure_lines(rows: list[TrialRow], concurrencies: list[int]) -> list[str]:
+    """Sentences for what failures cost the answer: each concurrency left without a baseline (so
     without any speedup) because measuring it failed, and the retries of failed trials."""
     found = baselines(rows)
     lines = []
-    for batch_size in batch_sizes:
-        failed = [row for row in rows if row.method == BASELINE and row.batch_size == batch_size and row.state == "failed"]
-        if batch_size in found or not failed:
+    for concurrency in concurrencies:
+        failed = [row for row in rows if row.method == BASELINE and row.concurrency == concurrency and row.state == "failed"]
+        if concurrency in found or not failed:
             continue
         last = failed[-1]
         times = sum(1 for row in failed if row.phase == last.phase)
-        lines.append(f"No speedup at batch size {batch_size}: its baseline (method none) failed "
+        lines.append(f"No speedup at concurrency {concurrency}: its baseline (method none) failed "
                      f"{'once' if times == 1 else f'{times} times'} in {last.phase} (last: {last.reason}).")
     retries = [row for row in rows if row.phase == "screening" and row.extra.get("retry_of") is not None]
     if retries:
@@ -162,7 +162,7 @@ class TrialListing:
 
     def row_dicts(self) -> list[dict[str, Any]]:
         """``autotune trials --json``: each row with ``builds`` (what the trial, or a confirmation
-        batch size's first row, built) and ``edges`` (the edge messages about its configuration)."""
+        concurrency's first row, built) and ``edges`` (the edge messages about its configuration)."""
         return [{**row.to_dict(), "builds": int(row.extra.get("model_loads", 0)), "edges": row_edges(self.edges, row)}
                 for row in self.rows]
 
@@ -174,7 +174,7 @@ class TuneResult:
     ``status``: complete (the study's budget is spent and every trial finished), running (budget
     left, e.g. after ``timeout_s``, or other workers still busy). ``worker_starts`` and
     ``model_loads_this_run`` count this process only; ``analysis.model_loads`` the whole study.
-    ``notes``: what this run could not do, e.g. batch sizes left unconfirmed when the time budget ran out.
+    ``notes``: what this run could not do, e.g. concurrency levels left unconfirmed when the time budget ran out.
     """
 
     study_name: str
@@ -219,7 +219,7 @@ class TuneResult:
         from autotune.analysis.category_best import category_lines
 
         profile = self.profile
-        return [] if profile is None else category_lines(self.rows, profile.row.batch_size, profile.row)
+        return [] if profile is None else category_lines(self.rows, profile.row.concurrency, profile.row)
 
     def load_lines(self) -> list[str]:
         """One line when screening passes were measured under a load that persisted (search/screening.py)."""
@@ -255,7 +255,7 @@ class TuneResult:
             "search_space": self.search_space,
             "profile": analysis.profile.to_dict() if analysis.profile else None,
             "slo_met": self.slo_met,
-            "per_batch_size": [row.to_dict() for row in analysis.per_batch_size],
+            "per_concurrency": [row.to_dict() for row in analysis.per_concurrency],
             "verdict": [row.to_dict() for row in analysis.verdict],
             "pareto_front": [row.to_dict() for row in analysis.pareto_front],
             "summary": analysis.summary,

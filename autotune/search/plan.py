@@ -15,7 +15,7 @@ from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
 from autotune.models.kind import speculative_kind_of
 from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, folder_models
-from autotune.search.memory import MemoryPlan, default_batch_sizes, plan_memory
+from autotune.search.memory import MemoryPlan, default_concurrencies, plan_memory
 from autotune.search.objective import Objective
 from autotune.search.options import TuneOptions
 from autotune.search.samplers import Sampler
@@ -41,11 +41,11 @@ class StudyPlan:
 
     @property
     def engine_spec(self) -> EngineSpec:
-        """How the tuner's worker builds the engine, for every batch size of the study on this hardware."""
+        """How the tuner's worker builds the engine, for every concurrency of the study on this hardware."""
         device = "cuda" if self.hardware.device_type == "cuda" else "cpu"
         adapter = engine_adapter(self.engine)
         folders = tuple(model.folder for model in (self.target, *self.drafts.values()) if model.folder is not None)
-        return adapter.study_spec(self.target.engine_arg, max_batch_size=max(self.space.batch_sizes), device=device,
+        return adapter.study_spec(self.target.engine_arg, max_batch_size=max(self.space.concurrencies), device=device,
                                   models=folders)  # read once, by the preflight
 
     @property
@@ -78,7 +78,7 @@ class StudyPlan:
         """Why ``candidate`` cannot run here, or None: a depth its engine refuses for the target
         (known before building, :meth:`EngineAdapter.depth_refusal`), or memory."""
         return self.depth_refusal(candidate.method, candidate.depth) or self.memory.infeasibility(
-            candidate.method, candidate.depth, candidate.batch_size, candidate.draft)
+            candidate.method, candidate.depth, candidate.concurrency, candidate.draft)
 
     @property
     def planned_only(self) -> bool:
@@ -111,8 +111,20 @@ class StudyPlan:
 
     @property
     def identity_digest(self) -> str:
-        canonical = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return _digest(self.identity())
+
+    @property
+    def identity_digests(self) -> tuple[str, str]:
+        """:attr:`identity_digest`, and the digest the same study was given before issue 38 named the
+        space's ``batch_sizes`` ``concurrencies``: an Optuna study made then carries that one."""
+        identity = self.identity()
+        legacy = {("batch_sizes" if k == "concurrencies" else k): v for k, v in identity["search_space"].items()}
+        return _digest(identity), _digest({**identity, "search_space": legacy})
+
+
+def _digest(identity: dict[str, Any]) -> str:
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def plan_study(options: TuneOptions) -> StudyPlan:
@@ -123,7 +135,7 @@ def plan_study(options: TuneOptions) -> StudyPlan:
         hardware = _hardware(options)
         models = folder_models(
             options.engine, options.target, options.model_drafts, _wants_drafts(options), hardware,
-            options.batch_sizes or (1,), cache_positions(workload, 0), options.max_depth, options.methods,
+            options.concurrencies or (1,), cache_positions(workload, 0), options.max_depth, options.methods,
         )
     else:
         models = embedded_models(options.target, options.drafts, _wants_drafts(options))
@@ -132,17 +144,17 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     memory = plan_memory(hardware.memory_total_bytes, target.footprint,
                          {label: draft.footprint for label, draft in models.drafts.items()}, workload,
                          whole_prompt_logits=not options.folder_engine)
-    if options.batch_sizes:
-        memory.require_baseline_fits(options.batch_sizes, "--batch-sizes")
-    batch_sizes = options.batch_sizes or default_batch_sizes(memory, hardware.device_type)
-    space = SearchSpace.build(_methods(options, models), tuple(models.drafts), options.max_depth, batch_sizes,
+    if options.concurrencies:
+        memory.require_baseline_fits(options.concurrencies, "--concurrency")
+    concurrencies = options.concurrencies or default_concurrencies(memory, hardware.device_type)
+    space = SearchSpace.build(_methods(options, models), tuple(models.drafts), options.max_depth, concurrencies,
                               target.footprint.n_mtp > 0)
     sampler = options.search_sampler
     n_trials = options.n_trials or sampler.default_trials(space)
     if n_trials < sum(1 for c in sampler.planned(space, options.seed) if c.method == BASELINE_METHOD):
         raise ConfigurationError(
-            f"n_trials {n_trials} is below the {len(space.batch_sizes)} baseline trials (method none at batch sizes "
-            f"{', '.join(map(str, space.batch_sizes))}); raise --trials or pass fewer --batch-sizes"
+            f"n_trials {n_trials} is below the {len(space.concurrencies)} baseline trials (method none at concurrency levels "
+            f"{', '.join(map(str, space.concurrencies))}); raise --trials or pass fewer --concurrency"
         )
     name = options.study_name or f"{hardware.fingerprint[:8]}-{target.name}-{workload.label}"
     return StudyPlan(

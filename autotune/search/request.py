@@ -2,7 +2,7 @@
 ``max_depth``), as a JSON object carries them (``POST /v1/tune``, a stored job), turned into
 :class:`~autotune.search.options.TuneOptions`.
 
-Repeatable options are lists (``draft``, ``method``), ``batch_sizes`` a list of integers, flags
+Repeatable options are lists (``draft``, ``method``), ``concurrencies`` a list of integers, flags
 booleans (``no_confirm``, ``no_explore_beyond``). A name missing (or null) takes the command's default.
 """
 
@@ -18,7 +18,7 @@ from autotune.search.objective import Slo
 from autotune.search.options import TuneOptions
 
 DEFAULT_SLO_PERCENTILE = 90  # the command's --slo-percentile default
-FIELDS = ("study", "target", "draft", "method", "max_depth", "batch_sizes", "sampler", "no_explore_beyond", "seed",
+FIELDS = ("study", "target", "draft", "method", "max_depth", "concurrencies", "sampler", "no_explore_beyond", "seed",
           "trials", "timeout", "trial_timeout", "objective", "slo_tpot_ms", "slo_ttft_ms", "slo_percentile",
           "workload", "retry_failed", "no_confirm", "precision", "max_repetitions", "confirm_seconds", "engine")
 # The fields that name files: the service and the worker keep them under the model roots.
@@ -32,12 +32,12 @@ def tune_options(request: Mapping[str, Any], db_url: str | None = None) -> TuneO
     if unknown:
         raise ConfigurationError(f"unknown tune option {unknown[0]!r}; known: {', '.join(FIELDS)}")
     get = {name: value for name, value in request.items() if value is not None}.get  # null: the default
-    batch_sizes = get("batch_sizes")
+    concurrencies = get("concurrencies")
     return TuneOptions(
         db_url=db_url, study_name=get("study"), target=get("target"),
         drafts=tuple(get("draft") or ()) or TuneOptions.drafts, methods=tuple(get("method") or ()) or None,
         max_depth=get("max_depth", TuneOptions.max_depth),
-        batch_sizes=tuple(batch_sizes) if batch_sizes is not None else None, sampler=get("sampler"),
+        concurrencies=tuple(concurrencies) if concurrencies is not None else None, sampler=get("sampler"),
         seed=get("seed"), n_trials=get("trials"), timeout_s=get("timeout"), objective=get("objective", "throughput"),
         slo=Slo(get("slo_tpot_ms"), get("slo_ttft_ms"), get("slo_percentile", DEFAULT_SLO_PERCENTILE)),
         trial_timeout_s=get("trial_timeout"), workload=get("workload"), engine=get("engine", TuneOptions.engine),

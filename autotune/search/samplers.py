@@ -19,14 +19,14 @@ from autotune.search.space import Candidate, SearchSpace
 # With the built-in models and workload a measured trial takes ~3-5 s on our 2-core CPU (about
 # half of it the worker restart a new configuration needs; repeats cost nothing), so 36 screening
 # trials, a third of the 100-point default space, take ~2.5-3 min, and the confirmation phase
-# (at most ~35 s per batch size once 3 rounds are kept) another ~3 min: a plain `autotune tune`
+# (at most ~35 s per concurrency once 3 rounds are kept) another ~3 min: a plain `autotune tune`
 # stays under 10 min.
 DEFAULT_N_TRIALS = 36
 TPE_STARTUP_TRIALS = 10
 # Optuna's GPSampler models only the parameters every trial shares; in this space (baselines have no
-# depth, each method has its own depth parameter) that is batch_size alone, so it drew method and
+# depth, each method has its own depth parameter) that is concurrency alone, so it drew method and
 # depth at random while claiming to model them. Removed rather than left to mislead.
-REMOVED_SAMPLERS = {"gp": "it modelled batch size only and drew method and depth at random in this space"}
+REMOVED_SAMPLERS = {"gp": "it modelled concurrency only and drew method and depth at random in this space"}
 
 
 class Sampler:
@@ -60,9 +60,9 @@ class ModelGuidedSampler(Sampler):
 
     def planned(self, space: SearchSpace, seed: int | None) -> list[Candidate]:
         """Nothing, where there is speculation to search: the baselines are points of the guide like any
-        other, screened only when they could lead a batch size (:mod:`autotune.search.guide`). A screened
+        other, screened only when they could lead a concurrency (:mod:`autotune.search.guide`). A screened
         baseline serves as an incumbent only, and the objective is tokens/s, not speedup; every speedup
-        comes from the confirmation, which measures each batch size's baseline paired with its finalists.
+        comes from the confirmation, which measures each concurrency's baseline paired with its finalists.
         (Where speculation won, four baseline passes were 4 of a guided study's 13-20 configurations on
         the embedded engine and one engine build on vLLM: docs/benchmarks.md.)"""
         return [] if space.sampled_methods else space.baselines()
@@ -93,13 +93,13 @@ class GridSampler(Sampler):
         return len(space.candidates())
 
     def planned(self, space: SearchSpace, seed: int | None) -> list[Candidate]:
-        # Configurations in a seeded order, each at every batch size before the next: the worker keeps
+        # Configurations in a seeded order, each at every concurrency before the next: the worker keeps
         # a configuration's engine loaded while consecutive trials use it, so the grid loads each once.
-        rest = space.candidates()[len(space.batch_sizes):]
+        rest = space.candidates()[len(space.concurrencies):]
         configs = list(dict.fromkeys(c.config_label for c in rest))
         random.Random(seed).shuffle(configs)
         order = {label: i for i, label in enumerate(configs)}
-        return space.baselines() + sorted(rest, key=lambda c: (order[c.config_label], c.batch_size))
+        return space.baselines() + sorted(rest, key=lambda c: (order[c.config_label], c.concurrency))
 
 
 SAMPLERS: dict[str, Sampler] = {

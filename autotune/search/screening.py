@@ -40,7 +40,7 @@ as for a disturbed pass (``extra["surprise_rerun"]`` holds the slower figure). W
 machine state single passes of one configuration differed by up to 35 % with no other process
 running (docs/benchmarks.md, third round), which the disturbance check cannot see. Such a pass does
 not only misplace its own point: it enters the model's leave-one-out residuals, the model's sigma
-grows, and the whole flat band of draft depths stays open at every batch size (seed 5 of that round
+grows, and the whole flat band of draft depths stays open at every concurrency (seed 5 of that round
 screened draft@8 b4 at 917 tok/s against 1451 predicted and measured 22 configurations). At z = 2 a
 pass the model predicts well is measured again about once in 44; a pass the model cannot predict (a
 calibration run) is not checked.

@@ -5,9 +5,9 @@ Optuna parameters (conditional, so no value is drawn that does not matter)::
     method          categorical: the applicable speculative methods (mtp, draft, ngram)
     draft           categorical: the draft labels                    only when method == draft
     <method>_depth  int in 1..max_depth                              one per method
-    batch_size      categorical: the batch sizes
+    batch_size      categorical: the concurrency levels (OPTUNA_CONCURRENCY_KEY)
 
-Method none is in the space but never sampled: it is measured at every batch size as the
+Method none is in the space but never sampled: it is measured at every concurrency as the
 baseline, so drawing it could only repeat a baseline. Baseline trials are enqueued with the user
 attribute ``autotune_baseline`` and have the single parameter ``batch_size``; they share it with
 the sampled trials, so the sampler learns how throughput grows with the batch from them too.
@@ -39,15 +39,19 @@ BASELINE_METHOD = "none"
 BASELINE_ATTR = "autotune_baseline"
 BEYOND_ATTR = "autotune_beyond"
 BEYOND_DEPTHS = 2  # how far past --max-depth the model-guided search may measure
+# The Optuna parameter that holds a trial's concurrency. It keeps the name it had before the axis
+# was called concurrency (issue 38): Optuna stores parameters by name in its own tables, and a study
+# made before must resume with its trials and its sampler's history read back as they are.
+OPTUNA_CONCURRENCY_KEY = "batch_size"
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One point of the space: a configuration at a batch size (``draft`` is a draft label)."""
+    """One point of the space: a configuration at a concurrency (``draft`` is a draft label)."""
 
     method: str
     depth: int
-    batch_size: int
+    concurrency: int
     draft: str | None = None
 
     @property
@@ -60,7 +64,7 @@ class Candidate:
 
     @property
     def label(self) -> str:
-        return f"{self.config_label} b{self.batch_size}"
+        return f"{self.config_label} c{self.concurrency}"
 
     def engine_config(self, draft_paths: Mapping[str, str]) -> EngineConfig:
         """The engine's configuration; ``draft_paths`` maps draft labels to what the engine loads."""
@@ -72,12 +76,12 @@ class Candidate:
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Methods (baseline first), draft labels, depth range and batch sizes of a study."""
+    """Methods (baseline first), draft labels, depth range and concurrency levels of a study."""
 
     methods: tuple[str, ...]
     drafts: tuple[str, ...]
     max_depth: int
-    batch_sizes: tuple[int, ...]
+    concurrencies: tuple[int, ...]
 
     @classmethod
     def build(
@@ -85,7 +89,7 @@ class SearchSpace:
         methods: tuple[str, ...] | None,
         drafts: tuple[str, ...],
         max_depth: int,
-        batch_sizes: tuple[int, ...],
+        concurrencies: tuple[int, ...],
         target_has_mtp: bool,
     ) -> SearchSpace:
         """The space for these options; ``methods=None`` means every method this target supports."""
@@ -101,7 +105,7 @@ class SearchSpace:
         if not 1 <= max_depth <= MAX_DEPTH:
             raise ConfigurationError(f"max depth must be in 1..{MAX_DEPTH}, got {max_depth}")
         ordered = tuple(m for m in METHODS if m in methods or m == BASELINE_METHOD)
-        return cls(ordered, tuple(drafts) if "draft" in ordered else (), max_depth, tuple(sorted(set(batch_sizes))))
+        return cls(ordered, tuple(drafts) if "draft" in ordered else (), max_depth, tuple(sorted(set(concurrencies))))
 
     # -- Optuna -----------------------------------------------------------------------------------
 
@@ -113,23 +117,23 @@ class SearchSpace:
     def suggest(self, trial: optuna.Trial) -> Candidate:
         """Draw (or read back, for an enqueued trial) the trial's candidate."""
         if trial.user_attrs.get(BASELINE_ATTR):
-            return Candidate(BASELINE_METHOD, 0, trial.suggest_categorical("batch_size", self.batch_sizes))
+            return Candidate(BASELINE_METHOD, 0, trial.suggest_categorical(OPTUNA_CONCURRENCY_KEY, self.concurrencies))
         method = trial.suggest_categorical("method", self.sampled_methods)
         draft = trial.suggest_categorical("draft", self.drafts) if method == "draft" else None
         depth = trial.suggest_int(f"{method}_depth", 1, MAX_DEPTH if trial.user_attrs.get(BEYOND_ATTR) else self.max_depth)
-        batch_size = trial.suggest_categorical("batch_size", self.batch_sizes)
-        return Candidate(method, depth, batch_size, draft)
+        concurrency = trial.suggest_categorical(OPTUNA_CONCURRENCY_KEY, self.concurrencies)
+        return Candidate(method, depth, concurrency, draft)
 
     @staticmethod
     def params(candidate: Candidate) -> dict[str, Any]:
         """The Optuna parameters of ``candidate`` (for enqueueing it)."""
         if candidate.method == BASELINE_METHOD:
-            return {"batch_size": candidate.batch_size}
+            return {OPTUNA_CONCURRENCY_KEY: candidate.concurrency}
         params: dict[str, Any] = {"method": candidate.method}
         if candidate.method == "draft":
             params["draft"] = candidate.draft
         params[f"{candidate.method}_depth"] = candidate.depth
-        params["batch_size"] = candidate.batch_size
+        params[OPTUNA_CONCURRENCY_KEY] = candidate.concurrency
         return params
 
     def user_attrs(self, candidate: Candidate) -> dict[str, Any]:
@@ -144,7 +148,7 @@ class SearchSpace:
         """Inverse of :meth:`params`."""
         method = params.get("method", BASELINE_METHOD)
         depth = 0 if method == BASELINE_METHOD else params[f"{method}_depth"]
-        return Candidate(method, depth, params["batch_size"], params.get("draft"))
+        return Candidate(method, depth, params[OPTUNA_CONCURRENCY_KEY], params.get("draft"))
 
     # -- enumeration ------------------------------------------------------------------------------
 
@@ -153,13 +157,13 @@ class SearchSpace:
         return range(self.max_depth + 1, min(self.max_depth + BEYOND_DEPTHS, MAX_DEPTH) + 1)
 
     def beyond(self) -> list[Candidate]:
-        """The points at :meth:`beyond_depths`: every proposer at every batch size."""
-        return [Candidate(method, depth, batch_size, draft) for method, draft in self.proposers()
-                for depth in self.beyond_depths() for batch_size in self.batch_sizes]
+        """The points at :meth:`beyond_depths`: every proposer at every concurrency."""
+        return [Candidate(method, depth, concurrency, draft) for method, draft in self.proposers()
+                for depth in self.beyond_depths() for concurrency in self.concurrencies]
 
     def baselines(self) -> list[Candidate]:
-        """Method none at every batch size: what every trial's speedup is measured against."""
-        return [Candidate(BASELINE_METHOD, 0, b) for b in self.batch_sizes]
+        """Method none at every concurrency: what every trial's speedup is measured against."""
+        return [Candidate(BASELINE_METHOD, 0, b) for b in self.concurrencies]
 
     def proposers(self) -> list[tuple[str, str | None]]:
         """(method, draft label) of every proposer: each sampled method, method draft once per draft."""
@@ -169,10 +173,10 @@ class SearchSpace:
     def candidates(self) -> list[Candidate]:
         """Every point of the space, baselines first."""
         speculative = [
-            Candidate(method, depth, batch_size, draft)
+            Candidate(method, depth, concurrency, draft)
             for method, draft in self.proposers()
             for depth in range(1, self.max_depth + 1)
-            for batch_size in self.batch_sizes
+            for concurrency in self.concurrencies
         ]
         return self.baselines() + speculative
 
@@ -181,5 +185,5 @@ class SearchSpace:
             "methods": list(self.methods),
             "drafts": list(self.drafts),
             "max_depth": self.max_depth,
-            "batch_sizes": list(self.batch_sizes),
+            "concurrencies": list(self.concurrencies),
         }

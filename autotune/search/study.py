@@ -78,7 +78,11 @@ def open_study(
         existing = plan.name in optuna.get_all_study_names(storage)
         if existing:
             study = optuna.load_study(study_name=plan.name, storage=storage, sampler=sampler)
-            if study.user_attrs.get(IDENTITY_ATTR) != plan.identity_digest:
+            digest, legacy = plan.identity_digests
+            stored = study.user_attrs.get(IDENTITY_ATTR)
+            if stored == legacy:  # made before the axis was named concurrency (issue 38): same identity
+                study.set_user_attr(IDENTITY_ATTR, digest)
+            elif stored != digest:
                 raise ConfigurationError(
                     f"an Optuna study named {plan.name!r} already exists in this database and was not created by "
                     "this autotune search (or with other options); pick another --study"

@@ -17,7 +17,7 @@ can pass (the worker crashed, hung past the trial timeout or ran out of memory) 
 at most N more times, each time as a new trial:
 
 * a baseline (method none) as soon as no other baseline is waiting to be measured first: every
-  speedup at its batch size is measured against it;
+  speedup at its concurrency is measured against it;
 * any other configuration only once nothing untried is left (the grid done, the model-guided
   search out of proposals, a sampler that only repeats itself): an untried point tells more than a
   second look at one that failed, and a failure that repeats costs its timeout again. Until then a
@@ -222,7 +222,7 @@ class Tuner:
         if self.pick is None:
             return None
         # A worker that keeps several engines spares those of points still open and of the leaders,
-        # and the baseline's, which every batch size's confirmation runs.
+        # and the baseline's, which every concurrency's confirmation runs.
         self.worker.keep(dict.fromkeys([EngineConfig(BASELINE_METHOD)]
                                        + [self._engine_config(c) for c in self.pick.wanted]))
         return self.pick.candidate
@@ -255,7 +255,7 @@ class Tuner:
             with self.database.session() as session:
                 record = results.record_trial(
                     session, self.study_id, trial_number=trial.number, method=candidate.method,
-                    depth=candidate.depth, batch_size=candidate.batch_size, state=outcome.state,
+                    depth=candidate.depth, concurrency=candidate.concurrency, state=outcome.state,
                     draft=candidate.draft, draft_model_id=self.draft_ids.get(candidate.draft), reason=outcome.reason,
                     measurement=outcome.measurement, extra=extra, prediction=prediction,
                 )
@@ -278,7 +278,7 @@ class Tuner:
         config = candidate.engine_config(self.plan.draft_engine_args)
         try:
             screened = screening.screen(
-                lambda: self.worker.measure_pass(config, self.plan.workload, candidate.batch_size,
+                lambda: self.worker.measure_pass(config, self.plan.workload, candidate.concurrency,
                                                  seed=self.options.seed or 0),
                 lambda text: self._say(f"{candidate.label}: {text}", kind="note"), self.deadline.in_time,
                 floor=floor, machine=self.machine,
@@ -395,17 +395,17 @@ class Tuner:
     def _engine_config(self, candidate: Candidate) -> EngineConfig:
         return candidate.engine_config(self.plan.draft_engine_args)
 
-    def _measure_finalists(self, rows: list[results.TrialRow]) -> list[confirm.ConfirmedBatch]:
+    def _measure_finalists(self, rows: list[results.TrialRow]) -> list[confirm.ConfirmedConcurrency]:
         measured = screening.undisturbed(rows)  # what the model and its predictions rest on, as in _guided
         predicted = guide.point_predictions(self.plan.space, self.modeling.model(measured), self._feasible)
-        chosen = confirm.finalists(rows, self.plan.space.batch_sizes, self.plan.objective.slo, predicted,
+        chosen = confirm.finalists(rows, self.plan.space.concurrencies, self.plan.objective.slo, predicted,
                                    self.plan.off_floor, self.plan.zero_to_measure)
         batches = confirm.confirm(self.worker, chosen, self._engine_config, self.plan.workload, self.options.seed or 0,
                                   # under a load that persists, disturbed rounds are kept at once (screening.py)
                                   replace(self.options.protocol, measure_under_load=self.machine.persists),
                                   self._say, 1 + self.options.retries, self.deadline,
                                   lambda text: self._say(text, kind="note"))
-        unconfirmed = [batch.batch_size for batch in batches if batch.out_of_time]
+        unconfirmed = [batch.concurrency for batch in batches if batch.out_of_time]
         if unconfirmed:
             self._note(_out_of_time_note(self.options.timeout_s, unconfirmed, len(unconfirmed) == len(batches)))
         return batches
@@ -421,30 +421,30 @@ class Tuner:
         self._say(text)
 
     def _record_confirmation(self, session: Any, rows: list[results.TrialRow], screened: int,
-                             batches: list[confirm.ConfirmedBatch]) -> None:
+                             batches: list[confirm.ConfirmedConcurrency]) -> None:
         """Store one confirmation run: a row per measured configuration (the baseline included), or a
-        failed row for a batch size whose worker failed."""
+        failed row for a concurrency whose worker failed."""
         runs = [row.extra.get("confirmation") or {} for row in rows if row.phase == "confirmation"]
         run = {"run": max((r.get("run", 0) for r in runs), default=0) + 1, "screened": screened}
-        unconfirmed = [batch.batch_size for batch in batches if batch.out_of_time]
+        unconfirmed = [batch.concurrency for batch in batches if batch.out_of_time]
         if unconfirmed:
             run["unconfirmed"] = unconfirmed  # out of time: the run is partial and the next run confirms again
         number = max((row.trial_number for row in rows if row.phase == "confirmation"), default=-1) + 1
         for batch in batches:
             if batch.out_of_time:
                 continue
-            extra = {"confirmation": {**run, "batch_size": batch.batch_size}}
-            loads = {"model_loads": batch.loads}  # on the batch size's first row: what its protocol built
+            extra = {"confirmation": {**run, "concurrency": batch.concurrency}}
+            loads = {"model_loads": batch.loads}  # on the concurrency's first row: what its protocol built
             if batch.result is None:
                 results.record_trial(session, self.study_id, trial_number=number, method="none", depth=0,
-                                     batch_size=batch.batch_size, state="failed", reason=batch.failure,
+                                     concurrency=batch.concurrency, state="failed", reason=batch.failure,
                                      extra={**extra, **loads}, phase="confirmation")
                 number += 1
                 continue
             # Every measured configuration is a candidate or the baseline; anything else is a bug,
             # not a baseline (a lost off_state flag once stored a K = 0 point as one).
             by_config = {self._engine_config(c): c for c in batch.candidates}
-            by_config.setdefault(EngineConfig("none"), Candidate("none", 0, batch.batch_size))
+            by_config.setdefault(EngineConfig("none"), Candidate("none", 0, batch.concurrency))
             extra.update(faults=batch.result.faults, rounds_discarded=batch.result.rounds_discarded)
             if batch.implausible:
                 extra["implausible"] = batch.implausible
@@ -455,7 +455,7 @@ class Tuner:
                     fields["extra"] = {**fields["extra"], OFF_STATE_KEY: True}
                 results.record_trial(
                     session, self.study_id, trial_number=number, method=candidate.method, depth=candidate.depth,
-                    batch_size=batch.batch_size, state="complete", draft=candidate.draft,
+                    concurrency=batch.concurrency, state="complete", draft=candidate.draft,
                     draft_model_id=self.draft_ids.get(candidate.draft), phase="confirmation",
                     measurement=fields["measurement"], repetitions=fields["repetitions"],
                     intervals=fields["intervals"], speedup=fields["speedup"], extra={**extra, **fields["extra"], **loads},
@@ -472,7 +472,7 @@ class Tuner:
                          if method == "draft" else [method])
         ]
         repeated = budget.repeat_count(self.study.get_trials(deepcopy=False))
-        analysis = StudyAnalysis.of(rows, self.plan.objective, list(self.plan.space.batch_sizes), method_names, repeated,
+        analysis = StudyAnalysis.of(rows, self.plan.objective, list(self.plan.space.concurrencies), method_names, repeated,
                                     self.plan.space.max_depth)
         return analysis, rows
 
@@ -487,9 +487,9 @@ class Tuner:
                 study = session.get(StudyRecord, self.study_id)
                 results.save_profile(
                     session, study, measurement_id=row.measurement_id, method=row.method,
-                    draft_model_id=self.draft_ids.get(row.draft), depth=row.depth, batch_size=row.batch_size,
+                    draft_model_id=self.draft_ids.get(row.draft), depth=row.depth, concurrency=row.concurrency,
                     tokens_per_s=row.tokens_per_s, tpot_ms_p50=row.tpot_ms_p50, speedup=row.speedup,
-                    per_batch_size=[entry.to_dict() for entry in analysis.per_batch_size],
+                    per_concurrency=[entry.to_dict() for entry in analysis.per_concurrency],
                     repetitions=row.repetitions, intervals=row.intervals,
                     details={
                         "label": row.label, "draft": row.draft, "slo": self.plan.objective.slo.to_dict(),
@@ -546,9 +546,9 @@ def _confirmed(rows: list[results.TrialRow], screened: int) -> bool:
 def _out_of_time_note(timeout_s: float | None, unconfirmed: list[int], nothing: bool) -> str:
     """The one line saying what the time budget cut from the confirmation."""
     sizes = ", ".join(map(str, unconfirmed))
-    left = ("no batch size was confirmed (the answer rests on the screening passes, or on an earlier confirmation)"
+    left = ("no concurrency was confirmed (the answer rests on the screening passes, or on an earlier confirmation)"
             if nothing else
-            f"batch size(s) {sizes} not confirmed and left out of the answer")
+            f"concurrency(s) {sizes} not confirmed and left out of the answer")
     return (f"The time budget (--timeout {timeout_s:g} s) ran out during the confirmation: {left}; "
             "re-run with the same --study and a longer --timeout to confirm.")
 

@@ -89,8 +89,8 @@ def install(app: FastAPI, redact: Redactor) -> None:
 
 
 def _field(loc: tuple) -> str:
-    """The parameter or body field at fault: the name after the location (``("body", "batch_sizes",
-    1)``, an item of a list, names ``batch_sizes``); the body itself when that is not a name (a
+    """The parameter or body field at fault: the name after the location (``("body", "concurrencies",
+    1)``, an item of a list, names ``concurrencies``); the body itself when that is not a name (a
     JSON syntax error is located at a byte offset, ``("body", 12)``)."""
     return str(loc[1]) if len(loc) > 1 and isinstance(loc[1], str) else str(loc[0])
 

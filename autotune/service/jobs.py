@@ -12,20 +12,20 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from autotune import jobs
 from autotune.engines.base import MAX_DEPTH, METHODS
 from autotune.jobs.records import STATUSES
 from autotune.jobs.roots import ModelRoots
-from autotune.planning import MAX_BATCH_SIZE
+from autotune.planning import MAX_CONCURRENCY
 from autotune.service.auth import AUTH_RESPONSES, BearerToken
 from autotune.service.errors import ERROR_RESPONSES
 from autotune.service.limits import DEFAULT_LIMIT, MAX_LIMIT, MAX_NAME_LENGTH
 from autotune.service.routes import json_response
 
 MAX_PATH_LENGTH = 4096
-MAX_LIST = 64  # drafts, methods, batch sizes: far beyond any real study
+MAX_LIST = 64  # drafts, methods, concurrency levels: far beyond any real study
 MAX_JOB_ID = 2**31 - 1
 
 Method = Literal[METHODS]  # type: ignore[valid-type]
@@ -48,7 +48,7 @@ class TuneRequest(BaseModel):
     draft: list[FilePath] | None = Field(None, max_length=MAX_LIST, description="Draft candidates; 'builtin' or files.")
     method: list[Method] | None = Field(None, max_length=len(METHODS), description="Methods to search; default: all.")
     max_depth: int | None = Field(None, ge=1, le=MAX_DEPTH)
-    batch_sizes: list[Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)]] | None = Field(None, min_length=1,
+    concurrencies: list[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]] | None = Field(None, min_length=1,
                                                                                      max_length=MAX_LIST)
     sampler: str | None = Field(None, max_length=32, description="model, tpe, random or grid.")
     no_explore_beyond: bool | None = None
@@ -67,6 +67,28 @@ class TuneRequest(BaseModel):
     max_repetitions: int | None = Field(None, ge=1, le=10_000)
     confirm_seconds: Seconds | None = None
     engine: str | None = Field(None, max_length=32, description="embedded, trtllm or vllm.")
+    # The old name of `concurrencies` (before issue 38), still accepted; declared last, so that its
+    # check sees whether `concurrencies` was given too.
+    batch_sizes: list[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]] | None = Field(
+        None, min_length=1, max_length=MAX_LIST, description="The old name of `concurrencies`.", deprecated=True)
+
+    @field_validator("batch_sizes")
+    @classmethod
+    def _one_name(cls, value: list[int] | None, info: ValidationInfo) -> list[int] | None:
+        if value is not None and info.data.get("concurrencies") is not None:
+            raise ValueError("batch_sizes is the old name of concurrencies: give one of them")
+        return value
+
+    @model_validator(mode="after")
+    def _current_name(self) -> TuneRequest:
+        """A request that says `batch_sizes` is kept (and queued) as one that says `concurrencies`."""
+        if "batch_sizes" in self.model_fields_set:
+            if self.batch_sizes is not None:
+                self.concurrencies = self.batch_sizes
+                self.model_fields_set.add("concurrencies")
+            self.batch_sizes = None
+            self.model_fields_set.discard("batch_sizes")
+        return self
 
 
 def build_router(db_url: str | None, roots: ModelRoots | None, auth: BearerToken) -> APIRouter:

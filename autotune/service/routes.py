@@ -19,7 +19,7 @@ from autotune import __version__, api, json_shapes, report
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
 from autotune.errors import ConfigurationError, NotFoundError
 from autotune.perfmodel.calibration import ENGINE_STEP_OVERHEAD_US
-from autotune.planning import MAX_BATCH_SIZE, MAX_DEPTH, parse_batch_sizes
+from autotune.planning import MAX_CONCURRENCY, MAX_DEPTH, parse_concurrencies
 from autotune.planning_inputs import DTYPES, MAX_SEQUENCE, MAX_TP
 from autotune.profiles.data import METHODS
 from autotune.profiles.query import MAX_ID
@@ -63,6 +63,17 @@ def checked_query(name: str, check: Callable[[Any], T], value: Any) -> T:
                                        "input": value}]) from None
 
 
+def renamed_query(name: str, value: Any, old: str, old_value: Any) -> Any:
+    """Query parameter ``name``, also accepted under its name before issue 38, ``old`` (hidden from the
+    schema); both given is a validation error naming ``old`` (a 422 with its ``field``)."""
+    if old_value is None:
+        return value
+    if value is not None:
+        raise RequestValidationError([{"type": "value_error", "loc": ("query", old), "input": old_value,
+                                       "msg": f"{old} is the old name of {name}: give one of them"}])
+    return old_value
+
+
 def json_response(data: Any, headers: dict[str, str] | None = None) -> Response:
     """``data`` encoded exactly as the CLI prints it with ``--json``."""
     return Response(json_shapes.dumps(data), media_type="application/json", headers=headers)
@@ -101,13 +112,17 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
     async def best(request: Request, model: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH, description="Target model name or fingerprint.")],
              hardware: Annotated[str | None, Query(max_length=MAX_NAME_LENGTH,
                                                    description=HARDWARE_HELP + " Default: any machine.")] = None,
-             batch_size: Annotated[int | None, Query(ge=1, le=MAX_BATCH_SIZE)] = None,
-             slo_tpot_ms: Annotated[float | None, Query(gt=0, le=1e6)] = None) -> Response:
-        """The profile with the highest tokens/s, or with a batch size and/or TPOT limit the
+             concurrency: Annotated[int | None, Query(ge=1, le=MAX_CONCURRENCY)] = None,
+             slo_tpot_ms: Annotated[float | None, Query(gt=0, le=1e6)] = None,
+             batch_size: Annotated[int | None, Query(ge=1, le=MAX_CONCURRENCY, include_in_schema=False)] = None,
+             ) -> Response:
+        """The profile with the highest tokens/s, or with a concurrency and/or TPOT limit the
         fastest stored operating point that meets them. 404 names the nearest stored match. The
         server may keep answers a few seconds (`autotune serve --answer-cache-s`); `Age` says how old one is."""
+        concurrency = renamed_query("concurrency", concurrency, "batch_size", batch_size)
+
         def compute() -> bytes:
-            found = api.best_profile(db_url, model, hardware=hardware, batch_size=batch_size, slo_tpot_ms=slo_tpot_ms)
+            found = api.best_profile(db_url, model, hardware=hardware, concurrency=concurrency, slo_tpot_ms=slo_tpot_ms)
             return json_shapes.dumps(found.to_dict()).encode("utf-8")
 
         body, age = await answers.get(question_of(request.scope), compute)
@@ -168,16 +183,18 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
     def plan(hardware: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH,
                                             description="A catalog accelerator (see /v1/hardware) or stored hardware.")],
              model: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH, description="A tuned target model.")],
-             batch_sizes: Annotated[str | None, Query(max_length=200, description="Comma-separated, e.g. 1,8,64.")] = None,
+             concurrencies: Annotated[str | None, Query(max_length=200, description="Comma-separated, e.g. 1,8,64.")] = None,
              max_depth: Annotated[int | None, Query(ge=1, le=MAX_DEPTH)] = None,
              tp: Annotated[int, Query(ge=1, le=MAX_TP)] = 1, dtype: Dtype | None = None, kv_dtype: Dtype | None = None,
              engine: PlanEngine = "trtllm", isl: Annotated[int | None, Query(ge=1, le=MAX_SEQUENCE)] = None,
-             osl: Annotated[int | None, Query(ge=1, le=MAX_SEQUENCE)] = None) -> Response:
-        """Predicted, never measured: the best method and depth per batch size from the target's
+             osl: Annotated[int | None, Query(ge=1, le=MAX_SEQUENCE)] = None,
+             batch_sizes: Annotated[str | None, Query(max_length=200, include_in_schema=False)] = None) -> Response:
+        """Predicted, never measured: the best method and depth per concurrency from the target's
         stored acceptance and a roofline of the hardware. Plans from a config.json (`--config`) are
         left to the CLI: they name files on the machine that runs them."""
-        sizes = checked_query("batch_sizes", parse_batch_sizes, batch_sizes)
-        predicted = api.plan(db_url, hardware=hardware, model=model, batch_sizes=sizes,
+        concurrencies = renamed_query("concurrencies", concurrencies, "batch_sizes", batch_sizes)
+        sizes = checked_query("concurrencies", parse_concurrencies, concurrencies)
+        predicted = api.plan(db_url, hardware=hardware, model=model, concurrencies=sizes,
                              max_depth=max_depth, tp=tp, dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl,
                              osl=osl)
         return json_response(predicted.to_dict())

@@ -4,7 +4,7 @@ script, vLLM and SGLang launch scripts, or the profile itself as JSON.
 One writer per engine (:mod:`.trtllm`, :mod:`.vllm`, :mod:`.sglang`). The speculative block of the
 TensorRT-LLM and vLLM exports is built by that engine adapter's own mapping
 (:mod:`autotune.engines.trtllm.mapping`, :mod:`autotune.engines.vllm.mapping`) from the
-configuration the adapter measures (:func:`.speculation.measured_config`), then the per-batch-size
+configuration the adapter measures (:func:`.speculation.measured_config`), then the per-concurrency
 schedule is added: what is deployed is what was measured. SGLang has no adapter; its writer maps
 the profile itself.
 
@@ -13,8 +13,8 @@ and renders it; :func:`write_export` writes that text atomically, by default to 
 the current folder.
 
 Decision on missing equivalents: every method maps to every engine, so nothing is refused; what an
-engine cannot express (SGLang has no per-batch-size speculation switch) is said in a comment at the
-top of the script, with the batch size above which speculation lost. Where speculation lost, the
+engine cannot express (SGLang has no per-concurrency speculation switch) is said in a comment at the
+top of the script, with the concurrency above which speculation lost. Where speculation lost, the
 TensorRT-LLM and vLLM exports serve what their engine's server runs instead of none
 (:mod:`.offstate`, the engine adapter's ``off_rule``). How values are quoted and
 comments kept to one line: :mod:`.text`.
@@ -55,7 +55,7 @@ SUFFIXES = {
 }
 DEFAULT_EXPORT_DIR = Path("profiles")
 # The engine whose meaning of "speculation off" (its adapter's off_rule) each format is served with;
-# SGLang has no adapter and no per-batch-size switch (its script says so).
+# SGLang has no adapter and no per-concurrency switch (its script says so).
 OFF_RULES = {"trtllm": TRTLLM_OFF_RULE, "trtllm-bench": TRTLLM_OFF_RULE, "vllm": VLLM_OFF_RULE}
 
 
@@ -105,8 +105,8 @@ def stored_export(db_url: str | None, profile_id: int, fmt: str,
 
 
 def default_export_path(profile: DeploymentProfile, fmt: str, folder: Path = DEFAULT_EXPORT_DIR) -> Path:
-    """``profiles/<hardware>__<model>__<method>[-d<depth>]-bs<batch><suffix>``, slugified."""
+    """``profiles/<hardware>__<model>__<method>[-d<depth>]-c<concurrency><suffix>``, slugified."""
     check_format(fmt)
     config = profile.method if profile.method == "none" else f"{profile.method}-d{profile.depth}"
-    stem = "__".join([slugify(profile.hardware.name), slugify(profile.target.name), f"{config}-bs{profile.batch_size}"])
+    stem = "__".join([slugify(profile.hardware.name), slugify(profile.target.name), f"{config}-c{profile.concurrency}"])
     return folder / f"{stem}{SUFFIXES[fmt]}"

@@ -16,7 +16,7 @@ def header(profile: DeploymentProfile) -> list[str]:
     if profile.chosen_trial is not None:
         source += f", {'confirmation row' if profile.chosen_phase == 'confirmation' else 'trial'} {profile.chosen_trial}"
     lines = [
-        f"autotune {__version__} {source}: {profile.label()}{draft} at batch size {profile.batch_size}",
+        f"autotune {__version__} {source}: {profile.label()}{draft} at concurrency {profile.concurrency}",
         f"target {profile.target.name} ({profile.target.fingerprint}) on {profile.hardware.name} ({profile.hardware.fingerprint})",
         f"study {profile.study.name} ({profile.study.engine} engine, objective {profile.objective}, workload {profile.study.workload_name})",
         "measured: " + measured_text(profile),
@@ -24,7 +24,7 @@ def header(profile: DeploymentProfile) -> list[str]:
     tied = profile.tied_with
     if len(tied) > 1:
         others = [label for label in tied if label != profile.label()]
-        lines.append(f"within noise of {', '.join(others)} at batch size {profile.batch_size}: "
+        lines.append(f"within noise of {', '.join(others)} at concurrency {profile.concurrency}: "
                      f"{profile.label()} is the simplest of them to operate")
     return lines
 
@@ -43,7 +43,7 @@ def _predicted_header(profile: DeploymentProfile) -> list[str]:
     draft = f" with draft {profile.draft.name} ({profile.draft.fingerprint})" if profile.draft else ""
     return [
         predicted_line(profile),
-        f"autotune {__version__} plan: {profile.label()}{draft} at batch size {profile.batch_size}",
+        f"autotune {__version__} plan: {profile.label()}{draft} at concurrency {profile.concurrency}",
         f"target {profile.target.name} ({profile.target.fingerprint}) on {profile.hardware.name}",
         f"{profile.details.get('acceptance') or f'acceptance measured on workload {profile.study.workload_name}'}; "
         f"step costs from {'a roofline' if _cost_source(profile) == 'roofline' else _cost_source(profile)}, never timed",

@@ -3,10 +3,10 @@ runs there instead, and what that costs against none where the profile measured 
 
 The meaning of "off" is the engine adapter's (:class:`autotune.engines.offstate.OffRule`, the
 adapter's ``off_rule``): TensorRT-LLM's one-model kinds never run below draft length 1, vLLM's
-K = 0 still runs the drafter. At each such batch size the server runs the fastest measured of draft
+K = 0 still runs the drafter. At each such concurrency the server runs the fastest measured of draft
 length 0 (where the rule allows it) and every measured depth of the profile's method there (a vLLM
 study measured depth 4 at 0.89x none where K = 0 gave 0.52x); with nothing measured, 0 where allowed,
-else depth 1; then at least the depth of any larger batch size (the plan's schedule never deepens as
+else depth 1; then at least the depth of any larger concurrency (the plan's schedule never deepens as
 batches grow). Its figure against none comes from the profile's own rows of that configuration
 (depth 0 from a row marked ``extra["off_state"]``), and only when they were measured on that engine:
 a profile measured on another engine, or predicted by ``autotune plan``, exports its off state
@@ -32,12 +32,12 @@ from autotune.store.results import TrialRow
 
 @dataclass(frozen=True)
 class OffState:
-    """What ``engine``'s server runs at ``batch_size`` where speculation lost: draft ``depth`` (0:
+    """What ``engine``'s server runs at ``concurrency`` where speculation lost: draft ``depth`` (0:
     the speculative server's own K = 0), measured as ``label`` with ``vs_none`` (its tokens/s over
     none's; None where no baseline row pairs with it), or unmeasured (``label`` None) for ``why``."""
 
     engine: str
-    batch_size: int
+    concurrency: int
     depth: int
     label: str | None
     vs_none: Estimate | None
@@ -55,14 +55,14 @@ class OffState:
 
     def to_dict(self) -> dict[str, Any]:
         gain = self.vs_none
-        return {"engine": self.engine, "batch_size": self.batch_size, "depth": self.depth, "measured": self.measured,
+        return {"engine": self.engine, "concurrency": self.concurrency, "depth": self.depth, "measured": self.measured,
                 "configuration": self.label, "vs_none": gain.to_dict() if gain is not None else None,
                 "unmeasured_because": self.why, "summary": self.text()}
 
 
 def deployed_plan(profile: DeploymentProfile, rule: OffRule) -> ServingPlan:
-    """:func:`~autotune.profiles.analysis.serving_plan` as ``rule``'s engine serves it: at each batch
-    size where speculation lost, the draft length :func:`off_states` resolves, kept in ``off_states``."""
+    """:func:`~autotune.profiles.analysis.serving_plan` as ``rule``'s engine serves it: at each
+    concurrency where speculation lost, the draft length :func:`off_states` resolves, kept in ``off_states``."""
     states = off_states(profile, rule)
     if not states:
         return serving_plan(profile)
@@ -70,7 +70,7 @@ def deployed_plan(profile: DeploymentProfile, rule: OffRule) -> ServingPlan:
 
 
 def off_states(profile: DeploymentProfile, rule: OffRule) -> dict[int, OffState]:
-    """At each batch size where the profile's plan switches speculation off, what ``rule``'s engine
+    """At each concurrency where the profile's plan switches speculation off, what ``rule``'s engine
     runs there and its measured cost (module doc); {} where speculation never loses."""
     lost = [b for b, depth in serving_plan(profile).depths.items() if depth == 0]
     if not lost:
@@ -78,27 +78,27 @@ def off_states(profile: DeploymentProfile, rule: OffRule) -> dict[int, OffState]
     kind = speculative_kind(profile)
     rows, why = _rows_on(profile, rule)
     chosen = {b: _off_depth(rows, b, rule.zero_allowed(kind, _row(rows, b, 0) is not None)) for b in lost}
-    # The plan keeps a depth at least as deep as any larger batch size's: describe what it serves.
+    # The plan keeps a depth at least as deep as any larger concurrency's: describe what it serves.
     served = serving_plan(profile, chosen).depths
     states = {}
-    for batch_size in lost:
-        depth = served[batch_size]
-        row = _row(rows, batch_size, depth)
+    for concurrency in lost:
+        depth = served[concurrency]
+        row = _row(rows, concurrency, depth)
         if row is None:
             missing = "K = 0 inside the server" if depth == 0 else f"{profile.method}@{depth}"
-            states[batch_size] = OffState(rule.engine, batch_size, depth, None, None,
-                                          why or f"no row of {missing} at batch size {batch_size}")
+            states[concurrency] = OffState(rule.engine, concurrency, depth, None, None,
+                                          why or f"no row of {missing} at concurrency {concurrency}")
         else:
             label = f"{profile.method}@0 (K = 0 measured)" if depth == 0 else row.config_label
-            states[batch_size] = OffState(rule.engine, batch_size, depth, label, _vs_none(row, profile.measurements))
+            states[concurrency] = OffState(rule.engine, concurrency, depth, label, _vs_none(row, profile.measurements))
     return states
 
 
-def _off_depth(rows: list[TrialRow], batch_size: int, zero_allowed: bool) -> int:
-    """The draft length to serve at ``batch_size`` where none won: the fastest measured of K = 0
+def _off_depth(rows: list[TrialRow], concurrency: int, zero_allowed: bool) -> int:
+    """The draft length to serve at ``concurrency`` where none won: the fastest measured of K = 0
     (where allowed) and every measured depth >= 1; depth 1 where nothing was measured."""
-    depths = {row.depth for row in rows if row.batch_size == batch_size and (row.depth > 0 or zero_allowed)}
-    fastest = {depth: row.tokens_per_s for depth in depths if (row := _row(rows, batch_size, depth)) is not None}
+    depths = {row.depth for row in rows if row.concurrency == concurrency and (row.depth > 0 or zero_allowed)}
+    fastest = {depth: row.tokens_per_s for depth in depths if (row := _row(rows, concurrency, depth)) is not None}
     if not fastest:
         return 0 if zero_allowed else 1
     return max(fastest, key=lambda depth: (fastest[depth], -depth))
@@ -107,11 +107,11 @@ def _off_depth(rows: list[TrialRow], batch_size: int, zero_allowed: bool) -> int
 def off_notes(profile: DeploymentProfile, plan: ServingPlan, rule: OffRule) -> list[str]:
     """Comment lines for ``rule``'s export: why the server cannot run none where it lost, what it
     runs there with the measured figure (or "unmeasured"), and, where speculation lost at most
-    measured batch sizes, the advice to serve none and route low-load traffic to a speculative pool."""
+    measured concurrency levels, the advice to serve none and route low-load traffic to a speculative pool."""
     if not plan.off_states:
         return []
     lines = [f"Where none won, what this {rule.title} speculative server runs instead ({rule.source}):"]
-    lines += [f"  batch size {b}: {state.text()}" for b, state in sorted(plan.off_states.items())]
+    lines += [f"  concurrency {b}: {state.text()}" for b, state in sorted(plan.off_states.items())]
     return lines + _advice(profile, plan)
 
 
@@ -134,7 +134,7 @@ def off_state_report(profile: DeploymentProfile) -> dict[str, list[dict[str, Any
 def speedup_text(gain: Estimate | None) -> str:
     """``"0.87x [0.82, 0.91] vs none (n=5)"``, ``"0.87x vs none (one run)"``, or that none was not paired."""
     if gain is None:
-        return "measured, but no none row at that batch size to compare with"
+        return "measured, but no none row at that concurrency to compare with"
     if gain.has_interval:
         return f"{gain.value:.2f}x [{gain.low:.2f}, {gain.high:.2f}] vs none (n={gain.n})"
     return f"{gain.value:.2f}x vs none (one run)"
@@ -151,43 +151,43 @@ def _rows_on(profile: DeploymentProfile, rule: OffRule) -> tuple[list[TrialRow],
     return [row for row in decision.complete(profile.measurements) if series_key(row) == own], None
 
 
-def _row(rows: list[TrialRow], batch_size: int, depth: int) -> TrialRow | None:
-    """The row of ``depth`` at ``batch_size`` (depth 0: one marked as the off state), the latest
+def _row(rows: list[TrialRow], concurrency: int, depth: int) -> TrialRow | None:
+    """The row of ``depth`` at ``concurrency`` (depth 0: one marked as the off state), the latest
     confirmation run's first, then the fastest screening pass."""
-    found = [row for row in rows if row.batch_size == batch_size and row.depth == depth
+    found = [row for row in rows if row.concurrency == concurrency and row.depth == depth
              and bool(row.extra.get(OFF_STATE_KEY)) == (depth == 0)]
     return max(found, key=lambda row: (decision.confirmation_run(row) or 0, row.tokens_per_s), default=None)
 
 
 def _vs_none(row: TrialRow, measurements: tuple[TrialRow, ...]) -> Estimate | None:
     """The row's paired speedup where stored; else its tokens/s over the baseline's of the same
-    phase and run at its batch size (one run, no interval); None without such a baseline."""
+    phase and run at its concurrency (one run, no interval); None without such a baseline."""
     if row.speedup is not None:
         return decision.speedup_estimate(row)
     run = decision.confirmation_run(row)
     baselines = [m.tokens_per_s for m in decision.complete(measurements) if m.method == decision.BASELINE
-                 and m.batch_size == row.batch_size and decision.confirmation_run(m) == run]
+                 and m.concurrency == row.concurrency and decision.confirmation_run(m) == run]
     return Estimate.single(row.tokens_per_s / max(baselines)) if baselines else None
 
 
 def _advice(profile: DeploymentProfile, plan: ServingPlan) -> list[str]:
-    """Where speculation lost at more than half the measured batch sizes: serve none, and route
+    """Where speculation lost at more than half the measured concurrency levels: serve none, and route
     low-load traffic to a speculative pool, with the figures where it won."""
     measured = speculation_depths(profile)
     lost = [b for b, depth in measured.items() if depth == 0]
     if len(lost) * 2 <= len(measured):
         return []
-    table = {int(row["batch_size"]): row for row in profile.per_batch_size if "batch_size" in row}
+    table = {int(row["concurrency"]): row for row in profile.per_concurrency if "concurrency" in row}
     won = [f"{b} ({_table_speedup(table.get(b))})" for b, depth in measured.items() if depth > 0]
     return [
-        f"Speculation lost to none at {len(lost)} of {len(measured)} measured batch sizes "
+        f"Speculation lost to none at {len(lost)} of {len(measured)} measured concurrency levels "
         f"({', '.join(map(str, lost))}): consider serving without speculation (an export of method none) and",
-        f"routing low-load traffic to a separate speculative pool; speculation won at batch size {', '.join(won)}.",
+        f"routing low-load traffic to a separate speculative pool; speculation won at concurrency {', '.join(won)}.",
     ]
 
 
 def _table_speedup(row: dict[str, Any] | None) -> str:
-    """``"mtp@2 1.84x [1.79, 1.90]"`` from a per-batch-size table row."""
+    """``"mtp@2 1.84x [1.79, 1.90]"`` from a per-concurrency table row."""
     if row is None or row.get("speedup") is None:
         return "speedup not measured"
     label = row.get("label") or f"{row['method']}@{row.get('depth')}"

@@ -1,5 +1,5 @@
-"""The per-batch-size schedule in words, shared by every engine's export: the study's table as
-comment lines, and what an engine without a per-batch-size switch cannot express. Each engine's
+"""The per-concurrency schedule in words, shared by every engine's export: the study's table as
+comment lines, and what an engine without a per-concurrency switch cannot express. Each engine's
 own schedule field is written by that engine's writer."""
 
 from __future__ import annotations
@@ -11,33 +11,33 @@ from autotune.profiles.data import DeploymentProfile
 
 
 def schedule_notes(profile: DeploymentProfile) -> list[str]:
-    """One line per batch size of the study's table: the depth to serve (0: speculation off),
+    """One line per concurrency of the study's table: the depth to serve (0: speculation off),
     the configuration it comes from and its speedup with the 95 % interval where measured."""
-    rows = [row for row in profile.per_batch_size if row.get("method") is not None]
+    rows = [row for row in profile.per_concurrency if row.get("method") is not None]
     if not rows:
         return []
     if profile.details.get("predicted"):
-        return ["Predicted per batch size (depth to serve; predicted speedup vs none), not measured:"] + [
-            f"  batch size {row['batch_size']}: depth {_depth(row)} ({_table_label(row)}"
+        return ["Predicted per concurrency (depth to serve; predicted speedup vs none), not measured:"] + [
+            f"  concurrency {row['concurrency']}: depth {_depth(row)} ({_table_label(row)}"
             + (f", predicted {row['speedup']:.2f}x" if row.get("speedup") is not None else "") + ")"
-            for row in sorted(rows, key=lambda r: int(r["batch_size"]))]
-    lines = ["Measured per batch size (depth to serve; speedup vs none, 95 % interval where confirmed):"]
-    for row in sorted(rows, key=lambda r: int(r["batch_size"])):
-        lines.append(f"  batch size {row['batch_size']}: depth {_depth(row)} ({_table_label(row)}{_row_speedup(row)})"
+            for row in sorted(rows, key=lambda r: int(r["concurrency"]))]
+    lines = ["Measured per concurrency (depth to serve; speedup vs none, 95 % interval where confirmed):"]
+    for row in sorted(rows, key=lambda r: int(r["concurrency"])):
+        lines.append(f"  concurrency {row['concurrency']}: depth {_depth(row)} ({_table_label(row)}{_row_speedup(row)})"
                      + (f" - {row['note']}" if row.get("note") else ""))
     return lines
 
 
 def unscheduled_notes(plan: ServingPlan, engine: str, predicted: bool = False) -> list[str]:
-    """What ``engine`` cannot express: speculation switched off or shortened by batch size."""
+    """What ``engine`` cannot express: speculation switched off or shortened by concurrency."""
     if plan.max_concurrency is None and plan.draft_len_schedule is None:
         return []
     measured = ", ".join(f"{b}: {d}" for b, d in plan.depths.items())
     return [
-        f"{engine} speculates at every batch size with the same draft length; autotune "
+        f"{engine} speculates at every concurrency with the same draft length; autotune "
         f"{'predicted' if predicted else 'measured'} the best",
-        f"draft length per batch size as {{{measured}}} (0: speculation did not beat none).",
-        "Cap the batch size or run separate servers if the load sits where the draft length drops.",
+        f"draft length per concurrency as {{{measured}}} (0: speculation did not beat none).",
+        "Cap the concurrency or run separate servers if the load sits where the draft length drops.",
     ]
 
 

@@ -3,8 +3,8 @@ this writer maps the profile to SGLang's flags itself.
 
 Read in ``sglang/srt/server_args.py``: --speculative-algorithm NEXTN | STANDALONE | EAGLE3 | NGRAM,
 --speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens,
---speculative-draft-model-path. SGLang has no per-batch-size speculation switch: what it cannot
-express is said in a comment at the top of the script, with the measured draft length per batch size.
+--speculative-draft-model-path. SGLang has no per-concurrency speculation switch: what it cannot
+express is said in a comment at the top of the script, with the measured draft length per concurrency.
 """
 
 from __future__ import annotations

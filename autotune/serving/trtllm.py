@@ -3,7 +3,7 @@ script that re-measures the profile with the same YAML.
 
 The speculative block is the engine adapter's own (:func:`autotune.engines.trtllm.mapping.yaml_speculative_config`,
 what :func:`~autotune.engines.trtllm.mapping.llm_arguments` hands the LLM when it measures); this
-writer adds the batch limits and the per-batch-size schedule (``draft_len_schedule`` or
+writer adds the batch limits and the per-concurrency schedule (``draft_len_schedule`` or
 ``max_concurrency``) of the plan as TensorRT-LLM serves it (:func:`autotune.serving.offstate.deployed_plan`
 with the adapter's :data:`~autotune.engines.trtllm.mapping.TRTLLM_OFF_RULE`): one-model MTP and
 EAGLE-3 never get a draft length of 0 nor ``max_concurrency``.
@@ -83,17 +83,17 @@ def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None,
 def trtllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan,
                               version: str = DEFAULT_TRTLLM_VERSION) -> dict[str, Any]:
     """``speculative_config``: the engine adapter's block for the profile's configuration at the
-    plan's draft length, then the per-batch-size schedule this ``version`` can read."""
+    plan's draft length, then the per-concurrency schedule this ``version`` can read."""
     rules = trtllm_rules(version)
     kind = engine_kind(profile, "TensorRT-LLM", rules.decoding_types)
-    # Without draft_len_schedule (1.0) one draft length serves every batch size: the profile's own.
+    # Without draft_len_schedule (1.0) one draft length serves every concurrency: the profile's own.
     depth = plan.max_draft_len if rules.schedule else profile.depth
     spec = yaml_speculative_config(measured_config(profile, depth), kind, max_ngram(profile), rules.version)
     schedule = trtllm_draft_len_schedule(plan, rules.version)
     if schedule is not None:
         spec["draft_len_schedule"] = schedule
     else:  # never both: main refuses max_concurrency with draft_len_schedule
-        cutoff = plan.max_concurrency if rules.schedule else _last_speculative_batch_size(plan)
+        cutoff = plan.max_concurrency if rules.schedule else _last_speculative_concurrency(plan)
         if cutoff is not None:
             spec["max_concurrency"] = cutoff
     return spec
@@ -103,29 +103,29 @@ def trtllm_draft_len_schedule(plan: ServingPlan, version: str = DEFAULT_TRTLLM_V
     """``draft_len_schedule`` for ``plan`` (None where the draft length does not vary, or the
     version has no such field).
 
-    One key per batch size the profile covers (every batch size the study measured, and those of
+    One key per concurrency the profile covers (every concurrency the study measured, and those of
     the plan's depths), up to the first where speculation is off: each key's value is the depth
-    measured there, or between two measured depths the smaller batch size's one (as vLLM fills its
-    gaps). 1.2 reads a key from its batch size up and requires key 1; main reads it up to its batch
-    size and gives 0 above the largest key. With a key at every covered batch size both read the
-    measured depth at each of them, and the largest key is the plan's largest batch size (or the
-    first zero), so no covered batch size falls to main's implicit 0; 1 is always a key and maps to
+    measured there, or between two measured depths the smaller concurrency's one (as vLLM fills its
+    gaps). 1.2 reads a key from its concurrency up and requires key 1; main reads it up to its
+    concurrency and gives 0 above the largest key. With a key at every covered concurrency both read the
+    measured depth at each of them, and the largest key is the plan's largest concurrency (or the
+    first zero), so no covered concurrency falls to main's implicit 0; 1 is always a key and maps to
     ``max_draft_len`` (1.2: schedule[1], main: the smallest key).
     """
     if trtllm_rules(version).schedule is None or plan.draft_len_schedule is None:
         return None
     measured = sorted(plan.depths)
     schedule: dict[int, int] = {}
-    for batch_size in sorted({1, *plan.batch_sizes, *plan.depths}):
-        depth = plan.depths[max(b for b in measured if b <= batch_size)]
-        schedule[batch_size] = depth
+    for concurrency in sorted({1, *plan.concurrencies, *plan.depths}):
+        depth = plan.depths[max(b for b in measured if b <= concurrency)]
+        schedule[concurrency] = depth
         if depth == 0:
             break
     return schedule
 
 
-def _last_speculative_batch_size(plan: ServingPlan) -> int | None:
-    """The largest batch size below the first one where speculation is off (None if it never is)."""
+def _last_speculative_concurrency(plan: ServingPlan) -> int | None:
+    """The largest concurrency below the first one where speculation is off (None if it never is)."""
     speculative = [b for b, d in plan.depths.items() if d > 0]
     return max(speculative) if speculative and len(speculative) < len(plan.depths) else None
 
@@ -144,26 +144,26 @@ def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRu
     ]
     spec = trtllm_speculative_config(profile, plan, rules.version) if profile.method != "none" else {}
     if "draft_len_schedule" in spec:
-        reading = ("a key holds from its batch size up to the next key" if rules.schedule == "lower" else
-                   "a key holds from the previous key + 1 up to its batch size; none above the largest key")
+        reading = ("a key holds from its concurrency up to the next key" if rules.schedule == "lower" else
+                   "a key holds from the previous key + 1 up to its concurrency; none above the largest key")
         notes += [
-            f"draft_len_schedule: draft length at every batch size the study covers (TensorRT-LLM {rules.version}: {reading}).",
+            f"draft_len_schedule: draft length at every concurrency the study covers (TensorRT-LLM {rules.version}: {reading}).",
             "Other versions read the keys differently between them but the same at them: export for the version you run.",
         ]
     elif plan.draft_len_schedule is not None:
         notes += [
             f"TensorRT-LLM {rules.version} has no draft_len_schedule: draft length {spec.get('max_draft_len')} (the profile's own)",
-            "at every batch size; the measured draft length per batch size is listed below.",
+            "at every concurrency; the measured draft length per concurrency is listed below.",
         ]
     if "max_concurrency" in spec:
-        notes.append(f"max_concurrency: speculation off above batch size {spec['max_concurrency']} (it did not beat none there).")
+        notes.append(f"max_concurrency: speculation off above concurrency {spec['max_concurrency']} (it did not beat none there).")
     if speculative_kind(profile) == EAGLE3 and rules.version == "1.0":
         notes.append("EAGLE-3 draft: TensorRT-LLM 1.0 has no Eagle3 decoding type; Eagle with eagle3_one_model runs it.")
     return notes + schedule_notes(profile) + _off_notes(profile, plan, rules) + builtin_notes(profile)
 
 
 def _off_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRules) -> list[str]:
-    """What runs where none won: the off state per batch size, except on a version without
+    """What runs where none won: the off state per concurrency, except on a version without
     draft_len_schedule, where a kind that cannot be switched off runs the profile's own depth there."""
     floored = sorted(b for b, state in plan.off_states.items() if state.depth > 0)
     if rules.schedule is None and floored:
@@ -181,19 +181,19 @@ def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: 
     lines += [
         ["throughput"], ["--backend", "pytorch"], ["--dataset", ShellVar("DATASET")],
         ["--extra_llm_api_options", ShellVar("CONFIG")], ["--max_batch_size", str(plan.max_batch_size)],
-        ["--concurrency", str(profile.batch_size)], ["--streaming"], ["--report_json", ShellVar("REPORT_JSON")],
+        ["--concurrency", str(profile.concurrency)], ["--streaming"], ["--report_json", ShellVar("REPORT_JSON")],
     ]
     parallel = planned_parallelism(profile)
     if parallel is not None:
         lines.append(["--tp", str(parallel.tp), *(["--ep", str(parallel.ep)] if parallel.ep > 1 else [])])
     notes = header(profile) + [
-        f"Re-measures the profile at concurrency {profile.batch_size} with trtllm-bench (TensorRT-LLM, PyTorch backend).",
+        f"Re-measures the profile at concurrency {profile.concurrency} with trtllm-bench (TensorRT-LLM, PyTorch backend).",
         "DATASET: a trtllm-bench dataset, one JSON object per line:",
         '  {"task_id": 0, "prompt": "...", "output_tokens": 128}  (from an autotune workload: prompt, max_tokens)',
         "Compare the report's per-user output speed and token throughput with the figures above.",
         f"The YAML below is written for TensorRT-LLM {trtllm_rules(version).version} (autotune export --trtllm-version).",
     ] + builtin_notes(profile)
-    report = f"trtllm-bench-{slugify(profile.target.name)}-{profile.label().replace('@', '-d')}-bs{profile.batch_size}.json"
+    report = f"trtllm-bench-{slugify(profile.target.name)}-{profile.label().replace('@', '-d')}-c{profile.concurrency}.json"
     return "\n".join([
         "#!/usr/bin/env bash",
         comments(notes).rstrip("\n"),

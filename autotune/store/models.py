@@ -161,11 +161,11 @@ class MeasurementRecord(Base):
         # confirmation rows their own sequence (migration 0004).
         UniqueConstraint("study_id", "phase", "trial_number", name="uq_autotune_measurements_trial"),
         # The lookups issue 5's `profiles best` needs: by study and configuration.
-        Index("ix_autotune_measurements_config", "study_id", "method", "batch_size", "depth"),
-        # `profiles best`: a study's complete trials of one phase in throughput order, batch size
+        Index("ix_autotune_measurements_config", "study_id", "method", "concurrency", "depth"),
+        # `profiles best`: a study's complete trials of one phase in throughput order, concurrency
         # and TPOT checked in the index (migrations 0003, 0004; see store/profile_queries.py).
         Index(
-            "ix_autotune_measurements_throughput", "study_id", "state", "phase", "tokens_per_s", "batch_size",
+            "ix_autotune_measurements_throughput", "study_id", "state", "phase", "tokens_per_s", "concurrency",
             "tpot_ms_p50",
         ),
     )
@@ -182,7 +182,7 @@ class MeasurementRecord(Base):
         ForeignKey("autotune_model_artifacts.id"), index=True
     )
     depth: Mapped[int] = mapped_column(Integer)
-    batch_size: Mapped[int] = mapped_column(Integer)
+    concurrency: Mapped[int] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(16))  # complete | failed | infeasible
     reason: Mapped[str | None] = mapped_column(Text)
     tokens_per_s: Mapped[float | None] = mapped_column(Float)
@@ -219,7 +219,7 @@ class MeasurementRecord(Base):
 
 
 class DeploymentProfileRecord(Base):
-    """The configuration a study recommends, with its figures and the per-batch-size table."""
+    """The configuration a study recommends, with its figures and the per-concurrency table."""
 
     __tablename__ = "autotune_deployment_profiles"
 
@@ -242,15 +242,15 @@ class DeploymentProfileRecord(Base):
     method: Mapped[str] = mapped_column(String(16), index=True)
     draft_model_id: Mapped[int | None] = mapped_column(ForeignKey("autotune_model_artifacts.id"), index=True)
     depth: Mapped[int] = mapped_column(Integer)
-    batch_size: Mapped[int] = mapped_column(Integer)
+    concurrency: Mapped[int] = mapped_column(Integer)
     objective: Mapped[str] = mapped_column(String(32))
     tokens_per_s: Mapped[float | None] = mapped_column(Float)
     tpot_ms_p50: Mapped[float | None] = mapped_column(Float)
     speedup: Mapped[float | None] = mapped_column(Float)
     repetitions: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     intervals: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # as MeasurementRecord's
-    # [{"batch_size", "method", "depth", "tokens_per_s", "speedup"}...]
-    per_batch_size: Mapped[list[Any]] = mapped_column(default=list)
+    # [{"concurrency", "method", "depth", "tokens_per_s", "speedup"}...]
+    per_concurrency: Mapped[list[Any]] = mapped_column(default=list)
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)
 

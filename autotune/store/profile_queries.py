@@ -2,10 +2,10 @@
 
 Functions take an open session and return ORM records or plain values; turning them into
 :mod:`autotune.profiles` dataclasses is the caller's job (the store imports nothing above it).
-The hot path is :func:`best_measurement`: "the fastest complete trial of these studies at batch
-size B with TPOT p50 <= X". It is served by ``ix_autotune_measurements_throughput`` (study_id,
-state, phase, tokens_per_s, batch_size, tpot_ms_p50): for each study the index is read in throughput
-order, batch size and TPOT are checked in the index itself, and the first fit ends that study's
+The hot path is :func:`best_measurement`: "the fastest complete trial of these studies at
+concurrency B with TPOT p50 <= X". It is served by ``ix_autotune_measurements_throughput`` (study_id,
+state, phase, tokens_per_s, concurrency, tpot_ms_p50): for each study the index is read in throughput
+order, concurrency and TPOT are checked in the index itself, and the first fit ends that study's
 scan; the table is read for the overall winner only. The per-study questions go in one statement:
 a UNION ALL on SQLite, a LATERAL join over the study ids on PostgreSQL (which plans it in a fraction
 of the time the union takes).
@@ -164,12 +164,12 @@ def best_measurement(
     session: Session,
     study_ids: Collection[int],
     *,
-    batch_size: int | None = None,
+    concurrency: int | None = None,
     max_tpot_ms: float | None = None,
     phase: str = "confirmation",
 ) -> MeasurementRecord | None:
     """The complete trial of ``phase`` with the highest tokens/s among ``study_ids``, optionally
-    only at ``batch_size`` and only with ``tpot_ms_p50 <= max_tpot_ms``; ties go to the newest trial.
+    only at ``concurrency`` and only with ``tpot_ms_p50 <= max_tpot_ms``; ties go to the newest trial.
 
     Asked per study ("its fastest fitting trial") and combined: each per-study question walks
     ``ix_autotune_measurements_throughput`` in throughput order and stops at the first fit,
@@ -178,16 +178,16 @@ def best_measurement(
     studies = sorted(set(study_ids))
     if not studies:
         return None
-    params = {"state": COMPLETE, "phase": phase, "batch_size": batch_size, "max_tpot_ms": max_tpot_ms}
-    by_batch_size, by_tpot = batch_size is not None, max_tpot_ms is not None
+    params = {"state": COMPLETE, "phase": phase, "concurrency": concurrency, "max_tpot_ms": max_tpot_ms}
+    by_concurrency, by_tpot = concurrency is not None, max_tpot_ms is not None
     if session.get_bind().dialect.name == "postgresql":
-        statement = _fastest_fit_lateral_sql(by_batch_size, by_tpot)
+        statement = _fastest_fit_lateral_sql(by_concurrency, by_tpot)
         winners = [session.execute(statement, {**params, "studies": studies}).first()]
     else:
         winners = []
         for start in range(0, len(studies), STUDIES_PER_QUERY):
             chunk = studies[start : start + STUDIES_PER_QUERY]
-            statement = _fastest_fit_union_sql(len(chunk), by_batch_size, by_tpot)
+            statement = _fastest_fit_union_sql(len(chunk), by_concurrency, by_tpot)
             chunk_params = {**params, **{f"study_{i}": study_id for i, study_id in enumerate(chunk)}}
             winners.append(session.execute(statement, chunk_params).first())
     winners = [row for row in winners if row is not None]
@@ -203,7 +203,7 @@ def _throughput_order(table: str = "") -> str:
     return f"ORDER BY {prefix}{MeasurementRecord.tokens_per_s.key} DESC, {prefix}{MeasurementRecord.id.key} DESC"
 
 
-def _fits(study: str, by_batch_size: bool, by_tpot: bool) -> str:
+def _fits(study: str, by_concurrency: bool, by_tpot: bool) -> str:
     """The per-study question: id and tokens/s of the fastest fitting trial of the study whose id
     the SQL expression ``study`` gives."""
     m = MeasurementRecord
@@ -212,8 +212,8 @@ def _fits(study: str, by_batch_size: bool, by_tpot: bool) -> str:
     # off state, never a configuration to deploy, so never an answer here.
     conditions = [f"{m.study_id.key} = {study}", f"{m.state.key} = :state", f"{m.phase.key} = :phase",
                   f"{m.tokens_per_s.key} IS NOT NULL", f"({m.method.key} = 'none' OR {m.depth.key} > 0)"]
-    if by_batch_size:
-        conditions.append(f"{m.batch_size.key} = :batch_size")
+    if by_concurrency:
+        conditions.append(f"{m.concurrency.key} = :concurrency")
     if by_tpot:
         conditions.append(f"{m.tpot_ms_p50.key} <= :max_tpot_ms")
     return (f"SELECT {m.id.key}, {m.tokens_per_s.key} FROM {m.__tablename__} WHERE {' AND '.join(conditions)} "
@@ -221,48 +221,48 @@ def _fits(study: str, by_batch_size: bool, by_tpot: bool) -> str:
 
 
 @functools.cache
-def _fastest_fit_union_sql(studies: int, by_batch_size: bool, by_tpot: bool) -> TextClause:
+def _fastest_fit_union_sql(studies: int, by_concurrency: bool, by_tpot: bool) -> TextClause:
     """SQL for "the fastest fitting trial of each of ``studies`` studies, then the fastest of those"
     as a UNION ALL of per-study subqueries (SQLite, which has no LATERAL).
 
     Written as text, cached per shape, with the study ids as parameters: an ORM statement of 100
     subqueries costs more to build and cache-key on every call than the query takes to run.
     """
-    union = " UNION ALL ".join(f"SELECT * FROM ({_fits(f':study_{i}', by_batch_size, by_tpot)}) AS study_{i}"
+    union = " UNION ALL ".join(f"SELECT * FROM ({_fits(f':study_{i}', by_concurrency, by_tpot)}) AS study_{i}"
                                for i in range(studies))
     return text(f"SELECT id, tokens_per_s FROM ({union}) AS fits {_throughput_order()} LIMIT 1")
 
 
 @functools.cache
-def _fastest_fit_lateral_sql(by_batch_size: bool, by_tpot: bool) -> TextClause:
+def _fastest_fit_lateral_sql(by_concurrency: bool, by_tpot: bool) -> TextClause:
     """The same question on PostgreSQL: the per-study subquery run for each element of the array
     ``:studies`` (LATERAL). One short statement whatever the number of studies: PostgreSQL took
     5-8 ms to plan the union of 50 subqueries, longer than running it (bench/bench_service.py)."""
     return text(f"SELECT fits.id, fits.tokens_per_s FROM unnest(CAST(:studies AS integer[])) AS wanted(study_id) "
-                f"CROSS JOIN LATERAL ({_fits('wanted.study_id', by_batch_size, by_tpot)}) AS fits "
+                f"CROSS JOIN LATERAL ({_fits('wanted.study_id', by_concurrency, by_tpot)}) AS fits "
                 f"{_throughput_order('fits')} LIMIT 1")
 
 
-def measured_batch_sizes(session: Session, study_ids: Collection[int]) -> list[int]:
-    """The batch sizes with at least one complete trial among ``study_ids``, ascending."""
+def measured_concurrencies(session: Session, study_ids: Collection[int]) -> list[int]:
+    """The concurrency levels with at least one complete trial among ``study_ids``, ascending."""
     query = (
-        select(MeasurementRecord.batch_size)
+        select(MeasurementRecord.concurrency)
         .where(MeasurementRecord.study_id.in_(list(study_ids)), MeasurementRecord.state == COMPLETE)
         .distinct()
-        .order_by(MeasurementRecord.batch_size)
+        .order_by(MeasurementRecord.concurrency)
     )
     return list(session.scalars(query))
 
 
-def fastest_tpot(session: Session, study_ids: Collection[int], batch_size: int | None) -> MeasurementRecord | None:
-    """The complete trial with the lowest TPOT p50 (at ``batch_size`` if given)."""
+def fastest_tpot(session: Session, study_ids: Collection[int], concurrency: int | None) -> MeasurementRecord | None:
+    """The complete trial with the lowest TPOT p50 (at ``concurrency`` if given)."""
     query = select(MeasurementRecord).where(
         MeasurementRecord.study_id.in_(list(study_ids)),
         MeasurementRecord.state == COMPLETE,
         MeasurementRecord.tpot_ms_p50.is_not(None),
     )
-    if batch_size is not None:
-        query = query.where(MeasurementRecord.batch_size == batch_size)
+    if concurrency is not None:
+        query = query.where(MeasurementRecord.concurrency == concurrency)
     return session.scalar(query.order_by(MeasurementRecord.tpot_ms_p50, MeasurementRecord.id.desc()).limit(1))
 
 

@@ -40,11 +40,11 @@ FIGURE_COLUMNS = (
     "acceptance_rate", "acceptance_length", "acceptance_by_position", "drafted_tokens", "accepted_tokens",
     "peak_memory_bytes", "wall_time_s",
 )
-CONFIG_FIELDS = ("method", "depth", "batch_size", "draft", "temperature", "seed", "outputs")
+CONFIG_FIELDS = ("method", "depth", "concurrency", "draft", "temperature", "seed", "outputs")
 # The measurement columns a TrialRow field of the same name holds (the draft model and the row id
 # are read apart: a row names its draft by label and fingerprint).
 ROW_COLUMNS = (
-    "trial_number", "method", "depth", "batch_size", "state", "reason", *FIGURE_COLUMNS,
+    "trial_number", "method", "depth", "concurrency", "state", "reason", *FIGURE_COLUMNS,
     "speedup", "phase", "repetitions", "intervals", "prediction", "extra", "created_at",
 )
 
@@ -110,7 +110,7 @@ class TrialRow(TrialFigures):
     method: str
     draft: str | None = None
     depth: int
-    batch_size: int
+    concurrency: int
     state: str  # complete | failed | infeasible
     reason: str | None = None
     measurement_id: int | None = None
@@ -135,7 +135,7 @@ class TrialRow(TrialFigures):
 
     @property
     def label(self) -> str:
-        return f"{self.config_label} b{self.batch_size}"
+        return f"{self.config_label} c{self.concurrency}"
 
     def to_dict(self) -> dict[str, Any]:
         """The row as ``autotune trials --json`` lists it: the draft by label (``draft``, not
@@ -244,7 +244,7 @@ def record_trial(
     trial_number: int,
     method: str,
     depth: int,
-    batch_size: int,
+    concurrency: int,
     state: str,
     draft: str | None = None,
     draft_model_id: int | None = None,
@@ -276,7 +276,7 @@ def record_trial(
         }
     record = MeasurementRecord(
         study_id=study_id, trial_number=trial_number, method=method, draft_model_id=draft_model_id, depth=depth,
-        batch_size=batch_size, state=state, reason=reason, extra=details, phase=phase, repetitions=repetitions,
+        concurrency=concurrency, state=state, reason=reason, extra=details, phase=phase, repetitions=repetitions,
         intervals=dict(intervals) if intervals else None, speedup=speedup,
         prediction=dict(prediction) if prediction is not None else None, **figures,
     )
@@ -320,11 +320,11 @@ def save_profile(
     method: str,
     draft_model_id: int | None,
     depth: int,
-    batch_size: int,
+    concurrency: int,
     tokens_per_s: float | None,
     tpot_ms_p50: float | None,
     speedup: float | None,
-    per_batch_size: list[dict[str, Any]],
+    per_concurrency: list[dict[str, Any]],
     details: Mapping[str, Any],
     repetitions: int = 1,
     intervals: Mapping[str, Any] | None = None,
@@ -332,7 +332,7 @@ def save_profile(
     """Store the study's recommendation, replacing the previous one (one profile per study)."""
     record = get_or_create(session, DeploymentProfileRecord, {"study_id": study.id}, {
         "hardware_id": study.hardware_id, "target_model_id": study.target_model_id, "objective": study.objective,
-        "method": method, "depth": depth, "batch_size": batch_size, "per_batch_size": per_batch_size,
+        "method": method, "depth": depth, "concurrency": concurrency, "per_concurrency": per_concurrency,
         "details": dict(details),
     })
     record.hardware_id = study.hardware_id
@@ -342,13 +342,13 @@ def save_profile(
     record.method = method
     record.draft_model_id = draft_model_id
     record.depth = depth
-    record.batch_size = batch_size
+    record.concurrency = concurrency
     record.tokens_per_s = tokens_per_s
     record.tpot_ms_p50 = tpot_ms_p50
     record.speedup = speedup
     record.repetitions = repetitions
     record.intervals = dict(intervals) if intervals else None
-    record.per_batch_size = per_batch_size
+    record.per_concurrency = per_concurrency
     record.details = dict(details)
     record.created_at = utcnow()
     session.flush()

@@ -3,8 +3,8 @@
 A study measures lock-step batches of equal requests; a server batches ragged requests with prefills
 between decode steps. This package starts the exported ``vllm serve`` script (the bytes ``autotune
 export --format vllm`` writes) next to two reference servers — the best single fixed depth and no
-speculation — drives each with vLLM's own load generator (``vllm bench serve``) at the profile's batch
-sizes as concurrency levels, and reports every figure with its interval over the runs, with the gap
+speculation — drives each with vLLM's own load generator (``vllm bench serve``) at the profile's
+concurrency levels as concurrency levels, and reports every figure with its interval over the runs, with the gap
 between the tuned and the served throughput (docs/validation.md).
 
 One responsibility per module: :mod:`.install` finds vLLM's executables, :mod:`.variants` writes

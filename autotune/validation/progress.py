@@ -1,8 +1,8 @@
 """Progress of ``autotune validate`` on stderr: a status line on a terminal, and on a pipe (CI logs,
 ``nohup``, a test) one line per event, prefixed with the time since the start::
 
-    [0:00] validating profile 3 on vLLM 0.32.0: draft schedule b1:2, b2:1, draft@2, none at concurrency 1, 2, ...
-    [0:15] schedule server (draft schedule b1:2, b2:1): still starting (15 s)
+    [0:00] validating profile 3 on vLLM 0.32.0: draft schedule c1:2, c2:1, draft@2, none at concurrency 1, 2, ...
+    [0:15] schedule server (draft schedule c1:2, c2:1): still starting (15 s)
     [1:02] round 1/3 schedule c=1: 301.2 tok/s, TPOT p50 3.2 ms, occupancy 1.00, acceptance 0.812
 
 A validation starts servers for minutes; before these lines it printed nothing on a pipe until it

@@ -65,7 +65,7 @@ class ServerResult:
 class ValidationResult:
     """What ``autotune validate`` measured for profile ``profile_id``: the ``servers`` side by side,
     the study's figure per concurrency (``tuned_tokens_per_s``, None where the study did not measure
-    that batch size) and ``gaps`` (the schedule server's tok/s over it, minus 1); ``comparisons``: the
+    that concurrency) and ``gaps`` (the schedule server's tok/s over it, minus 1); ``comparisons``: the
     schedule against each other server per concurrency, paired over the rounds; ``servers_at_once``:
     how many servers were up together (all of them, or 1: each started for its turn of a round).
     ``id`` is the stored row's (None before storing). Validations stored before the rounds were

@@ -54,7 +54,7 @@ ENGINES = ("vllm",)
 
 @dataclass(frozen=True)
 class ValidationOptions:
-    """How to validate: ``concurrency`` levels (default: the profile's batch sizes), ``runs`` per
+    """How to validate: ``concurrency`` levels (default: the profile's concurrency levels), ``runs`` per
     point (round), the vLLM venv's ``vllm_python`` (default: found on PATH), a ``port`` (the first
     server's; the others listen on the ports after it; default: free ones),
     seconds a server may take to answer /health, the ``workload`` file when the study's is not the
@@ -100,7 +100,7 @@ def validate(db_url: str | None, profile_id: int, options: ValidationOptions = V
     if options.port is not None:
         for port in range(options.port, options.port + len(variants)):
             check_port_free(port)
-    levels = sorted(set(options.concurrency or serving_batch_sizes(profile)))
+    levels = sorted(set(options.concurrency or serving_concurrencies(profile)))
     work = Path(tempfile.mkdtemp(prefix="autotune-validate-"))
     try:
         vllm = find_vllm(options.vllm_python, work / "bin")
@@ -200,21 +200,21 @@ def study_workload(profile: DeploymentProfile, path: str | Path | None) -> Workl
     return workload
 
 
-def serving_batch_sizes(profile: DeploymentProfile) -> list[int]:
-    """The batch sizes the profile's table holds, else the profile's own batch size."""
-    sizes = sorted({int(row["batch_size"]) for row in profile.per_batch_size if "batch_size" in row})
-    return sizes or [profile.batch_size]
+def serving_concurrencies(profile: DeploymentProfile) -> list[int]:
+    """The concurrency levels the profile's table holds, else the profile's own concurrency."""
+    sizes = sorted({int(row["concurrency"]) for row in profile.per_concurrency if "concurrency" in row})
+    return sizes or [profile.concurrency]
 
 
-def tuned_tokens_per_s(profile: DeploymentProfile, batch_size: int) -> float | None:
-    """The study's figure for what the schedule server runs at ``batch_size``: its table's tokens/s
+def tuned_tokens_per_s(profile: DeploymentProfile, concurrency: int) -> float | None:
+    """The study's figure for what the schedule server runs at ``concurrency``: its table's tokens/s
     there, and where none won and the server runs a measured off state instead (vLLM's K = 0, or a
     measured depth: :func:`autotune.serving.offstate.off_states`), none's figure times that off
     state's measured ratio to none (the served K = 0 is compared with K = 0's figure, not with
-    none's). None where the study did not measure that batch size."""
-    figure = next((float(row["tokens_per_s"]) for row in profile.per_batch_size
-                   if row.get("batch_size") == batch_size and row.get("tokens_per_s") is not None), None)
-    state = deployed_plan(profile, VLLM_OFF_RULE).off_states.get(batch_size) if profile.method != "none" else None
+    none's). None where the study did not measure that concurrency."""
+    figure = next((float(row["tokens_per_s"]) for row in profile.per_concurrency
+                   if row.get("concurrency") == concurrency and row.get("tokens_per_s") is not None), None)
+    state = deployed_plan(profile, VLLM_OFF_RULE).off_states.get(concurrency) if profile.method != "none" else None
     if figure is None or state is None or state.vs_none is None:
         return figure
     return figure * state.vs_none.value

@@ -69,7 +69,7 @@ def gap_lines(result: ValidationResult) -> list[str]:
         served = point.figure("output_tokens_per_s") if point else None
         tuned, gap = result.tuned_tokens_per_s.get(concurrency), result.gaps.get(concurrency)
         if served is None or tuned is None or gap is None:
-            lines.append(f"concurrency {concurrency}: the study measured no batch size {concurrency}: no tuned figure")
+            lines.append(f"concurrency {concurrency}: the study did not measure it: no tuned figure")
             continue
         spread = f" [{gap.low:+.1%}, {gap.high:+.1%}]" if gap.has_interval else " (one run)"
         lines.append(f"concurrency {concurrency}: served {served.value:.1f} tok/s ({reference.name}) vs tuned "

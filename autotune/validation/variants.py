@@ -2,15 +2,15 @@
 serving writer (:mod:`autotune.serving.vllm`):
 
 * ``schedule``: the profile's export, byte for byte what ``autotune export --format vllm`` writes
-  (its per-batch-size schedule, K = 0 where a row measured it);
-* ``fixed``: the profile's method at its best single depth, the same at every batch size;
+  (its per-concurrency schedule, K = 0 where a row measured it);
+* ``fixed``: the profile's method at its best single depth, the same at every concurrency;
 * ``none``: the same server limits without speculation.
 
 The best single depth is the depth of the profile's own method (and draft) whose deciding rows (the
 latest confirmation's where one ran, else the screening passes) have the highest geometric mean of
-tokens/s relative to the fastest at each batch size. Only the depths measured at the most batch sizes
-are compared, over the batch sizes they share: a depth the search measured at one batch size alone
-(say past --max-depth) would otherwise shrink the comparison to that batch size. The profile's own
+tokens/s relative to the fastest at each concurrency. Only the depths measured at the most concurrency levels
+are compared, over the concurrency levels they share: a depth the search measured at one concurrency alone
+(say past --max-depth) would otherwise shrink the comparison to that concurrency. The profile's own
 depth where its rows cannot say.
 """
 
@@ -35,7 +35,7 @@ SERVERS = (SCHEDULE, FIXED, NONE)
 @dataclass(frozen=True)
 class ServerVariant:
     """One server to run: ``name`` (one of :data:`SERVERS`), what it serves (``label``, e.g. ``draft@2``
-    or ``draft schedule b1:2, b2:1``), the script's text, and its draft length at every batch size
+    or ``draft schedule c1:2, c2:1``), the script's text, and its draft length at every concurrency
     (``depth``: 0 for none; None for the schedule, whose depth depends on the batch: :func:`schedule_depth`)."""
 
     name: str
@@ -54,7 +54,7 @@ def server_variants(profile: DeploymentProfile) -> list[ServerVariant]:
         return [none]
     depths = sorted(set(plan.depths.values()), reverse=True)
     schedule_label = f"{profile.method}@{depths[0]}" if len(depths) == 1 else \
-        f"{profile.method} schedule " + ", ".join(f"b{b}:{d}" for b, d in sorted(plan.depths.items()))
+        f"{profile.method} schedule " + ", ".join(f"c{b}:{d}" for b, d in sorted(plan.depths.items()))
     depth = best_fixed_depth(profile)
     return [
         ServerVariant(SCHEDULE, schedule_label, export_profile(profile, "vllm"), None),
@@ -65,31 +65,31 @@ def server_variants(profile: DeploymentProfile) -> list[ServerVariant]:
 
 def schedule_depth(plan: ServingPlan, concurrency: int) -> int:
     """The draft length the schedule server runs with ``concurrency`` requests in flight: the plan's
-    depth at the largest batch size it lists up to ``concurrency`` (each holds up to the next one,
+    depth at the largest concurrency it lists up to ``concurrency`` (each holds up to the next one,
     as the export writes its ranges: autotune/serving/vllm.py ``vllm_batch_schedule``)."""
     listed = [b for b in plan.depths if b <= concurrency] or [min(plan.depths)]
     return plan.depths[max(listed)]
 
 
 def fixed_plan(plan: ServingPlan, depth: int) -> ServingPlan:
-    """``plan``'s server limits with draft length ``depth`` at every batch size."""
-    return ServingPlan(plan.max_batch_size, plan.batch_sizes, depth, {1: depth}, None, None)
+    """``plan``'s server limits with draft length ``depth`` at every concurrency."""
+    return ServingPlan(plan.max_batch_size, plan.concurrencies, depth, {1: depth}, None, None)
 
 
 def _none_plan(plan: ServingPlan) -> ServingPlan:
-    return ServingPlan(plan.max_batch_size, plan.batch_sizes, 0, {}, None, None)
+    return ServingPlan(plan.max_batch_size, plan.concurrencies, 0, {}, None, None)
 
 
 def best_fixed_depth(profile: DeploymentProfile) -> int:
-    """The single depth of the profile's method that is fastest across its batch sizes (module doc)."""
+    """The single depth of the profile's method that is fastest across its concurrency levels (module doc)."""
     own = (profile.method, profile.draft.fingerprint if profile.draft else None)
     by_depth: dict[int, dict[int, float]] = defaultdict(dict)
     for row in decision.deciding_rows(profile.measurements):
         if series_key(row) == own and row.depth > 0:
             rates = by_depth[row.depth]
-            rates[row.batch_size] = max(rates.get(row.batch_size, 0.0), row.tokens_per_s)
-    # A depth measured at one batch size (a point the search explored past --max-depth) says
-    # nothing about the others: compare only the depths measured at the most batch sizes.
+            rates[row.concurrency] = max(rates.get(row.concurrency, 0.0), row.tokens_per_s)
+    # A depth measured at one concurrency (a point the search explored past --max-depth) says
+    # nothing about the others: compare only the depths measured at the most concurrency levels.
     widest = max((len(rates) for rates in by_depth.values()), default=0)
     compared = {depth: rates for depth, rates in by_depth.items() if len(rates) == widest}
     shared = set.intersection(*(set(rates) for rates in compared.values())) if compared else set()

@@ -25,7 +25,7 @@ def row(number: int, method: str, depth: int, tokens_per_s: float, categories: d
     extra facts under extra["measurement"], its interval under intervals)."""
     intervals = {} if half is None else {"tokens_per_s": Estimate(tokens_per_s, tokens_per_s * (1 - half),
                                                                   tokens_per_s * (1 + half), 3).to_dict()}
-    return TrialRow(trial_number=number, method=method, depth=depth, batch_size=2, state="complete",
+    return TrialRow(trial_number=number, method=method, depth=depth, concurrency=2, state="complete",
                     tokens_per_s=tokens_per_s, phase="confirmation", repetitions=3, intervals=intervals,
                     extra={"measurement": {"acceptance_by_category": categories}, "confirmation": {"run": 1}})
 
@@ -68,7 +68,7 @@ def test_figures_per_category_from_the_protocol():
     for number, measured in enumerate(result.measurements):
         fields = row_fields(measured)
         rows.append(TrialRow(trial_number=number, method=measured.config.method, depth=measured.config.depth,
-                             batch_size=2, state="complete", tokens_per_s=fields["measurement"]["tokens_per_s"],
+                             concurrency=2, state="complete", tokens_per_s=fields["measurement"]["tokens_per_s"],
                              phase="confirmation", repetitions=fields["repetitions"], intervals=fields["intervals"],
                              extra={**fields["extra"], "measurement": fields["measurement"], "confirmation": {"run": 1}}))
     for r in rows:

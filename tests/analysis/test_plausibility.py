@@ -1,4 +1,4 @@
-"""Plausibility: speedups above what the counted acceptance allows, baselines that drop with batch size."""
+"""Plausibility: speedups above what the counted acceptance allows, baselines that drop with concurrency."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_the_bound_is_never_below_one_pass_per_token():
 def test_a_baseline_that_collapses_at_a_larger_batch_is_flagged():
     suspects = implausible_baselines({1: 259.0, 4: 33.0})
     assert list(suspects) == [4]
-    assert "batch size 4 (33.0 tokens/s)" in suspects[4] and "batch size 1 (259.0 tokens/s)" in suspects[4]
+    assert "concurrency 4 (33.0 tokens/s)" in suspects[4] and "concurrency 1 (259.0 tokens/s)" in suspects[4]
 
 
 def test_monotone_baselines_are_fine():
@@ -63,8 +63,8 @@ def test_small_dips_within_the_slack_are_fine():
 def test_baselines_compare_with_the_fastest_smaller_batch_not_just_the_previous_one():
     suspects = implausible_baselines({1: 100.0, 2: 400.0, 4: 350.0, 8: 300.0, 16: 500.0})
     assert list(suspects) == [8]  # 300 < 0.8 * 400 (batch 2); 350 is within the slack; 16 recovered
-    assert "batch size 2 (400.0 tokens/s)" in suspects[8]
+    assert "concurrency 2 (400.0 tokens/s)" in suspects[8]
 
 
-def test_batch_sizes_are_taken_in_order_whatever_the_mapping_order():
+def test_concurrencies_are_taken_in_order_whatever_the_mapping_order():
     assert list(implausible_baselines({8: 30.0, 1: 259.0, 2: 300.0})) == [8]

@@ -23,10 +23,10 @@ def guess(value: float, low: float | None = None, high: float | None = None, **m
 
 def row(number: int, tokens: float | None, prediction: dict | None, *, state: str = "complete",
         phase: str = "screening") -> TrialRow:
-    return TrialRow(trial_number=number, method="mtp", draft=None, depth=2, batch_size=4, state=state,
+    return TrialRow(trial_number=number, method="mtp", draft=None, depth=2, concurrency=4, state=state,
                     reason=None if state == "complete" else "out of memory", tokens_per_s=tokens, phase=phase,
                     prediction=prediction,
-                    extra={"confirmation": {"run": 1, "batch_size": 4}} if phase == "confirmation" else {})
+                    extra={"confirmation": {"run": 1, "concurrency": 4}} if phase == "confirmation" else {})
 
 
 def test_relative_error_is_predicted_over_measured_minus_one() -> None:
@@ -87,7 +87,7 @@ def test_no_rows_to_check() -> None:
 def test_works_on_exported_measurements() -> None:
     from autotune.profiles.data import trial_from_document
 
-    rows = [trial_from_document({"trial_number": 0, "method": "none", "depth": 0, "batch_size": 1, "state": "complete",
+    rows = [trial_from_document({"trial_number": 0, "method": "none", "depth": 0, "concurrency": 1, "state": "complete",
                                  "draft": None, "tokens_per_s": 400.0, "prediction": guess(440.0, 350.0, 560.0)})]
     error, n = prediction_error(rows)
     assert n == 1 and math.isclose(error, 0.1)

@@ -47,9 +47,9 @@ class SpawningEngine(EmbeddedEngine):
             while not (self.pid_dir / "grandchild").exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
 
-    def measure(self, workload, batch_size, temperature=None, seed=0):
+    def measure(self, workload, concurrency, temperature=None, seed=0):
         if workload.name == "hang":
             _write(self.pid_dir / "worker", os.getpid())
             (self.pid_dir / "busy").touch()
             time.sleep(3600)
-        return super().measure(workload, batch_size, temperature, seed)
+        return super().measure(workload, concurrency, temperature, seed)

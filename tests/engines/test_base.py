@@ -44,10 +44,10 @@ def test_labels():
     assert EngineConfig("mtp", 3).label() == "mtp@3"
 
 
-@pytest.mark.parametrize(("batch_size", "temperature"), [(0, None), (True, None), ("2", None), (1, -1), (1, "0.5"), (1, float("inf"))])
-def test_run_options_are_validated(batch_size, temperature):
+@pytest.mark.parametrize(("concurrency", "temperature"), [(0, None), (True, None), ("2", None), (1, -1), (1, "0.5"), (1, float("inf"))])
+def test_run_options_are_validated(concurrency, temperature):
     with pytest.raises(ConfigurationError):
-        validate_run_options(batch_size, temperature)
+        validate_run_options(concurrency, temperature)
 
 
 def test_latency_percentiles_interpolate_and_skip_missing_values():

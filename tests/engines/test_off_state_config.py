@@ -1,6 +1,6 @@
 """K = 0 inside a speculative server as a configuration (issue 26 item D): an EngineConfig with
 ``off_state`` is a speculative method at depth 0, which vLLM's mapping runs as the drafter at draft
-length 1 under a schedule of 0 at every batch size; the decisions never take such a row."""
+length 1 under a schedule of 0 at every concurrency; the decisions never take such a row."""
 
 from __future__ import annotations
 
@@ -38,12 +38,12 @@ def test_vllm_runs_it_as_the_drafter_under_a_schedule_of_0(method: str, draft: s
 
 
 def row(method: str, depth: int, tokens_per_s: float, off_state: bool = False) -> TrialRow:
-    return TrialRow(phase="screening", trial_number=depth, method=method, depth=depth, batch_size=4, state="complete",
+    return TrialRow(phase="screening", trial_number=depth, method=method, depth=depth, concurrency=4, state="complete",
                     tokens_per_s=tokens_per_s, extra={OFF_STATE_KEY: True} if off_state else {})
 
 
 def test_a_k_0_row_never_decides() -> None:
     rows = [row("none", 0, 100.0), row("draft", 2, 90.0), row("draft", 0, 500.0, off_state=True)]
     assert [r.depth for r in decision.deciding_rows(rows)] == [0, 2]
-    assert decision.decide_batch(decision.deciding_rows(rows), 4).recommended.method == "none"
+    assert decision.decide_at(decision.deciding_rows(rows), 4).recommended.method == "none"
     assert len(decision.complete(rows)) == 3  # still there for the off state's price (serving/offstate.py)

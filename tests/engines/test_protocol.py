@@ -31,7 +31,7 @@ QUIET = noise.BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1
 BUSY = noise.BackgroundLoad(other_cpu_cores=1.5, steal_fraction=0.0, load_avg_1m=2.0, cpu_count=2)
 
 
-def measurement(config: EngineConfig, workload: Workload, batch_size: int, tokens_per_s: float,
+def measurement(config: EngineConfig, workload: Workload, concurrency: int, tokens_per_s: float,
                 acceptance_length: float) -> Measurement:
     tokens = sum(r.max_tokens for r in workload.requests)
     wall = tokens / tokens_per_s
@@ -39,7 +39,7 @@ def measurement(config: EngineConfig, workload: Workload, batch_size: int, token
     drafted = 10 * config.depth if speculative else 0
     accepted = drafted // 2
     return Measurement(
-        method=config.method, depth=config.depth, batch_size=batch_size, draft=config.draft_model, temperature=None,
+        method=config.method, depth=config.depth, concurrency=concurrency, draft=config.draft_model, temperature=None,
         seed=0, device="cpu", workload_name=workload.label, workload_sha256=workload.sha256,
         n_requests=len(workload.requests), output_tokens=tokens, wall_time_s=wall, tokens_per_s=tokens_per_s,
         requests_per_s=len(workload.requests) / wall, ttft_ms_p50=1.0, ttft_ms_p90=2.0, ttft_ms_p99=3.0,
@@ -69,7 +69,7 @@ class TableEngine:
         self.factors = factors or {}
         self.loads = 0
         self.config: EngineConfig | None = None
-        self.calls: list[tuple[str, EngineConfig, int]] = []  # ("warmup" | "timed", config, batch size)
+        self.calls: list[tuple[str, EngineConfig, int]] = []  # ("warmup" | "timed", config, concurrency)
         self.timed: dict[EngineConfig, int] = {}
 
     def load(self, config: EngineConfig) -> None:
@@ -77,18 +77,18 @@ class TableEngine:
             self.loads += 1
         self.config = config
 
-    def measure(self, workload: Workload, batch_size: int, temperature=None, seed: int = 0) -> Measurement:
+    def measure(self, workload: Workload, concurrency: int, temperature=None, seed: int = 0) -> Measurement:
         config = self.config
         assert config is not None
         length = self.acceptance.get(config, 1.0 if config.method == "none" else config.depth / 2 + 1)
         if len(workload.requests) < len(WORKLOAD.requests):
-            self.calls.append(("warmup", config, batch_size))
-            return measurement(config, workload, batch_size, 1e-3, length)
+            self.calls.append(("warmup", config, concurrency))
+            return measurement(config, workload, concurrency, 1e-3, length)
         k = self.timed.get(config, 0)
         self.timed[config] = k + 1
-        self.calls.append(("timed", config, batch_size))
+        self.calls.append(("timed", config, concurrency))
         speed = self.speeds[config] * math.exp(self.rng.gauss(0, self.sigma)) * self.factors.get((config, k), 1.0)
-        return measurement(config, workload, batch_size, speed, length)
+        return measurement(config, workload, concurrency, speed, length)
 
     def close(self) -> None:
         pass
@@ -117,9 +117,9 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[int], noise.
 
 
 def run(engine, configs=(DRAFT,), **options) -> ProtocolResult:
-    batch_size = options.pop("batch_size", 1)
+    concurrency = options.pop("concurrency", 1)
     baseline = options.pop("baseline", True)
-    return measure_repeatedly(engine, list(configs), WORKLOAD, batch_size, options=ProtocolOptions(**options),
+    return measure_repeatedly(engine, list(configs), WORKLOAD, concurrency, options=ProtocolOptions(**options),
                               baseline=baseline)
 
 
@@ -158,12 +158,12 @@ def test_warm_up_decodes_one_batch_of_the_first_requests(machine):
     seen: list[Workload] = []
     measure = engine.measure
 
-    def recording(workload, batch_size, temperature=None, seed=0):
+    def recording(workload, concurrency, temperature=None, seed=0):
         seen.append(workload)
-        return measure(workload, batch_size, temperature, seed)
+        return measure(workload, concurrency, temperature, seed)
 
     engine.measure = recording
-    run(engine, min_repetitions=3, max_repetitions=3, batch_size=2)
+    run(engine, min_repetitions=3, max_repetitions=3, concurrency=2)
     assert seen[0].requests == WORKLOAD.requests[:2] and seen[1].requests == WORKLOAD.requests[:2]
     assert all(w == request_stream(WORKLOAD, 2) for w in seen[2:])  # every timed pass: the steady-state stream
 
@@ -248,9 +248,9 @@ def test_time_cap_with_a_controlled_clock(machine, monkeypatch):
     engine = TableEngine(SPEEDS, sigma=0.2, seed=1, acceptance={DRAFT: 4.0})
     measure = engine.measure
 
-    def slow(workload, batch_size, temperature=None, seed=0):
+    def slow(workload, concurrency, temperature=None, seed=0):
         clock[0] += 10.0
-        return measure(workload, batch_size, temperature, seed)
+        return measure(workload, concurrency, temperature, seed)
 
     engine.measure = slow
     result = run(engine, min_repetitions=2, max_repetitions=10, precision=0.01, max_seconds=45.0)
@@ -285,7 +285,7 @@ def test_estimates_and_central_measurement(machine):
     assert {"tokens_per_s", "requests_per_s", "tpot_ms_p50", "acceptance_length", "acceptance_rate",
             "speedup"} <= set(draft.estimates)
     assert "acceptance_rate" not in result.baseline.estimates  # None for the baseline: no estimate
-    assert draft.measurement.method == "draft" and draft.batch_size == 1
+    assert draft.measurement.method == "draft" and draft.concurrency == 1
 
 
 # --- faults ----------------------------------------------------------------------------------------
@@ -348,7 +348,7 @@ def test_discarded_rounds_count_against_the_time_budget(machine):
     with pytest.raises(EngineFault, match="time budget ran out before a round could be kept.*1.50 of 2 cores"):
         measure_repeatedly(TableEngine(SPEEDS, sigma=0.001), [DRAFT], WORKLOAD, 1,
                            options=ProtocolOptions(min_repetitions=3, budget_s=0.0), progress=progress.append)
-    assert progress[-1] == ("round 1 at batch size 1: none pass disturbed (other processes use 1.50 of 2 cores): "
+    assert progress[-1] == ("round 1 at concurrency 1: none pass disturbed (other processes use 1.50 of 2 cores): "
                             "re-measuring")
 
 
@@ -360,7 +360,7 @@ def test_a_negative_budget_is_refused():
 def test_implausible_rounds_are_never_kept(machine):
     """Acceptance 1.0 with a 1.5x speedup cannot be: after 2 x max_repetitions tries, an EngineFault."""
     engine = TableEngine(SPEEDS, sigma=0.001, acceptance={DRAFT: 1.0})
-    with pytest.raises(EngineFault, match="no plausible round in 6 tries at batch size 1") as caught:
+    with pytest.raises(EngineFault, match="no plausible round in 6 tries at concurrency 1") as caught:
         run(engine, min_repetitions=2, max_repetitions=3)
     assert isinstance(caught.value, EngineError)
 
@@ -401,9 +401,9 @@ def test_racing_without_a_baseline_still_stops_at_max_repetitions(machine, monke
     engine = TableEngine(SPEEDS, sigma=0.02, seed=2)
     measure = engine.measure
 
-    def timed(workload, batch_size, temperature=None, seed=0):
+    def timed(workload, concurrency, temperature=None, seed=0):
         clock[0] += 1.0
-        return measure(workload, batch_size, temperature, seed)
+        return measure(workload, concurrency, temperature, seed)
 
     engine.measure = timed
     result = run(engine, [NGRAM, DRAFT], baseline=False, min_repetitions=3, max_repetitions=5, precision=0.001,
@@ -511,7 +511,7 @@ def test_compare(machine):
 def test_compare_needs_a_shared_round(machine):
     result = run(TableEngine(SPEEDS), min_repetitions=3, max_repetitions=3)
     a, b = result.of(DRAFT), result.baseline
-    late = RepeatedMeasurement(a.config, a.batch_size, a.measurement, a.estimates, a.samples, [7, 8, 9], a.noise)
+    late = RepeatedMeasurement(a.config, a.concurrency, a.measurement, a.estimates, a.samples, [7, 8, 9], a.noise)
     with pytest.raises(ValueError, match="share no round"):
         compare_samples(late, b)
 
@@ -520,5 +520,5 @@ def test_progress_names_each_pass(machine):
     lines: list[str] = []
     measure_repeatedly(TableEngine(SPEEDS), [DRAFT], WORKLOAD, 2, options=ProtocolOptions(min_repetitions=2,
                        max_repetitions=2), progress=lines.append)
-    assert lines == ["round 1: none at batch size 2", "round 1: draft@4 at batch size 2",
-                     "round 2: draft@4 at batch size 2", "round 2: none at batch size 2"]
+    assert lines == ["round 1: none at concurrency 2", "round 1: draft@4 at concurrency 2",
+                     "round 2: draft@4 at concurrency 2", "round 2: none at concurrency 2"]

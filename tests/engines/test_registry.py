@@ -50,8 +50,8 @@ def test_embedded_engine_in_process_and_in_a_worker() -> None:
     assert engine.name == "embedded"
     workload = Workload("tiny", [Request("def f(x):", 4), Request("import os", 3)])
     with EngineWorker(engine_spec("embedded", device="cpu"), timeout_s=120) as worker:
-        runs = [worker.measure(EngineConfig("none"), workload, batch_size) for batch_size in (1, 2)]
-        assert worker.starts == 1  # one process serves every batch size of a configuration
+        runs = [worker.measure(EngineConfig("none"), workload, concurrency) for concurrency in (1, 2)]
+        assert worker.starts == 1  # one process serves every concurrency of a configuration
     # Each a stream of at least 4 requests per slot: the two prompts 2 and 4 times.
     assert [run.output_tokens for run in runs] == [14, 28] and runs[0].outputs == runs[1].outputs[:4]
 

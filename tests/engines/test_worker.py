@@ -42,7 +42,7 @@ class FaultyEngine(EmbeddedEngine):
         super().__init__(**kwargs)
         self.pid_file = pid_file
 
-    def measure(self, workload, batch_size, temperature=None, seed=0):
+    def measure(self, workload, concurrency, temperature=None, seed=0):
         if workload.name == "spawn-and-hang":  # a process of its own (as an MPI rank), then a hang
             helper = subprocess.Popen(["sleep", "3600"])
             Path(self.pid_file).write_text(str(helper.pid))
@@ -64,7 +64,7 @@ class FaultyEngine(EmbeddedEngine):
             raise KeyError("missing")
         if workload.name == "busy":  # from now on, this worker's passes see other processes using 1.8 of 2 cores
             noise.between = lambda _before, _after: BUSY
-        return super().measure(workload, batch_size, temperature, seed)
+        return super().measure(workload, concurrency, temperature, seed)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_workload_crosses_as_plain_data() -> None:
 def test_worker_is_reused_while_the_configuration_stays(worker) -> None:
     first = worker.measure(EngineConfig("none"), WORKLOAD, 1)
     second = worker.measure(EngineConfig("none"), WORKLOAD, 2)
-    assert (first.batch_size, second.batch_size) == (1, 2)
+    assert (first.concurrency, second.concurrency) == (1, 2)
     assert second.output_tokens == stream_tokens(2)
     assert (worker.starts, worker.loads) == (1, 1)
     worker.measure(EngineConfig("ngram", 2), WORKLOAD, 2)
@@ -105,14 +105,14 @@ class KeepingEngine(FaultyEngine):
 
 
 def test_an_engine_that_manages_its_engines_keeps_one_child_across_configurations_and_runs(target_file) -> None:
-    """Screening of two configurations, then a protocol run per batch size: one
+    """Screening of two configurations, then a protocol run per concurrency: one
     child and one model load throughout (n-gram loads no model); a failure still replaces the child."""
     options = ProtocolOptions(min_repetitions=1, max_repetitions=1)
     with EngineWorker(EngineSpec(f"{KeepingEngine.__module__}:KeepingEngine", {"target": target_file}), 30) as worker:
         worker.measure(EngineConfig("none"), WORKLOAD, 1)
         worker.measure(EngineConfig("ngram", 2), WORKLOAD, 2)
-        for batch_size in (1, 2):  # the baseline alone: no speedup whose plausibility a busy machine could spoil
-            worker.measure_repeatedly([], WORKLOAD, batch_size, options=options)
+        for concurrency in (1, 2):  # the baseline alone: no speedup whose plausibility a busy machine could spoil
+            worker.measure_repeatedly([], WORKLOAD, concurrency, options=options)
         worker.measure(EngineConfig("none"), WORKLOAD, 1)
         assert (worker.starts, worker.loads) == (1, 1) and worker.shares_child
         with pytest.raises(WorkerFailure, match="crash"):
@@ -217,7 +217,7 @@ def test_discarded_rounds_are_said_while_the_protocol_runs(worker) -> None:
     with pytest.raises(WorkerFailure, match="time budget ran out before a round could be kept"):
         worker.measure_repeatedly([EngineConfig("ngram", 2)], Workload("busy", WORKLOAD.requests), 1,
                                   options=ProtocolOptions(budget_s=0.0), notice=said.append)
-    assert said == ["round 1 at batch size 1: none pass disturbed (other processes use 1.80 of 2 cores): re-measuring"]
+    assert said == ["round 1 at concurrency 1: none pass disturbed (other processes use 1.80 of 2 cores): re-measuring"]
 
 
 def test_measurements_come_back_with_their_outputs(worker) -> None:

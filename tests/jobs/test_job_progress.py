@@ -36,30 +36,30 @@ def test_builds_are_reported_as_the_tune_goes(db_url: str) -> None:
         job_id, progress = running_job(database)
         progress(TuneProgress(0, 6, "timing step costs", kind="phase", builds=0))
         assert stored_progress(database, job_id)["builds"] == 0
-        progress(TuneProgress(1, 6, "mtp@2 b1", finished="complete", builds=2))
+        progress(TuneProgress(1, 6, "mtp@2 c1", finished="complete", builds=2))
         state = stored_progress(database, job_id)
         assert (state["phase"], state["trials_done"], state["builds"]) == ("screening", 1, 2)
-        progress(TuneProgress(1, 6, "mtp@2 b1: re-measuring", kind="note"))  # no count: the last one stays
+        progress(TuneProgress(1, 6, "mtp@2 c1: re-measuring", kind="note"))  # no count: the last one stays
         assert stored_progress(database, job_id)["builds"] == 2
 
 
 def test_the_eta_moves_while_a_trial_runs_and_is_there_during_the_first(db_url: str) -> None:
     with open_database(db_url) as database:
         job_id, progress = running_job(database)
-        progress(TuneProgress(0, 4, "mtp@1 b1"))  # the first trial starts
+        progress(TuneProgress(0, 4, "mtp@1 c1"))  # the first trial starts
         job = stored_job(database, job_id)
         started = dt.datetime.fromisoformat(job.progress["trial_started_at"])
         ten_s, twenty_s = (job.to_dict(now=started + dt.timedelta(seconds=s))["progress"] for s in (10, 20))
         # Nothing measured yet: the other 3 trials as long as this one so far, growing, marked as such.
         assert (ten_s["eta_s"], twenty_s["eta_s"], ten_s["eta_at_least"]) == (30, 60, True)
 
-        progress(TuneProgress(1, 4, "mtp@1 b1", finished="complete"))
+        progress(TuneProgress(1, 4, "mtp@1 c1", finished="complete"))
         job = stored_job(database, job_id)
         mean = job.progress["trial_mean_s"]
         assert job.progress["trial_started_at"] is None and mean is not None
         assert job.to_dict()["progress"]["eta_s"] == pytest.approx(3 * mean)  # between trials
 
-        progress(TuneProgress(1, 4, "mtp@2 b1"))
+        progress(TuneProgress(1, 4, "mtp@2 c1"))
         job = stored_job(database, job_id)
         started = dt.datetime.fromisoformat(job.progress["trial_started_at"])
         etas = [job.to_dict(now=started + dt.timedelta(seconds=mean * f))["progress"] for f in (0, 0.5, 2)]

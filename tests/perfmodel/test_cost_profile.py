@@ -1,4 +1,4 @@
-"""Cost profiles: interpolation over depth and batch size, the n-gram verify width, prefill fits
+"""Cost profiles: interpolation over depth and concurrency, the n-gram verify width, prefill fits
 and the factored summary."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from autotune.perfmodel.cost import CostPoint, CostProfile, interpolate
 
 
-def point(method: str, depth: int, batch_size: int, propose: float, verify: float, round_index: int = 0,
+def point(method: str, depth: int, concurrency: int, propose: float, verify: float, round_index: int = 0,
           prefill: float = 0.01, draft: str | None = None) -> CostPoint:
-    return CostPoint(method, draft, depth, batch_size, propose, verify, prefill, batch_size * 10,
+    return CostPoint(method, draft, depth, concurrency, propose, verify, prefill, concurrency * 10,
                      float(depth), round_index, 6)
 
 
@@ -30,14 +30,14 @@ def test_interpolate_is_linear_inside_flat_below_and_extrapolated_above() -> Non
     assert interpolate([1], [7], 9) == 7
 
 
-def test_step_time_interpolates_depth_and_batch_size() -> None:
+def test_step_time_interpolates_depth_and_concurrency() -> None:
     cost = profile()
     # Timed points come back exactly.
     assert cost.step_s("draft", "builtin", 4, 4) == pytest.approx(0.002 * 16 + 0.004 * 2)
     # Depth 2 is halfway between the timed depths 1 and 4 only in the linear sense: a third of the way.
     d1, d4 = cost.step_s("draft", "builtin", 1, 1), cost.step_s("draft", "builtin", 4, 1)
     assert cost.step_s("draft", "builtin", 2, 1) == pytest.approx(d1 + (d4 - d1) / 3)
-    # Batch size 2, between 1 and 4.
+    # Concurrency 2, between 1 and 4.
     assert cost.step_s("none", None, 0, 2) == pytest.approx(0.002)
 
 

@@ -84,12 +84,12 @@ def test_the_method_level_corrects_what_is_left_after_the_study_wide_level() -> 
     assert shift == pytest.approx(shrunk_mean([r for _, _, r in logs]))
     assert groups[("mtp", None)] == pytest.approx(shrunk_mean([0.40 - shift, 0.42 - shift]))
     assert groups[("none", None)] < 0 < groups[("mtp", None)]
-    assert cells == {}  # no batch sizes: no cell level
+    assert cells == {}  # no concurrency levels: no cell level
 
 
-def test_the_cell_level_corrects_a_bias_that_depends_on_the_batch_size() -> None:
+def test_the_cell_level_corrects_a_bias_that_depends_on_the_concurrency() -> None:
     """Drafts predicted right at batch 8 and ~10 % high at batch 1 (the guided benchmark): the
-    method level sees a scattered -5 % and corrects little; the cells correct each batch size."""
+    method level sees a scattered -5 % and corrects little; the cells correct each concurrency."""
     draft = ("draft", "builtin")
     logs = [(draft, 8, 0.01), (draft, 8, -0.01), (draft, 1, -0.11), (draft, 1, -0.095),
             (("none", None), 1, 0.0), (("none", None), 8, 0.01)]
@@ -97,7 +97,7 @@ def test_the_cell_level_corrects_a_bias_that_depends_on_the_batch_size() -> None
     assert fitted.of(draft, 1) == pytest.approx(-0.10, abs=0.015)
     assert fitted.of(draft, 8) == pytest.approx(0.0, abs=0.015)
     assert fitted.of(draft, 4) == pytest.approx(fitted.shift + fitted.groups[draft])  # no cell there yet
-    # A single residual at a batch size moves nothing at that level.
+    # A single residual at a concurrency moves nothing at that level.
     assert corrections([*logs, (draft, 2, -0.3)]).cells[(draft, 2)] == 0.0
     # The model applies it: mtp measured 10 % below raw at batch 1 (twice), as raw at batch 4 (twice).
     model = PerformanceModel(cost(), curves(), [8], [14])
@@ -106,7 +106,7 @@ def test_the_cell_level_corrects_a_bias_that_depends_on_the_batch_size() -> None
                     + [("mtp", None, d, 4, raw[(d, 4)]) for d in (1, 2)])
     assert model.predict("mtp", None, 2, 1).tokens_per_s < raw[(2, 1)] * 0.95
     assert model.predict("mtp", None, 2, 4).tokens_per_s == pytest.approx(raw[(2, 4)], rel=0.05)
-    assert "mtp b1" in model.describe()["cell_corrections"]
+    assert "mtp c1" in model.describe()["cell_corrections"]
 
 
 def test_model_uncertainty_comes_from_leave_one_out_errors() -> None:

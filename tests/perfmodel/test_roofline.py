@@ -22,7 +22,7 @@ from autotune.perfmodel.roofline import (
     roofline_cost,
     target_step_s,
 )
-from autotune.perfmodel.step_costs import grid_batch_sizes
+from autotune.perfmodel.step_costs import grid_concurrencies
 
 BUILTIN_TARGET = {"vocab_size": 259, "d_model": 320, "n_layers": 5, "n_heads": 5, "d_ff": 864, "max_seq_len": 1024,
                   "n_mtp": 2}
@@ -127,10 +127,10 @@ def test_roofline_cost_feeds_the_performance_model_unchanged() -> None:
     assert isinstance(cost, CostProfile) and cost.source == "roofline"
     assert cost.spread == ROOFLINE_SPREAD  # a roofline's fixed uncertainty, not a timing spread of 0
     assert set(cost.proposers()) == {("none", None), ("mtp", None), ("ngram", None), ("draft", "tiny")}
-    assert sorted({p.batch_size for p in cost.points}) == [1, 2, 4, 8]  # 1 and the powers of two between
+    assert sorted({p.concurrency for p in cost.points}) == [1, 2, 4, 8]  # 1 and the powers of two between
     ngram = [p for p in cost.points if p.method == "ngram"]
     assert all(p.propose_s == 0 for p in ngram)  # a host-side lookup
-    mtp = {p.depth: p for p in cost.points if p.method == "mtp" and p.batch_size == 1}
+    mtp = {p.depth: p for p in cost.points if p.method == "mtp" and p.concurrency == 1}
     assert mtp[3].propose_s == pytest.approx(3 * mtp[1].propose_s)  # one module pass per drafted token
     curves = {("mtp", None): curve(0.8, 0.6, 0.4), ("ngram", None): curve(0.3, 0.2, 0.1),
               ("draft", "tiny"): curve(0.6, 0.4, 0.3)}
@@ -154,10 +154,10 @@ def test_speculation_pays_at_batch_1_and_loses_at_a_large_batch_for_a_70b_model(
     assert speedup[1024] < 1
 
 
-def test_grid_batch_sizes_are_checked() -> None:
-    assert grid_batch_sizes([3, 12]) == [1, 2, 3, 4, 8, 12]
+def test_grid_concurrencies_are_checked() -> None:
+    assert grid_concurrencies([3, 12]) == [1, 2, 3, 4, 8, 12]
     with pytest.raises(ConfigurationError):
-        grid_batch_sizes([0])
+        grid_concurrencies([0])
 
 
 # -- the catalog --------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def folders(tmp_path):
 
 def test_report_checks_every_pair_and_splits_the_drafts(folders, gpu) -> None:
     drafts = [folders["good"], folders["bad_vocab"], folders["short"]]
-    report = preflight(folders["target"], drafts, TRTLLM_SUPPORT, hardware=gpu(80 * GIB), batch_sizes=[1, 4],
+    report = preflight(folders["target"], drafts, TRTLLM_SUPPORT, hardware=gpu(80 * GIB), concurrencies=[1, 4],
                        seq_len=1024, depths=[1, 3])
     by_subject = {s: {c.name: c.status for c in report.for_subject(s)} for s in ["target", *map(str, drafts)]}
     assert by_subject["target"] == {"architecture": "ok", "mtp": "ok", "max_num_tokens": "ok", "context_window": "ok",
@@ -81,8 +81,8 @@ def test_the_report_keeps_the_folders_it_read(folders, tmp_path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"batch_sizes": [0]}, "batch sizes"),
-        ({"batch_sizes": []}, "batch sizes"),
+        ({"concurrencies": [0]}, "concurrency levels"),
+        ({"concurrencies": []}, "concurrency levels"),
         ({"seq_len": 0}, "seq_len"),
         ({"depths": [17]}, "depths"),
         ({"methods": ["medusa"]}, "unknown method"),

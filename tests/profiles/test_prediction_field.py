@@ -22,7 +22,7 @@ PREDICTION = {
     "sigma": 0.05,
     "source": "timed",
 }
-ROW = {"trial_number": 3, "method": "mtp", "depth": 2, "batch_size": 4, "state": "complete", "tokens_per_s": 480.0}
+ROW = {"trial_number": 3, "method": "mtp", "depth": 2, "concurrency": 4, "state": "complete", "tokens_per_s": 480.0}
 
 
 def test_a_trial_document_reads_and_writes_the_prediction() -> None:
@@ -53,7 +53,7 @@ def test_predictions_survive_export_and_import(db_url: str, tmp_path: Path) -> N
         keys = {(r.phase, r.trial_number) for r in predicted}
     text = export_profile(show_profile(source, profile_id), "json")
     document = json.loads(text)
-    assert document["format_version"] == 2  # an optional key: the format is unchanged
+    assert document["format_version"] == 3  # an optional key: the format is unchanged
     written = {(m["phase"], m["trial_number"]): m["prediction"] for m in document["profile"]["measurements"]}
     assert {k for k, v in written.items() if v is not None} == keys
 

@@ -10,23 +10,23 @@ from autotune.analysis.decision import pareto_front
 from autotune.store.results import TrialRow
 
 
-def trial(method: str, depth: int, batch_size: int, tokens_per_s: float, tpot: float | None = None, *,
+def trial(method: str, depth: int, concurrency: int, tokens_per_s: float, tpot: float | None = None, *,
           number: int = 0, state: str = "complete") -> TrialRow:
     """A screening row: one pass, no interval, no speedup."""
-    return TrialRow(trial_number=number, method=method, depth=depth, batch_size=batch_size, state=state,
+    return TrialRow(trial_number=number, method=method, depth=depth, concurrency=concurrency, state=state,
                     tokens_per_s=tokens_per_s if state == "complete" else None, tpot_ms_p50=tpot)
 
 
-def confirmed(method: str, depth: int, batch_size: int, tokens_per_s: float, speedup: float | None = None,
+def confirmed(method: str, depth: int, concurrency: int, tokens_per_s: float, speedup: float | None = None,
               interval: tuple[float, float] | None = None) -> TrialRow:
     """A confirmation row with its paired speedup (the baseline's is 1) and, if given, its interval."""
-    row = trial(method, depth, batch_size, tokens_per_s)
+    row = trial(method, depth, concurrency, tokens_per_s)
     value = 1.0 if method == "none" else speedup
     intervals = {"tokens_per_s": {"value": tokens_per_s, "low": 0.98 * tokens_per_s, "high": 1.02 * tokens_per_s, "n": 5}}
     if interval is not None:
         intervals["speedup"] = {"value": value, "low": interval[0], "high": interval[1], "n": 5}
     return replace(row, phase="confirmation", repetitions=5, speedup=value, intervals=intervals,
-                   extra={"confirmation": {"run": 1, "screened": 10, "batch_size": batch_size}})
+                   extra={"confirmation": {"run": 1, "screened": 10, "concurrency": concurrency}})
 
 
 def test_schedule_from_the_per_batch_table() -> None:
@@ -60,7 +60,7 @@ def test_schedule_is_made_non_increasing_keeping_the_profiles_own_depth() -> Non
     assert plan.max_draft_len == 3
 
 
-def test_missing_batch_size_one_is_added_with_the_smallest_measured_depth() -> None:
+def test_missing_concurrency_one_is_added_with_the_smallest_measured_depth() -> None:
     plan = analysis.serving_plan(factory.profile_data("mtp", 3, 2, {2: ("mtp", 3), 8: ("mtp", 1)}))
     assert plan.draft_len_schedule == {1: 3, 2: 3, 8: 1}
 
@@ -105,9 +105,9 @@ def test_pareto_front_keeps_only_undominated_trials() -> None:
 
 
 def test_a_table_row_of_another_draft_model_is_not_the_profiles() -> None:
-    # The table and the profile's details name drafts by the tuner's label: at batch size 4 another
+    # The table and the profile's details name drafts by the tuner's label: at concurrency 4 another
     # draft model won, so its depth is not the profile's draft's (and no trial of it was loaded).
     profile = factory.profile_data("draft", 3, 1, {1: ("draft", 3), 4: ("draft", 2)})
     assert analysis.speculation_depths(profile) == {1: 3, 4: 2}
-    rows = [{**row, "draft": "other-draft"} if row["batch_size"] == 4 else row for row in profile.per_batch_size]
-    assert analysis.speculation_depths(replace(profile, per_batch_size=rows)) == {1: 3}
+    rows = [{**row, "draft": "other-draft"} if row["concurrency"] == 4 else row for row in profile.per_concurrency]
+    assert analysis.speculation_depths(replace(profile, per_concurrency=rows)) == {1: 3}

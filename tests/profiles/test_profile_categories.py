@@ -112,10 +112,10 @@ def test_plan_takes_the_mix_and_needs_categories_for_it(study, tmp_path) -> None
     assert any(note.startswith("--mix code=1") for note in code["notes"])
 
     def ngram(plan: dict) -> dict:
-        return next(a for a in plan["per_batch_size"][0]["alternatives"] if a["method"] == "ngram")
+        return next(a for a in plan["per_concurrency"][0]["alternatives"] if a["method"] == "ngram")
 
     def none(plan: dict) -> dict:
-        return next(a for a in plan["per_batch_size"][0]["alternatives"] if a["method"] == "none")
+        return next(a for a in plan["per_concurrency"][0]["alternatives"] if a["method"] == "none")
 
     # The n-gram proposer's prediction moves with the mix; none's does not (one token per step).
     assert none(code)["predicted_tokens_per_s"] == pytest.approx(none(plain)["predicted_tokens_per_s"])

@@ -34,7 +34,7 @@ def test_trials_shows_phase_n_and_intervals(stored) -> None:  # noqa: ANN001
     output = run("trials", "h100-old", "--db", url)
     header = next(line for line in output.splitlines() if "tokens/s" in line)
     assert [c.strip() for c in header.strip("┃ ").split("┃")] == [
-        "#", "phase", "config", "batch", "state", "n", "tokens/s", "speedup", "accept", "note"]
+        "#", "phase", "config", "c", "state", "n", "tokens/s", "speedup", "accept", "note"]
     rows = table_lines(output)
     screening = [r for r in rows if r[1] == "screen"]
     confirmation = [r for r in rows if r[1] == "confirm 1"]
@@ -71,17 +71,17 @@ def test_profiles_show_a_confirmed_profile(stored) -> None:  # noqa: ANN001
     url, ids = stored
     output = run("profiles", "show", str(ids["h100-old"]), "--db", url)
     facts = {row[0]: row[1] for row in table_lines(output) if len(row) == 2}
-    assert facts["configuration"] == "mtp@2" and facts["batch size"] == "4"
+    assert facts["configuration"] == "mtp@2" and facts["concurrency"] == "4"
     assert facts["tokens/s"].startswith("478 ±1.")
     assert facts["speedup vs none"].startswith("1.44x [1.4")
     assert facts["n (repetitions)"] == str(factory.ROUNDS) and facts["confirmed"] == "yes"
     assert facts["tied within noise"] == "mtp@3" and facts["from"].startswith("confirmation trial ")
-    assert "tied within noise at batch size 4: mtp@2 and mtp@3; mtp@2 is the simplest to operate" in output
+    assert "tied within noise at concurrency 4: mtp@2 and mtp@3; mtp@2 is the simplest to operate" in output
     per_batch = [row for row in table_lines(output) if len(row) == 8]
-    assert [row[0] for row in per_batch] == [str(b) for b in factory.BATCH_SIZES]
+    assert [row[0] for row in per_batch] == [str(b) for b in factory.CONCURRENCIES]
     assert per_batch[-1][1:3] == ["0", "none"] and per_batch[-1][4] == "1x (speculation off)"
     assert per_batch[0][1:3] == ["4", "mtp@4"] and per_batch[0][4].startswith("2.04x [")
-    assert per_batch[2][6] == "mtp@3"  # batch size 4: tied
+    assert per_batch[2][6] == "mtp@3"  # concurrency 4: tied
 
 
 def test_profiles_show_an_unconfirmed_profile(stored) -> None:  # noqa: ANN001
@@ -99,7 +99,7 @@ def test_profiles_show_json_includes_repetitions_and_intervals(stored) -> None: 
     assert data["repetitions"] == factory.ROUNDS and data["confirmed"] is True
     assert data["intervals"]["speedup"]["low"] < data["speedup"] < data["intervals"]["speedup"]["high"]
     assert data["chosen_phase"] == "confirmation" and data["tied_with"] == ["mtp@2", "mtp@3"]
-    assert all("speedup_low" in row and "repetitions" in row for row in data["per_batch_size"])
+    assert all("speedup_low" in row and "repetitions" in row for row in data["per_concurrency"])
     unconfirmed = json.loads(run("profiles", "show", str(ids["cpu"]), "--json", "--db", url))
     assert (unconfirmed["repetitions"], unconfirmed["intervals"], unconfirmed["confirmed"]) == (1, {}, False)
 
@@ -122,7 +122,7 @@ def test_profiles_show_says_what_a_server_runs_where_none_won(stored, tmp_path) 
     (tmp_path / "trt.json").write_text(json.dumps(document))
     imported = json.loads(run("profiles", "import", str(tmp_path / "trt.json"), "--json", "--db", url))["id"]
     (state,) = json.loads(run("profiles", "show", str(imported), "--json", "--db", url))["off_state"]["trtllm"]
-    assert (state["batch_size"], state["depth"], state["configuration"]) == (16, 1, "mtp@1")
+    assert (state["concurrency"], state["depth"], state["configuration"]) == (16, 1, "mtp@1")
     gain = state["vs_none"]
     assert gain["low"] < gain["value"] < gain["high"] < 1 and gain["n"] == factory.ROUNDS
     assert state["summary"] == f"draft length 1: mtp@1 {gain['value']:.2f}x [{gain['low']:.2f}, {gain['high']:.2f}] " \

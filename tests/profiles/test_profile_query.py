@@ -35,7 +35,7 @@ def test_list_is_newest_first_and_filters(populated) -> None:  # noqa: ANN001
     assert list_profiles(url, method="ngram") == []
     summary = list_profiles(url, study="h100-old")[0].summary()
     assert summary["hardware"] == factory.H100[0] and summary["model"] == "tiny-target"
-    assert summary["method"] == "mtp" and summary["batch_size"] == 4
+    assert summary["method"] == "mtp" and summary["concurrency"] == 4
     json.dumps([p.summary() for p in list_profiles(url)])
 
 
@@ -61,8 +61,8 @@ def test_list_refuses_unknown_names(populated, kwargs, message) -> None:  # noqa
 def test_show_loads_the_study_with_every_trial(populated) -> None:  # noqa: ANN001
     url, ids = populated
     profile = show_profile(url, ids["h100-old"])
-    # mtp@3 and mtp@2 are within noise at batch size 4: the smaller depth is recommended.
-    assert profile.label() == "mtp@2" and profile.batch_size == 4
+    # mtp@3 and mtp@2 are within noise at concurrency 4: the smaller depth is recommended.
+    assert profile.label() == "mtp@2" and profile.concurrency == 4
     assert profile.tied_with == ["mtp@2", "mtp@3"]
     assert profile.study.name == "h100-old" and profile.hardware.fingerprint == factory.H100[1]
     screening = [m for m in profile.measurements if m.phase == "screening"]
@@ -71,12 +71,12 @@ def test_show_loads_the_study_with_every_trial(populated) -> None:  # noqa: ANN0
     assert len(confirmation) == 25 and all(m.repetitions == factory.ROUNDS and m.confirmed for m in confirmation)
     chosen = profile.chosen_measurement()
     assert chosen.phase == profile.chosen_phase == "confirmation" and chosen.trial_number == profile.chosen_trial
-    assert (chosen.method, chosen.depth, chosen.batch_size, chosen.tokens_per_s) == ("mtp", 2, 4, profile.tokens_per_s)
+    assert (chosen.method, chosen.depth, chosen.concurrency, chosen.tokens_per_s) == ("mtp", 2, 4, profile.tokens_per_s)
     assert chosen.intervals["speedup"]["value"] == chosen.speedup == profile.speedup
     assert [m.fingerprint for m in profile.draft_models] == ["dddd000011112222"]
     drafts = {(m.draft, m.draft_fingerprint) for m in profile.measurements if m.method == "draft"}
     assert drafts == {("tiny-draft", "dddd000011112222")}  # by the tuner's label and by fingerprint
-    assert [row["batch_size"] for row in profile.per_batch_size] == list(factory.BATCH_SIZES)
+    assert [row["concurrency"] for row in profile.per_concurrency] == list(factory.CONCURRENCIES)
     json.dumps(profile.to_dict())
     assert show_profile(url, ids["h100-old"], with_measurements=False).measurements == ()
 
@@ -91,9 +91,9 @@ def test_a_confirmed_profile_carries_its_intervals(populated) -> None:  # noqa: 
     summary = profile.summary()
     assert summary["repetitions"] == factory.ROUNDS and summary["confirmed"] is True
     assert set(summary["intervals"]) == {"tokens_per_s", "tpot_ms_p50", "speedup"}  # the listed figures only
-    by_batch = {row["batch_size"]: row for row in profile.per_batch_size}
-    assert by_batch[16]["method"] == "none" and by_batch[16]["depth"] == 0  # speculation off
-    assert by_batch[1]["speedup_low"] < by_batch[1]["speedup"] < by_batch[1]["speedup_high"]
+    by_level = {row["concurrency"]: row for row in profile.per_concurrency}
+    assert by_level[16]["method"] == "none" and by_level[16]["depth"] == 0  # speculation off
+    assert by_level[1]["speedup_low"] < by_level[1]["speedup"] < by_level[1]["speedup_high"]
     # Phases number their trials apart: the newer study's chosen confirmation row shares its
     # number with a screening trial of another configuration.
     newer = show_profile(url, ids["h100-new"])
@@ -109,7 +109,7 @@ def test_a_screening_only_profile_has_no_speedups(populated) -> None:  # noqa: A
     tokens = profile.estimate("tokens_per_s")
     assert (tokens.value, tokens.n, tokens.has_interval) == (profile.tokens_per_s, 1, False)
     assert all(m.phase == "screening" and m.speedup is None and m.intervals == {} for m in profile.measurements)
-    assert all(row["speedup"] is None for row in profile.per_batch_size if row["method"] != "none")
+    assert all(row["speedup"] is None for row in profile.per_concurrency if row["method"] != "none")
 
 
 def test_show_unknown_id_names_the_newest(populated) -> None:  # noqa: ANN001
@@ -132,16 +132,16 @@ def test_best_without_constraints_is_the_fastest_profile_here(populated) -> None
     json.dumps(best.to_dict())
 
 
-def test_best_at_a_batch_size_is_the_fastest_trial_there(populated) -> None:  # noqa: ANN001
+def test_best_at_a_concurrency_is_the_fastest_trial_there(populated) -> None:  # noqa: ANN001
     url, ids = populated
-    best = best_profile(url, "tiny-target", batch_size=16)
+    best = best_profile(url, "tiny-target", concurrency=16)
     point = best.operating_point
     # Speculation loses at batch 16: the faster (old) study's baseline wins.
-    assert (point.method, point.depth, point.batch_size) == ("none", 0, 16)
+    assert (point.method, point.depth, point.concurrency) == ("none", 0, 16)
     assert point.tokens_per_s == pytest.approx(factory.baseline_tokens_per_s(16))
     assert best.profile.id == ids["h100-old"]
     deployment = best.deployment()
-    assert (deployment.method, deployment.depth, deployment.batch_size) == ("none", 0, 16)
+    assert (deployment.method, deployment.depth, deployment.concurrency) == ("none", 0, 16)
     assert deployment.chosen_trial == point.trial_number and deployment.draft is None
     assert (deployment.chosen_phase, deployment.repetitions, deployment.intervals) == (point.phase, point.repetitions, point.intervals)
     assert deployment.confirmed == point.confirmed and deployment.tied_with == []
@@ -149,9 +149,9 @@ def test_best_at_a_batch_size_is_the_fastest_trial_there(populated) -> None:  # 
 
 def test_best_under_a_tpot_slo(populated) -> None:  # noqa: ANN001
     url, _ = populated
-    best = best_profile(url, "tiny-target", batch_size=2, slo_tpot_ms=7.0)
+    best = best_profile(url, "tiny-target", concurrency=2, slo_tpot_ms=7.0)
     assert best.operating_point.tpot_ms_p50 <= 7.0
-    assert best.request == {"model": "tiny-target", "hardware": "current", "batch_size": 2, "slo_tpot_ms": 7.0}
+    assert best.request == {"model": "tiny-target", "hardware": "current", "concurrency": 2, "slo_tpot_ms": 7.0}
     anywhere = best_profile(url, "tiny-target", slo_tpot_ms=9.0)
     assert anywhere.operating_point.tpot_ms_p50 <= 9.0
     assert anywhere.operating_point.tokens_per_s >= best.operating_point.tokens_per_s
@@ -165,17 +165,17 @@ def test_best_may_pick_a_draft_trial_and_carry_its_draft(db_url: str, monkeypatc
         hw, target = factory.hardware(session, *factory.H100), factory.model(session, "t", "t" * 16)
         draft = factory.model(session, "d", "d" * 16, role="draft")
         factory.study(session, "draft-only", hw, target, draft, methods=("none", "draft"))
-    deployment = best_profile(db_url, "t", batch_size=1).deployment()
+    deployment = best_profile(db_url, "t", concurrency=1).deployment()
     assert deployment.method == "draft" and deployment.draft.name == "d"
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"model": "tiny-target", "hardware": "ffff"}, "no hardware named 'ffff'"),
     ({"model": "nobody"}, "no target model 'nobody'.*models with profiles: tiny-target"),
-    ({"model": "tiny-target", "batch_size": 3}, "no profile for .tiny-target. was measured at batch size 3; nearest measured batch size: 2 "
+    ({"model": "tiny-target", "concurrency": 3}, "no profile for .tiny-target. was measured at concurrency 3; nearest measured concurrency: 2 "
                                                 r"\(measured: 1, 2, 4, 8, 16\)"),
-    ({"model": "tiny-target", "batch_size": 1, "slo_tpot_ms": 1.0},
-     r"meets TPOT p50 <= 1 ms; the fastest measured is 5.15 ms \(mtp@4 at batch size 1\)"),
+    ({"model": "tiny-target", "concurrency": 1, "slo_tpot_ms": 1.0},
+     r"meets TPOT p50 <= 1 ms; the fastest measured is 5.15 ms \(mtp@4 at concurrency 1\)"),
     ({"model": "tiny-target", "slo_tpot_ms": 0.5}, "the fastest measured is 5.15 ms"),
 ])
 def test_best_not_found_names_the_nearest_match(populated, kwargs, message) -> None:  # noqa: ANN001
@@ -195,7 +195,7 @@ def test_best_on_other_hardware_points_to_where_the_model_was_tuned(populated, m
         best_profile(url, "other-target", hardware=factory.CPU[0])
 
 
-@pytest.mark.parametrize("kwargs", [{"batch_size": 0}, {"batch_size": 2.5}, {"batch_size": True}, {"slo_tpot_ms": 0},
+@pytest.mark.parametrize("kwargs", [{"concurrency": 0}, {"concurrency": 2.5}, {"concurrency": True}, {"slo_tpot_ms": 0},
                                     {"slo_tpot_ms": -3.0}, {"slo_tpot_ms": "fast"}])
 def test_best_refuses_bad_requests_before_touching_the_database(kwargs) -> None:  # noqa: ANN001
     with pytest.raises(ConfigurationError):

@@ -6,6 +6,7 @@ import copy
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from autotune.serving import export_profile
 from autotune.profiles import best_profile, import_profile, list_profiles, query, show_profile
 from autotune.store import open_database
 from autotune.store.models import HardwareRecord, ModelRecord
+from autotune.store.renamed_keys import RENAMED_KEYS
 
 
 @pytest.fixture
@@ -40,7 +42,7 @@ def test_export_import_export_is_lossless(db_url: str, exported) -> None:  # noq
     again = export_profile(show_profile(db_url, imported.id), "json")
     assert without_ids(again) == without_ids(text)
     document = json.loads(text)
-    assert document["format"] == "autotune-deployment-profile" and document["format_version"] == 2
+    assert document["format"] == "autotune-deployment-profile" and document["format_version"] == 3
     assert len(document["profile"]["measurements"]) == 61 + 25
     assert document["profile"]["hardware"]["fingerprint"] == factory.H100[1]
 
@@ -62,7 +64,15 @@ def test_confirmation_rows_and_intervals_survive_export_and_import(db_url: str, 
     assert len(confirmation) == 25 and all(m.intervals["tokens_per_s"]["n"] == factory.ROUNDS for m in confirmation)
     assert all(m.extra["samples"] and m.extra["confirmation"]["run"] == 1 for m in confirmation)
     assert imported.chosen_measurement().estimate("speedup") == imported.estimate("speedup")
-    assert imported.per_batch_size == source.per_batch_size
+    assert imported.per_concurrency == source.per_concurrency
+
+
+def old_names(value: Any) -> Any:
+    """``value`` with its keys named as formats 1 and 2 named them, before issue 38 (batch size)."""
+    old = {new: name for name, new in RENAMED_KEYS.items()}
+    if isinstance(value, dict):
+        return {old.get(key, key): old_names(item) for key, item in value.items()}
+    return [old_names(item) for item in value] if isinstance(value, list) else value
 
 
 def version_1(document: dict) -> dict:
@@ -72,14 +82,14 @@ def version_1(document: dict) -> dict:
         profile.pop(key)
     for key in ("confirmed", "phase", "tied_with"):
         profile["details"].pop(key, None)
-    for row in profile["per_batch_size"]:
+    for row in profile["per_concurrency"]:
         for key in ("tokens_per_s_low", "tokens_per_s_high", "speedup_low", "speedup_high", "repetitions", "leader",
                     "tied", "confirmed", "note"):
             row.pop(key)
     for m in profile["measurements"]:
         for key in ("phase", "repetitions", "intervals"):
             m.pop(key)
-    return {**document, "format_version": 1}
+    return old_names({**document, "format_version": 1})
 
 
 def test_a_version_1_document_imports_as_one_screening_run_each(db_url: str, tmp_path: Path) -> None:
@@ -87,6 +97,7 @@ def test_a_version_1_document_imports_as_one_screening_run_each(db_url: str, tmp
     ids = factory.populate(source)
     document = version_1(json.loads(export_profile(show_profile(source, ids["cpu"]), "json")))
     assert "intervals" not in json.dumps(document) and "phase" not in json.dumps(document)
+    assert "per_batch_size" in document["profile"] and "concurrency" not in json.dumps(document)
     path = tmp_path / "old.json"
     path.write_text(json.dumps(document))
     imported = show_profile(db_url, import_profile(db_url, path).id)
@@ -96,15 +107,18 @@ def test_a_version_1_document_imports_as_one_screening_run_each(db_url: str, tmp
     assert len(imported.measurements) == 61
     assert all((m.phase, m.repetitions, m.intervals) == ("screening", 1, {}) for m in imported.measurements)
     assert imported.chosen_measurement().tokens_per_s == imported.tokens_per_s
+    assert imported.concurrency == show_profile(source, ids["cpu"]).concurrency
+    assert [row["concurrency"] for row in imported.per_concurrency] == [
+        row["batch_size"] for row in document["profile"]["per_batch_size"]]
     again = json.loads(export_profile(imported, "json"))
-    assert again["format_version"] == 2 and again["profile"]["repetitions"] == 1
+    assert again["format_version"] == 3 and again["profile"]["repetitions"] == 1
 
 
 def test_imported_trials_answer_best_queries(db_url: str, exported, monkeypatch) -> None:  # noqa: ANN001
     _, path = exported
     import_profile(db_url, path)
     monkeypatch.setattr(query, "current_fingerprint", lambda: factory.H100[1])
-    best = best_profile(db_url, "tiny-target", batch_size=2)
+    best = best_profile(db_url, "tiny-target", concurrency=2)
     assert best.operating_point.config_label == "mtp@4"
 
 
@@ -134,12 +148,12 @@ BAD_DOCUMENTS = [
     (lambda t: "{not json", "not valid JSON"),
     (lambda t: "[1, 2]", "not an autotune profile export"),
     (lambda t: mutate(t, lambda d: d.update(format="something-else")), "not an autotune profile export"),
-    (lambda t: mutate(t, lambda d: d.update(format_version=3)), "format_version 3; this autotune reads versions 1 and 2"),
+    (lambda t: mutate(t, lambda d: d.update(format_version=4)), "format_version 4; this autotune reads versions 1, 2 and 3"),
     (lambda t: mutate(t, lambda d: d["profile"].pop("method")), "profile lacks the key 'method'"),
     (lambda t: mutate(t, lambda d: d["profile"]["study"].pop("name")), "study lacks the key 'name'"),
     (lambda t: mutate(t, lambda d: d["profile"].update(method="eagle")), "method 'eagle' is not one of"),
     (lambda t: mutate(t, lambda d: d["profile"].update(depth=0)), "depth 0 does not fit method mtp"),
-    (lambda t: mutate(t, lambda d: d["profile"].update(batch_size="eight")), "batch size must be an integer"),
+    (lambda t: mutate(t, lambda d: d["profile"].update(concurrency="eight")), "concurrency must be an integer"),
     (lambda t: mutate(t, lambda d: d["profile"].update(created_at="yesterday")), "profile.created_at must be an ISO-8601"),
     (lambda t: mutate(t, lambda d: d["profile"].update(measurements={})), "measurements must be a JSON list"),
     (lambda t: mutate(t, lambda d: d["profile"]["measurements"].append("trial")), "measurement must be a JSON object"),

@@ -64,11 +64,11 @@ def cpu_profile():
 
 @pytest.fixture
 def options(models, workload, sqlite_url) -> TuneOptions:
-    """A small study: all four methods, depth <= 2, batch sizes 1 and 2, 6 trials, a short
-    confirmation (3 rounds per batch size). TPE: these tests count on the budget being spent; the
+    """A small study: all four methods, depth <= 2, concurrency levels 1 and 2, 6 trials, a short
+    confirmation (3 rounds per concurrency). TPE: these tests count on the budget being spent; the
     model-guided search, which stops when nothing can win, is tested in test_guide.py."""
     return TuneOptions(
         db_url=sqlite_url, study_name="tiny", target=models["target"], drafts=(models["draft"],), max_depth=2,
-        batch_sizes=(1, 2), n_trials=6, seed=3, sampler="tpe", workload=workload, hardware=make_cpu_profile(), trial_timeout_s=120,
+        concurrencies=(1, 2), n_trials=6, seed=3, sampler="tpe", workload=workload, hardware=make_cpu_profile(), trial_timeout_s=120,
         heartbeat_interval_s=1, grace_period_s=2, max_repetitions=3, confirm_seconds=1.0,
     )

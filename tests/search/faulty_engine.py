@@ -2,8 +2,8 @@
 
 The plan is a JSON file named by the environment variable ``FAULTY_ENGINE_PLAN`` (worker processes
 inherit the environment, so in-process studies and ``autotune tune`` subprocesses both see it):
-``{"log_dir": DIR, "faults": {"ngram@1 b2": ["exit", null, ...], ...}}``. Keys are trial labels
-(``none b1``, ``ngram@2 b2``). The k-th ``measure`` call of a label, over every worker process,
+``{"log_dir": DIR, "faults": {"ngram@1 c2": ["exit", null, ...], ...}}``. Keys are trial labels
+(``none c1``, ``ngram@2 c2``). The k-th ``measure`` call of a label, over every worker process,
 behaves as entry k of its list (``null`` or past the end: measures normally):
 
 * ``exit``      ``os._exit(3)`` after a line on stderr (a native library aborting);
@@ -81,11 +81,11 @@ class FaultyEngine(EmbeddedEngine):
         # shift the k-th call of a label the fault plans count on (the noise has tests of its own).
         noise.between = lambda _before, _after: QUIET
 
-    def measure(self, workload, batch_size, temperature=None, seed=0):  # noqa: ANN001 - the Engine protocol
+    def measure(self, workload, concurrency, temperature=None, seed=0):  # noqa: ANN001 - the Engine protocol
         plan = json.loads(Path(os.environ[PLAN_ENV]).read_text())
         log_dir = Path(plan["log_dir"])
         method, depth = self.config.method, self.config.depth
-        label = f"{method if method == 'none' else f'{method}@{depth}'} b{batch_size}"
+        label = f"{method if method == 'none' else f'{method}@{depth}'} b{concurrency}"
         log = log_dir / f"{label}.calls"
         attempt = calls(log_dir, label)
         with log.open("a") as handle:
@@ -94,7 +94,7 @@ class FaultyEngine(EmbeddedEngine):
         fault = faults[attempt] if attempt < len(faults) else None
         if fault is not None:
             _misbehave(fault, log_dir)
-        return super().measure(workload, batch_size, temperature, seed)
+        return super().measure(workload, concurrency, temperature, seed)
 
 
 def _misbehave(fault: str, log_dir: Path) -> None:

@@ -1,5 +1,5 @@
 """The confirmation phase's finalists (:func:`autotune.search.confirm.finalists`), from screening rows,
-and its retries of a batch size whose worker failed."""
+and its retries of a concurrency whose worker failed."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from autotune.search.space import Candidate
 from autotune.store.results import TrialRow
 
 
-def row(method: str, depth: int, batch_size: int, tokens: float | None, *, number: int = 0, draft: str | None = None,
+def row(method: str, depth: int, concurrency: int, tokens: float | None, *, number: int = 0, draft: str | None = None,
         tpot: float | None = None, state: str = "complete", phase: str = "screening") -> TrialRow:
     if method == "draft" and draft is None:
         draft = "builtin"
-    return TrialRow(trial_number=number, method=method, draft=draft, depth=depth, batch_size=batch_size, state=state,
+    return TrialRow(trial_number=number, method=method, draft=draft, depth=depth, concurrency=concurrency, state=state,
                     reason=None, tokens_per_s=tokens, tpot_ms_p50=tpot, tpot_ms_p90=tpot, phase=phase,
                     extra={"confirmation": {"run": 1}} if phase == "confirmation" else {})
 
@@ -49,7 +49,7 @@ def test_the_optimistic_bound():
     ])
     chosen = finalists(rows, [4], Slo())
     assert labels(chosen[4]) == ["mtp@2", "draft@4"]
-    assert all(c.batch_size == 4 for c in chosen[4])
+    assert all(c.concurrency == 4 for c in chosen[4])
     assert chosen[4][1] == Candidate("draft", 4, 4, "builtin")
 
 
@@ -134,7 +134,7 @@ class FlakyWorker:
     def keep(self, configs) -> None:  # noqa: ANN001 - EngineWorker's
         self.hints.append([config.label() for config in configs])
 
-    def measure_repeatedly(self, configs, workload, batch_size, seed, options, notice):  # noqa: ANN001 - EngineWorker's
+    def measure_repeatedly(self, configs, workload, concurrency, seed, options, notice):  # noqa: ANN001 - EngineWorker's
         self.calls += 1
         self.loads += 1
         if self.kinds:
@@ -154,15 +154,15 @@ def confirm_b1(worker: FlakyWorker, attempts: int):
     (["unsupported"], 3, 1, "the worker died"),  # it would fail again: not retried
     (["crash"], 1, 1, "the worker died"),  # no retries asked for
 ])
-def test_a_failed_batch_size_is_confirmed_again_within_the_attempts(kinds, attempts, calls, failure) -> None:
+def test_a_failed_concurrency_is_confirmed_again_within_the_attempts(kinds, attempts, calls, failure) -> None:
     worker = FlakyWorker(kinds)
     batch = confirm_b1(worker, attempts)
     assert (worker.calls, batch.failure, batch.result is None) == (calls, failure, failure is not None)
     assert batch.loads == calls  # the builds of every attempt count
 
 
-def test_each_batch_size_tells_the_worker_what_it_and_the_later_ones_run() -> None:
-    """An engine that keeps several shuts down what no batch size left needs first."""
+def test_each_concurrency_tells_the_worker_what_it_and_the_later_ones_run() -> None:
+    """An engine that keeps several shuts down what no concurrency left needs first."""
     worker = FlakyWorker([])
     finalist = {1: [Candidate("ngram", 1, 1)], 2: [Candidate("ngram", 2, 2)], 4: [Candidate("mtp", 1, 4)]}
     confirm(worker, finalist, lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions())
@@ -184,11 +184,11 @@ class ClockedWorker:
     def keep(self, configs) -> None:  # noqa: ANN001 - EngineWorker's
         pass
 
-    def measure_repeatedly(self, configs, workload, batch_size, seed, options, notice):  # noqa: ANN001 - EngineWorker's
+    def measure_repeatedly(self, configs, workload, concurrency, seed, options, notice):  # noqa: ANN001 - EngineWorker's
         self.budgets.append(options.budget_s)
         self.clock[0] += self.seconds
         if self.fail_after is not None and len(self.budgets) > self.fail_after:
-            raise WorkerFailure("engine_error", "the time budget ran out before a round could be kept at batch size 2")
+            raise WorkerFailure("engine_error", "the time budget ran out before a round could be kept at concurrency 2")
         return SimpleNamespace(baseline=None)
 
 
@@ -210,19 +210,19 @@ def confirm_b1_b2_b4(worker, budget_s: float):  # noqa: ANN001 - a fake EngineWo
                    attempts=2, deadline=Deadline.start(budget_s))
 
 
-def test_the_budget_left_caps_each_batch_size_and_none_starts_after_it(clock) -> None:
+def test_the_budget_left_caps_each_concurrency_and_none_starts_after_it(clock) -> None:
     worker = ClockedWorker(clock, seconds=40.0)
     batches = confirm_b1_b2_b4(worker, budget_s=60.0)
-    assert worker.budgets == [60.0, 20.0]  # batch size 4 came after the deadline: not started
-    assert [(b.batch_size, b.out_of_time, b.result is None) for b in batches] == [(1, False, False), (2, False, False),
+    assert worker.budgets == [60.0, 20.0]  # concurrency 4 came after the deadline: not started
+    assert [(b.concurrency, b.out_of_time, b.result is None) for b in batches] == [(1, False, False), (2, False, False),
                                                                                (4, True, True)]
 
 
-def test_a_batch_size_that_kept_no_round_in_time_is_out_of_time_not_failed(clock) -> None:
+def test_a_concurrency_that_kept_no_round_in_time_is_out_of_time_not_failed(clock) -> None:
     worker = ClockedWorker(clock, seconds=40.0, fail_after=1)
     batches = confirm_b1_b2_b4(worker, budget_s=60.0)
-    assert worker.budgets == [60.0, 20.0]  # no retry of batch size 2 after the deadline
-    assert [(b.batch_size, b.out_of_time) for b in batches] == [(1, False), (2, True), (4, True)]
+    assert worker.budgets == [60.0, 20.0]  # no retry of concurrency 2 after the deadline
+    assert [(b.concurrency, b.out_of_time) for b in batches] == [(1, False), (2, True), (4, True)]
     assert "time budget ran out" in batches[1].failure
 
 
@@ -238,7 +238,7 @@ def test_the_best_unmeasured_configuration_whose_optimistic_bound_reaches_the_le
         Candidate("mtp", 3, 4): predicted(reach * 1.01, 0.1),   # the best prediction that reaches: joins
         Candidate("mtp", 1, 4): predicted(reach * 1.001, 0.1),  # reaches too, but predicted lower
         Candidate("ngram", 2, 4): predicted(1000.0, 0.05),      # 1000 x e^0.05 < 1200: cannot reach
-        Candidate("mtp", 3, 8): predicted(5000.0, 0.1),         # another batch size, nothing screened there
+        Candidate("mtp", 3, 8): predicted(5000.0, 0.1),         # another concurrency, nothing screened there
     }
     chosen = finalists(rows, [4, 8], Slo(), guesses)
     assert labels(chosen[4]) == ["mtp@2", "mtp@3"] and 8 not in chosen
@@ -247,7 +247,7 @@ def test_the_best_unmeasured_configuration_whose_optimistic_bound_reaches_the_le
 
 
 def test_a_measured_configuration_screened_low_joins_on_its_prediction():
-    """vLLM's draft@4 b4 screened a third low (447 against 669 confirmed): its pass x 1.25 missed the
+    """vLLM's draft@4 c4 screened a third low (447 against 669 confirmed): its pass x 1.25 missed the
     leader, its prediction did not (docs/benchmarks.md)."""
     rows = numbered([row("none", 0, 4, 400.0), row("draft", 3, 4, 654.0), row("draft", 4, 4, 447.0)])
     d3, d4 = Candidate("draft", 3, 4, "builtin"), Candidate("draft", 4, 4, "builtin")

@@ -53,8 +53,8 @@ def check_shared_study(options: TuneOptions, run_by_worker: list[int], exact: bo
     rows = [row for row in study_trials(options.db_url, options.study_name) if row.phase == "screening"]
     assert sorted(row.trial_number for row in rows) == [trial.number for trial in measured]
     enqueued = Counter(str(trial.system_attrs.get("fixed_params")) for trial in trials)
-    for batch_size in options.batch_sizes:
-        assert enqueued[str({"batch_size": batch_size})] == 1  # each planned baseline handed to exactly one worker
+    for concurrency in options.concurrencies:
+        assert enqueued[str({"concurrency": concurrency})] == 1  # each planned baseline handed to exactly one worker
     studies = list_studies(options.db_url)
     assert len(studies) == 1 and studies[0].status == "complete"
 

@@ -22,57 +22,57 @@ pytestmark = pytest.mark.slow  # studies of a few trials in worker processes: ~1
 
 
 @pytest.fixture
-def busy_at_batch_size(monkeypatch):
-    """``busy_at_batch_size(b)``: every screening pass at batch size b sees other processes using
+def busy_at_concurrency(monkeypatch):
+    """``busy_at_concurrency(b)``: every screening pass at concurrency b sees other processes using
     1.8 of 2 cores, every other pass a quiet machine (the load is read in the worker; set here)."""
     measure_pass = EngineWorker.measure_pass
 
     def install(busy: int) -> None:
-        def fake(self, config, workload, batch_size, temperature=None, seed=0):  # noqa: ANN001 - EngineWorker's
-            one = measure_pass(self, config, workload, batch_size, temperature, seed)
-            return replace(one, load=BUSY if batch_size == busy else QUIET)
+        def fake(self, config, workload, concurrency, temperature=None, seed=0):  # noqa: ANN001 - EngineWorker's
+            one = measure_pass(self, config, workload, concurrency, temperature, seed)
+            return replace(one, load=BUSY if concurrency == busy else QUIET)
 
         monkeypatch.setattr(EngineWorker, "measure_pass", fake)
 
     return install
 
 
-def test_a_disturbed_pass_is_measured_again_and_a_load_that_outlasts_it_is_measured_under(options, busy_at_batch_size) -> None:
-    busy_at_batch_size(2)
+def test_a_disturbed_pass_is_measured_again_and_a_load_that_outlasts_it_is_measured_under(options, busy_at_concurrency) -> None:
+    busy_at_concurrency(2)
     updates = []
     result = tune(replace(options, methods=("none",), sampler="grid", n_trials=None, confirm=False),
                   progress=updates.append)
 
     rows = {row.label: row for row in study_trials(options.db_url, "tiny")}
-    assert rows["none b2"].extra["disturbed_reruns"] == 2
-    assert rows["none b2"].extra["loaded"] == "other processes use 1.80 of 2 cores"
-    assert "disturbed" not in rows["none b2"].extra
-    assert "disturbed_reruns" not in rows["none b1"].extra and "loaded" not in rows["none b1"].extra
+    assert rows["none c2"].extra["disturbed_reruns"] == 2
+    assert rows["none c2"].extra["loaded"] == "other processes use 1.80 of 2 cores"
+    assert "disturbed" not in rows["none c2"].extra
+    assert "disturbed_reruns" not in rows["none c1"].extra and "loaded" not in rows["none c1"].extra
     # (a tiny workload's pass may also lie far below its prediction and be measured once more: not this test's)
     notes = [u.current for u in updates if u.kind == "note" and "other processes" in u.current]
-    assert notes == ["none b2: other processes use 1.80 of 2 cores: re-measuring (1 of 2)",
-                     "none b2: other processes use 1.80 of 2 cores: re-measuring (2 of 2)",
-                     "none b2: other processes use 1.80 of 2 cores through 3 passes: measuring under this load from "
+    assert notes == ["none c2: other processes use 1.80 of 2 cores: re-measuring (1 of 2)",
+                     "none c2: other processes use 1.80 of 2 cores: re-measuring (2 of 2)",
+                     "none c2: other processes use 1.80 of 2 cores through 3 passes: measuring under this load from "
                      "now on (absolute figures are the loaded machine's; speedups stay paired)"]
     assert any(line.startswith("Other processes kept the machine busy through 1 of 2 screening passes")
                for line in result.summary_lines())
 
 
 def test_under_a_load_that_persists_passes_are_measured_once_and_the_confirmation_keeps_its_rounds(
-        options, busy_at_batch_size, monkeypatch) -> None:
+        options, busy_at_concurrency, monkeypatch) -> None:
     """Every pass busy (issue 40): the first trial is measured three times, every later one once; all
     rows guide the search; the confirmation is told to keep disturbed rounds; the summary says whose
     figures these are."""
-    busy_at_batch_size(1)
+    busy_at_concurrency(1)
     kept_under_load = []
     measure_repeatedly = EngineWorker.measure_repeatedly
 
-    def record(self, configs, workload, batch_size, temperature=None, seed=0, options=None, notice=None):  # noqa: ANN001
+    def record(self, configs, workload, concurrency, temperature=None, seed=0, options=None, notice=None):  # noqa: ANN001
         kept_under_load.append(options.measure_under_load)
-        return measure_repeatedly(self, configs, workload, batch_size, temperature, seed, options, notice)
+        return measure_repeatedly(self, configs, workload, concurrency, temperature, seed, options, notice)
 
     monkeypatch.setattr(EngineWorker, "measure_repeatedly", record)
-    small = replace(options, methods=("none", "ngram"), max_depth=1, batch_sizes=(1,), sampler="grid", n_trials=None)
+    small = replace(options, methods=("none", "ngram"), max_depth=1, concurrencies=(1,), sampler="grid", n_trials=None)
     result = tune(small)
 
     screened = [row for row in result.rows if row.phase == "screening"]
@@ -84,13 +84,13 @@ def test_under_a_load_that_persists_passes_are_measured_once_and_the_confirmatio
 
 
 def test_a_quiet_pass_far_below_its_prediction_is_screened_twice_and_the_faster_kept(options, monkeypatch) -> None:
-    """The first pass at batch size 2 is made 1000x slow: the study measures it once more, keeps the
+    """The first pass at concurrency 2 is made 1000x slow: the study measures it once more, keeps the
     second pass, and the row and the progress say so."""
     measure_pass, slowed = EngineWorker.measure_pass, []
 
-    def slow_once(self, config, workload, batch_size, temperature=None, seed=0):  # noqa: ANN001 - EngineWorker's
-        one = measure_pass(self, config, workload, batch_size, temperature, seed)
-        if batch_size == 2 and not slowed:
+    def slow_once(self, config, workload, concurrency, temperature=None, seed=0):  # noqa: ANN001 - EngineWorker's
+        one = measure_pass(self, config, workload, concurrency, temperature, seed)
+        if concurrency == 2 and not slowed:
             slowed.append(one.measurement.tokens_per_s / 1000)
             return replace(one, measurement=replace(one.measurement, tokens_per_s=slowed[0]), load=QUIET)
         return replace(one, load=QUIET)
@@ -99,10 +99,10 @@ def test_a_quiet_pass_far_below_its_prediction_is_screened_twice_and_the_faster_
     updates = []
     tune(replace(options, methods=("none",), sampler="grid", n_trials=None, confirm=False), progress=updates.append)
 
-    row = {row.label: row for row in study_trials(options.db_url, "tiny")}["none b2"]
+    row = {row.label: row for row in study_trials(options.db_url, "tiny")}["none c2"]
     assert row.extra["surprise_rerun"] == pytest.approx(slowed[0])
     assert row.tokens_per_s > 100 * slowed[0]  # the second pass was kept
-    assert any(u.current.startswith("none b2: ") and "far below the prediction" in u.current
+    assert any(u.current.startswith("none c2: ") and "far below the prediction" in u.current
                for u in updates if u.kind == "note")
 
 
@@ -112,11 +112,11 @@ def test_a_repetition_that_crashes_the_worker_leaves_the_first_pass_standing(opt
     fresh worker."""
     measure_pass, calls = EngineWorker.measure_pass, []
 
-    def crash_on_repeat(self, config, workload, batch_size, temperature=None, seed=0):  # noqa: ANN001 - EngineWorker's
-        calls.append(batch_size)
+    def crash_on_repeat(self, config, workload, concurrency, temperature=None, seed=0):  # noqa: ANN001 - EngineWorker's
+        calls.append(concurrency)
         if len(calls) == 2:  # the repetition of the first pass: its worker dies under it
             os.kill(self._process.pid, signal.SIGKILL)
-        one = measure_pass(self, config, workload, batch_size, temperature, seed)
+        one = measure_pass(self, config, workload, concurrency, temperature, seed)
         if len(calls) == 1:
             return replace(one, measurement=replace(one.measurement, tokens_per_s=one.measurement.tokens_per_s / 1000),
                            load=QUIET)
@@ -125,7 +125,7 @@ def test_a_repetition_that_crashes_the_worker_leaves_the_first_pass_standing(opt
     monkeypatch.setattr(EngineWorker, "measure_pass", crash_on_repeat)
     tune(replace(options, methods=("none",), sampler="grid", n_trials=None, confirm=False))
 
-    rows = {row.batch_size: row for row in study_trials(options.db_url, "tiny")}
+    rows = {row.concurrency: row for row in study_trials(options.db_url, "tiny")}
     first, other = rows[calls[0]], rows[3 - calls[0]]
     assert (first.state, other.state) == ("complete", "complete")
     assert first.extra["rerun_failed"] and first.tokens_per_s == pytest.approx(first.extra["surprise_rerun"])
@@ -141,8 +141,8 @@ def clock(monkeypatch) -> list[float]:
 
 
 def test_the_budget_covers_the_confirmation_which_stores_what_it_has_and_says_so(options, clock, monkeypatch) -> None:
-    """The --timeout budget runs out while batch size 1 is confirmed: batch size 2 is not started,
-    batch size 1's rows are stored, the summary and the progress say so in one line, and a re-run
+    """The --timeout budget runs out while concurrency 1 is confirmed: concurrency 2 is not started,
+    concurrency 1's rows are stored, the summary and the progress say so in one line, and a re-run
     (the budget renewed) confirms the study again."""
     measure_repeatedly = EngineWorker.measure_repeatedly
 
@@ -157,9 +157,9 @@ def test_the_budget_covers_the_confirmation_which_stores_what_it_has_and_says_so
     result = tune(small, progress=updates.append)
 
     confirmed = [row for row in result.rows if row.phase == "confirmation"]
-    assert confirmed and {row.batch_size for row in confirmed} == {1}
+    assert confirmed and {row.concurrency for row in confirmed} == {1}
     assert confirmed[0].extra["confirmation"]["unconfirmed"] == [2]
-    note = ("The time budget (--timeout 600 s) ran out during the confirmation: batch size(s) 2 not confirmed and left "
+    note = ("The time budget (--timeout 600 s) ran out during the confirmation: concurrency(s) 2 not confirmed and left "
             "out of the answer; re-run with the same --study and a longer --timeout to confirm.")
     assert result.notes == [note] and result.summary_lines()[-1] == note
     assert [u.current for u in updates if u.kind == "phase"][-1] == note
@@ -167,4 +167,4 @@ def test_the_budget_covers_the_confirmation_which_stores_what_it_has_and_says_so
     again = tune(small)  # a fresh budget: nothing left to screen, the partial confirmation is done again
     assert again.trials_this_run == 0 and again.notes == []
     latest = [row for row in again.rows if row.phase == "confirmation" and row.extra["confirmation"]["run"] == 2]
-    assert {row.batch_size for row in latest} == {1, 2}
+    assert {row.concurrency for row in latest} == {1, 2}

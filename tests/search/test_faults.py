@@ -25,11 +25,11 @@ from autotune.search.budget import counted_trials
 
 pytestmark = pytest.mark.slow  # whole studies with faulty workers, on both backends, and kill -9 of real tune processes
 
-FAULTY = "ngram@1 b2"
+FAULTY = "ngram@1 c2"
 
 
 def small(options, db_url: str):
-    """Four points (the baselines and ngram@1 at batch sizes 1 and 2), each measured once in grid
+    """Four points (the baselines and ngram@1 at concurrency levels 1 and 2), each measured once in grid
     order; no confirmation: these cases are about screening trials."""
     return replace(options, db_url=db_url, methods=("ngram",), max_depth=1, sampler="grid", n_trials=None,
                    confirm=False, trial_timeout_s=10)
@@ -73,7 +73,7 @@ def test_a_worker_fault_mid_trial_fails_that_trial_and_the_study_goes_on(options
 
     result = tune(options)
 
-    rows = assert_intact(options, [("none b1", "complete"), ("none b2", "complete"), ("ngram@1 b1", "complete"),
+    rows = assert_intact(options, [("none c1", "complete"), ("none c2", "complete"), ("ngram@1 c1", "complete"),
                                    (FAULTY, "failed")])
     failed = rows[-1]
     assert failed.extra["failure"] == kind and reason in failed.reason, failed.reason
@@ -91,7 +91,7 @@ REPO = Path(__file__).resolve().parents[2]
 def tune_command(options, workload_file: Path) -> list[str]:
     """``autotune tune`` for the four-point study of :func:`small`, with a short confirmation."""
     return [sys.executable, str(CLI), "tune", "--db", options.db_url, "--study", options.study_name,
-            "--target", options.target, "--method", "ngram", "--max-depth", "1", "--batch-sizes", "1,2",
+            "--target", options.target, "--method", "ngram", "--max-depth", "1", "--concurrency", "1,2",
             "--sampler", "grid", "--trials", "4", "--trial-timeout", "60", "--workload", str(workload_file),
             "--max-repetitions", "3", "--confirm-seconds", "1", "--json"]
 
@@ -129,7 +129,7 @@ def snapshot(options) -> tuple[list, list]:
 # what is running when the kill comes, the backend how its locks and stale trials are found again.
 @pytest.mark.parametrize(("db", "held", "faults_by_label", "finished_before"), [
     ("sqlite", "trial", {FAULTY: ["hold"]}, 3),  # killed while measuring the fourth trial
-    pytest.param("postgres", "confirmation", {"none b1": [None, "hold"]}, 4,  # killed in batch size 1's confirmation
+    pytest.param("postgres", "confirmation", {"none c1": [None, "hold"]}, 4,  # killed in concurrency 1's confirmation
                  marks=pytest.mark.postgres),
 ])
 def test_the_tuner_killed_mid_study_loses_nothing_and_a_rerun_completes(options, workload, tmp_path, request, db,
@@ -155,7 +155,7 @@ def test_the_tuner_killed_mid_study_loses_nothing_and_a_rerun_completes(options,
     out, err = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, err
 
-    after = assert_intact(options, [("none b1", "complete"), ("none b2", "complete"), ("ngram@1 b1", "complete"),
+    after = assert_intact(options, [("none c1", "complete"), ("none c2", "complete"), ("ngram@1 c1", "complete"),
                                     (FAULTY, "complete")])
     assert after[:finished_before] == rows  # nothing finished was lost or changed
     report = json.loads(out)

@@ -45,7 +45,7 @@ def model(curves: dict | None = None, slow_mtp_at_4: bool = True) -> Performance
 
 
 def row(label: Candidate, tokens_per_s: float, state: str = "complete") -> SimpleNamespace:
-    return SimpleNamespace(method=label.method, draft=label.draft, depth=label.depth, batch_size=label.batch_size,
+    return SimpleNamespace(method=label.method, draft=label.draft, depth=label.depth, concurrency=label.concurrency,
                            state=state, phase="screening", tokens_per_s=tokens_per_s, tpot_ms_p90=None)
 
 
@@ -60,7 +60,7 @@ def anything(_candidate: Candidate) -> bool:
 def test_calibration_runs_come_first_at_the_maximum_depth_and_the_largest_batch_that_fits() -> None:
     pick = guide.next_pick(SPACE, model({}), [], taken(), anything, Slo())
     assert pick.candidate == Candidate("mtp", 2, 4) and "acceptance curve" in pick.reason
-    small = guide.next_pick(SPACE, model({}), [], taken(), lambda c: c.batch_size == 1, Slo())
+    small = guide.next_pick(SPACE, model({}), [], taken(), lambda c: c.concurrency == 1, Slo())
     assert small.candidate == Candidate("mtp", 2, 1)  # batch 4 does not fit
     after = guide.next_pick(SPACE, model({}), [], taken(Candidate("mtp", 2, 4)), anything, Slo())
     assert after.candidate == Candidate("ngram", 2, 4)
@@ -88,15 +88,15 @@ def test_a_measured_incumbent_closes_the_points_that_cannot_beat_it_by_the_tie_m
     m = model()
     best = m.predict("mtp", None, 2, 1).tokens_per_s
     rows = [row(Candidate("mtp", 2, 1), best * 1.3)]  # measured well above every prediction at b1
-    pick = guide.next_pick(SPACE, m, rows, taken(Candidate("mtp", 2, 1)), lambda c: c.batch_size == 1, Slo())
+    pick = guide.next_pick(SPACE, m, rows, taken(Candidate("mtp", 2, 1)), lambda c: c.concurrency == 1, Slo())
     assert pick is None
 
 
-def test_a_baseline_is_screened_only_where_it_could_lead_its_batch_size() -> None:
-    """No baseline is planned: MTP measured where predicted (2.4x the baseline) closes none b1; MTP
+def test_a_baseline_is_screened_only_where_it_could_lead_its_concurrency() -> None:
+    """No baseline is planned: MTP measured where predicted (2.4x the baseline) closes none c1; MTP
     measured at 0.7x the baseline's prediction leaves it open, and it is the next pick."""
     m = model()
-    mtp_and_none_at_1 = lambda c: c.batch_size == 1 and c.method in ("none", "mtp")  # noqa: E731
+    mtp_and_none_at_1 = lambda c: c.concurrency == 1 and c.method in ("none", "mtp")  # noqa: E731
     first = guide.next_pick(SPACE, m, [], taken(Candidate("mtp", 2, 4)), mtp_and_none_at_1, Slo())
     assert first.candidate == Candidate("mtp", 2, 1)  # the guide's own order, not a planned baseline
     fast = [row(Candidate("mtp", 2, 1), m.predict("mtp", None, 2, 1).tokens_per_s)]
@@ -173,19 +173,19 @@ def test_the_summary_says_what_was_ruled_out_and_how_likely_the_closest_could_wi
 
 def test_point_predictions_cover_measured_points_and_leave_out_infeasible_ones() -> None:
     m = model()
-    predicted = guide.point_predictions(SPACE, m, lambda c: c.batch_size == 1)
+    predicted = guide.point_predictions(SPACE, m, lambda c: c.concurrency == 1)
     assert set(predicted) == {Candidate(method, depth, 1) for method in ("ngram", "mtp") for depth in (1, 2)}
     assert guide.point_predictions(SPACE, None, anything) == {}
 
 
-def test_the_configuration_measured_last_goes_on_where_it_leads_its_batch_size() -> None:
+def test_the_configuration_measured_last_goes_on_where_it_leads_its_concurrency() -> None:
     m = model(slow_mtp_at_4=False)
     rows = [row(Candidate("none", 0, b), m.predict("none", None, 0, b).tokens_per_s) for b in (1, 4)]
     done = taken(Candidate("none", 0, 1), Candidate("none", 0, 4), Candidate("mtp", 2, 1))
-    # mtp@2 leads batch 4 too: it goes on there, although mtp@1 b1 would gain as much.
+    # mtp@2 leads batch 4 too: it goes on there, although mtp@1 c1 would gain as much.
     pick = guide.next_pick(SPACE, m, rows, done, anything, Slo(), last=Candidate("mtp", 2, 1))
     assert pick.candidate == Candidate("mtp", 2, 4)
-    # mtp@1 is open at batch 4 but not its best point there: the leader, mtp@2 b4, comes first.
+    # mtp@1 is open at batch 4 but not its best point there: the leader, mtp@2 c4, comes first.
     done = taken(Candidate("none", 0, 1), Candidate("none", 0, 4), Candidate("mtp", 1, 1))
     pick = guide.next_pick(SPACE, m, rows, done, anything, Slo(), last=Candidate("mtp", 1, 1))
     assert pick.candidate != Candidate("mtp", 1, 4) and pick.candidate.depth == 2  # the largest gain goes first
@@ -212,7 +212,7 @@ def test_an_slo_the_optimistic_prediction_misses_closes_the_point() -> None:
     m = model()
     tpot = m.predict("mtp", None, 2, 1).tpot_ms_p90
     strict = Slo(tpot_ms=tpot / 10)
-    assert guide.next_pick(SPACE, m, [], taken(), lambda c: c.method == "mtp" and c.batch_size == 1, strict) is None
+    assert guide.next_pick(SPACE, m, [], taken(), lambda c: c.method == "mtp" and c.concurrency == 1, strict) is None
 
 
 # -- the study it drives ------------------------------------------------------------------------------
@@ -224,7 +224,7 @@ def test_a_model_guided_study_predicts_every_trial_it_can_and_stops_on_its_own(o
     rows = [r for r in result.rows if r.phase == "screening"]
     assert result.status == "complete" and len(rows) < 4 + 3 * 2 * 2 * 2  # fewer than the space's points
     labels = [r.label for r in rows]
-    calibration = [r for r in rows if r.method != "none" and r.depth == 2 and r.batch_size == 2][:3]
+    calibration = [r for r in rows if r.method != "none" and r.depth == 2 and r.concurrency == 2][:3]
     assert labels[:3] == [r.label for r in calibration]  # one acceptance run per proposer at the maximum depth
     # No baseline is planned; one is screened only where it could lead, after the calibration runs.
     assert all(r.prediction is not None for r in rows if r.method == "none")
@@ -268,7 +268,7 @@ def test_the_grid_loads_each_configuration_once(options) -> None:
     result = tune(replace(options, methods=("ngram", "mtp"), sampler="grid", n_trials=None, confirm=False))
     rows = [r for r in result.rows if r.phase == "screening"]
     configs = [r.config_label for r in rows]
-    # Each configuration's batch sizes run back to back, so the worker restarts once per configuration.
+    # Each configuration's concurrency levels run back to back, so the worker restarts once per configuration.
     assert configs == sorted(configs, key=configs.index) and len(rows) == 2 + 2 * 2 * 2
     assert result.worker_starts == 1 + len(dict.fromkeys(configs))  # + the step timings
 
@@ -297,7 +297,7 @@ def test_an_enqueued_guided_trial_is_an_optuna_trial_with_its_parameters(options
     trials = optuna.load_study(study_name="tiny", storage=options.db_url).trials
     # The calibration runs first (no baseline is planned), each with its parameters.
     assert all("method" in t.params for t in trials[:3])
-    assert all("batch_size" in t.params for t in trials) and len(trials) == 5
+    assert all("concurrency" in t.params for t in trials) and len(trials) == 5
     with open_database(options.db_url) as database, database.session() as session:
         assert len(results.study_rows(session, results.find_study(session, "tiny").id)) == 5
 
@@ -317,14 +317,14 @@ def test_a_curve_is_continued_geometrically_with_a_wider_error() -> None:
 def test_the_model_sampler_walks_past_max_depth_along_the_edge_where_the_prediction_could_win() -> None:
     """MTP accepts 95 % of its drafts and costs nothing more per depth: deeper is faster, so with
     exploration on the guide goes past --max-depth 2 one depth at a time (3, then 4, never 5), at
-    one batch size only, each step only while the last one measured is the proposer's best; with
+    one concurrency only, each step only while the last one measured is the proposer's best; with
     exploration off, it stops."""
     flat = model({("mtp", None): AcceptanceCurve("mtp", (PositionCounts(1000, 950, 1000), PositionCounts(1000, 900, 1000))),
                   ("ngram", None): AcceptanceCurve("ngram", (PositionCounts(1000, 10, 300), PositionCounts(1000, 5, 300)))},
                  slow_mtp_at_4=False)
     wide = extended_model(flat, 4)
     measured = [Candidate("none", 0, b) for b in (1, 4)] + [Candidate("mtp", 2, b) for b in (1, 4)]
-    rows = [row(c, flat.predict(c.method, c.draft, c.depth, c.batch_size).tokens_per_s) for c in measured]
+    rows = [row(c, flat.predict(c.method, c.draft, c.depth, c.concurrency).tokens_per_s) for c in measured]
     done = taken(*measured, Candidate("mtp", 1, 1), Candidate("mtp", 1, 4))
     assert guide.next_pick(SPACE, flat, rows, done, anything, Slo()) is None  # nothing inside could win
     picks = []
@@ -332,9 +332,9 @@ def test_the_model_sampler_walks_past_max_depth_along_the_edge_where_the_predict
         picks.append(pick.candidate)
         done.append(SearchSpace.params(pick.candidate))
         c = pick.candidate
-        rows.append(row(c, wide.predict(c.method, c.draft, c.depth, c.batch_size).tokens_per_s))  # as predicted
+        rows.append(row(c, wide.predict(c.method, c.draft, c.depth, c.concurrency).tokens_per_s))  # as predicted
     assert [(c.method, c.depth) for c in picks] == [("mtp", 3), ("mtp", 4)]
-    assert picks[0].batch_size == picks[1].batch_size
+    assert picks[0].concurrency == picks[1].concurrency
     # A step that measures slower than the proposer's best ends the walk.
     rows[-2] = row(picks[0], 1.0)
     assert guide.edge_steps(SPACE, rows[:-1], Slo(), flat) == []
@@ -356,4 +356,4 @@ def test_a_trial_past_max_depth_is_enqueued_and_read_back_without_changing_the_s
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an out-of-range fixed parameter would warn
         assert SPACE.suggest(study.ask()) == deep
-    assert SPACE.to_dict() == {"methods": ["none", "mtp", "ngram"], "drafts": [], "max_depth": 2, "batch_sizes": [1, 4]}
+    assert SPACE.to_dict() == {"methods": ["none", "mtp", "ngram"], "drafts": [], "max_depth": 2, "concurrencies": [1, 4]}

@@ -1,4 +1,4 @@
-"""Memory-fit batch sizes: the estimate bounds what the engine allocates; what does not fit is infeasible."""
+"""Memory-fit concurrency levels: the estimate bounds what the engine allocates; what does not fit is infeasible."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.errors import ConfigurationError
 from autotune.models.fit import MEMORY_MARGIN
-from autotune.search.memory import CPU_MAX_DEFAULT_BATCH, default_batch_sizes
+from autotune.search.memory import CPU_MAX_DEFAULT_CONCURRENCY, default_concurrencies
 from autotune.search.plan import plan_study
 from autotune.workload import Request, Workload
 
@@ -29,30 +29,30 @@ def test_estimate_bounds_the_engines_own_count(options, models, memory, method, 
     assert measured <= estimate <= 1.5 * measured
 
 
-def test_default_batch_sizes_are_powers_of_two_capped_on_cpu(memory) -> None:
-    assert default_batch_sizes(memory, "cpu") == (1, 2, 4, 8)
-    assert CPU_MAX_DEFAULT_BATCH == 8
-    assert default_batch_sizes(memory, "cuda") == (1, 2, 4, 8, 16, 32, 64)
+def test_default_concurrencies_are_powers_of_two_capped_on_cpu(memory) -> None:
+    assert default_concurrencies(memory, "cpu") == (1, 2, 4, 8)
+    assert CPU_MAX_DEFAULT_CONCURRENCY == 8
+    assert default_concurrencies(memory, "cuda") == (1, 2, 4, 8, 16, 32, 64)
 
 
-def test_default_batch_sizes_stop_where_the_baseline_stops_fitting(memory) -> None:
+def test_default_concurrencies_stop_where_the_baseline_stops_fitting(memory) -> None:
     fits_two = memory.required_bytes("none", 0, 2)
     small = replace(memory, device_bytes=int(fits_two / (1 - MEMORY_MARGIN)) + 1)
-    assert default_batch_sizes(small, "cpu") == (1, 2)
+    assert default_concurrencies(small, "cpu") == (1, 2)
     tiny = replace(memory, device_bytes=memory.target.weight_bytes)
-    with pytest.raises(ConfigurationError, match="does not fit on this device even at batch 1"):
-        default_batch_sizes(tiny, "cpu")
+    with pytest.raises(ConfigurationError, match="does not fit on this device even at concurrency 1"):
+        default_concurrencies(tiny, "cpu")
 
 
 def test_speculative_configurations_that_do_not_fit_are_infeasible(memory) -> None:
     just_baseline = replace(memory, device_bytes=int(memory.required_bytes("none", 0, 2) / (1 - MEMORY_MARGIN)) + 1)
     assert just_baseline.infeasibility("none", 0, 2) is None
     reason = just_baseline.infeasibility("draft", 2, 2, "draft")
-    assert reason is not None and "GiB" in reason and "batch 2" in reason
+    assert reason is not None and "GiB" in reason and "concurrency 2" in reason
 
 
 def test_sequences_longer_than_the_models_handle_are_infeasible(options, models) -> None:
-    # 81 prompt tokens + 10 of the 96 positions; two requests, one per sequence of the study's batch size 2
+    # 81 prompt tokens + 10 of the 96 positions; two requests, one per sequence of the study's concurrency 2
     long_workload = Workload("long", [Request("x" * 80, 10), Request("y" * 80, 10)])
     plan = plan_study(replace(options, workload=long_workload))
     assert plan.memory.infeasibility("none", 0, 1) is None
@@ -60,12 +60,12 @@ def test_sequences_longer_than_the_models_handle_are_infeasible(options, models)
 
 
 def test_the_plan_uses_the_profiles_memory(options, cpu_profile) -> None:
-    plan = plan_study(replace(options, batch_sizes=None, hardware=cpu_profile(ram_bytes=64 << 30)))
+    plan = plan_study(replace(options, concurrencies=None, hardware=cpu_profile(ram_bytes=64 << 30)))
     assert plan.memory.device_bytes == 64 << 30
-    assert plan.space.batch_sizes == (1, 2, 4, 8)  # a run cycles the workload's three requests
+    assert plan.space.concurrencies == (1, 2, 4, 8)  # a run cycles the workload's three requests
 
 
-def test_batch_sizes_at_which_not_even_the_baseline_fits_are_refused(options, cpu_profile) -> None:
+def test_concurrencies_at_which_not_even_the_baseline_fits_are_refused(options, cpu_profile) -> None:
     small = cpu_profile(ram_bytes=64 << 20)
-    with pytest.raises(ConfigurationError, match=r"--batch-sizes 4096: the target alone needs ~.* GiB .* pass sizes up to"):
-        plan_study(replace(options, batch_sizes=(1, 4096), hardware=small))
+    with pytest.raises(ConfigurationError, match=r"--concurrency 4096: the target alone needs ~.* GiB .* pass sizes up to"):
+        plan_study(replace(options, concurrencies=(1, 4096), hardware=small))

@@ -94,10 +94,10 @@ def test_cpu_steal_is_named_too() -> None:
 
 
 def test_disturbed_rows_never_guide_the_search_and_loaded_ones_do() -> None:
-    rows = [SimpleNamespace(label="none b1", extra={}), SimpleNamespace(label="mtp@2 b1", extra={"disturbed_reruns": 1}),
-            SimpleNamespace(label="draft@8 b1", extra={"disturbed": "other processes use 1.80 of 2 cores"}),
-            SimpleNamespace(label="draft@8 b2", extra={"loaded": "other processes use 1.80 of 2 cores"})]
-    assert [row.label for row in undisturbed(rows)] == ["none b1", "mtp@2 b1", "draft@8 b2"]
+    rows = [SimpleNamespace(label="none c1", extra={}), SimpleNamespace(label="mtp@2 c1", extra={"disturbed_reruns": 1}),
+            SimpleNamespace(label="draft@8 c1", extra={"disturbed": "other processes use 1.80 of 2 cores"}),
+            SimpleNamespace(label="draft@8 c2", extra={"loaded": "other processes use 1.80 of 2 cores"})]
+    assert [row.label for row in undisturbed(rows)] == ["none c1", "mtp@2 c1", "draft@8 c2"]
 
 
 def test_a_quiet_pass_far_below_its_prediction_is_measured_once_more_and_the_faster_kept() -> None:

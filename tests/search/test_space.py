@@ -30,7 +30,7 @@ def test_asking_for_mtp_without_modules_is_an_error(options, models) -> None:
 def test_the_baseline_is_always_in_the_space() -> None:
     space = SearchSpace.build(("ngram",), (), 3, (2, 1, 2), target_has_mtp=False)
     assert space.methods == ("none", "ngram")
-    assert space.batch_sizes == (1, 2)
+    assert space.concurrencies == (1, 2)
     assert space.baselines() == [Candidate("none", 0, 1), Candidate("none", 0, 2)]
 
 
@@ -56,7 +56,7 @@ def test_parameters_are_conditional_on_the_method() -> None:
         candidate = space.suggest(trial)
         study.tell(trial, 0.0)
         seen.add(candidate.method)
-        expected = {"method", "batch_size", f"{candidate.method}_depth"}
+        expected = {"method", "concurrency", f"{candidate.method}_depth"}
         if candidate.method == "draft":
             expected.add("draft")
             assert candidate.draft in ("builtin", "small")
@@ -82,14 +82,14 @@ def test_an_enqueued_candidate_is_read_back(wanted) -> None:
 def test_candidates_enumerate_every_point_once_baselines_first() -> None:
     space = SearchSpace.build(None, ("builtin", "small"), 3, (1, 2), target_has_mtp=True)
     candidates = space.candidates()
-    # baselines + (mtp + 2 drafts + ngram) x 3 depths x 2 batch sizes
+    # baselines + (mtp + 2 drafts + ngram) x 3 depths x 2 concurrency levels
     assert len(candidates) == 2 + 4 * 3 * 2
     assert len(set(candidates)) == len(candidates)
     assert candidates[:2] == space.baselines()
 
 
 def test_labels_name_the_configuration_and_batch() -> None:
-    assert Candidate("none", 0, 4).label == "none b4"
-    assert Candidate("draft", 3, 1, "builtin").label == "draft@3 b1"
-    assert Candidate("draft", 2, 8, "small").label == "draft:small@2 b8"
+    assert Candidate("none", 0, 4).label == "none c4"
+    assert Candidate("draft", 3, 1, "builtin").label == "draft@3 c1"
+    assert Candidate("draft", 2, 8, "small").label == "draft:small@2 c8"
     assert Candidate("draft", 2, 8, "small").engine_config({"small": "/m/small.safetensors"}).draft == "/m/small.safetensors"

@@ -1,6 +1,6 @@
 """Tuning with --engine trtllm, run for real against the fake TensorRT-LLM (tests/engines/trtllm/
 fake_trtllm) in the tuner's worker processes: the preflight decides which drafts are tuned, the LLM
-is built for the study's largest batch size, and every trial is measured by the TensorRT-LLM runner."""
+is built for the study's largest concurrency, and every trial is measured by the TensorRT-LLM runner."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def folders(tmp_path: Path) -> dict[str, str]:
 def trtllm_options(folders: dict[str, str], gpu, **overrides) -> TuneOptions:
     fields = {
         "engine": "trtllm", "target": folders["target"], "drafts": (folders["small"], folders["other"]),
-        "max_depth": 2, "batch_sizes": (1, 2), "hardware": gpu(GPU_BYTES), "workload": WORKLOAD, "n_trials": 6,
+        "max_depth": 2, "concurrencies": (1, 2), "hardware": gpu(GPU_BYTES), "workload": WORKLOAD, "n_trials": 6,
         "max_repetitions": 3, "confirm_seconds": 1.0,
     }
     return TuneOptions(**{**fields, **overrides})
@@ -80,11 +80,11 @@ def test_a_study_reads_each_model_folder_once(fake_trtllm, folders, gpu, monkeyp
     assert reads == {Path(folder).resolve(): 1 for folder in folders.values()}
 
 
-def test_default_batch_sizes_come_from_the_gpu_memory(fake_trtllm, folders, gpu) -> None:
-    plan = plan_study(trtllm_options(folders, gpu, batch_sizes=None))
-    assert plan.space.batch_sizes == (1, 2, 4, 8, 16, 32, 64)  # GPU_MAX_DEFAULT_BATCH: the memory allows more
+def test_default_concurrencies_come_from_the_gpu_memory(fake_trtllm, folders, gpu) -> None:
+    plan = plan_study(trtllm_options(folders, gpu, concurrencies=None))
+    assert plan.space.concurrencies == (1, 2, 4, 8, 16, 32, 64)  # GPU_MAX_DEFAULT_CONCURRENCY: the memory allows more
     tight = int(plan.memory.required_bytes("none", 0, 2) / (1 - MEMORY_MARGIN)) - 1  # a byte short of batch 2
-    assert plan_study(trtllm_options(folders, gpu, batch_sizes=None, hardware=gpu(tight))).space.batch_sizes == (1,)
+    assert plan_study(trtllm_options(folders, gpu, concurrencies=None, hardware=gpu(tight))).space.concurrencies == (1,)
 
 
 def test_a_fingerprint_follows_the_folder_contents(fake_trtllm, folders, gpu, tmp_path) -> None:
@@ -127,7 +127,7 @@ def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, 
     assert result.status == "complete"
     screened = [row for row in result.rows if row.phase == "screening"]
     assert [row.state for row in screened] == ["complete"] * 6  # none, mtp@1, draft@1 at batch 1 and 2
-    assert {(row.method, row.batch_size) for row in screened} == {
+    assert {(row.method, row.concurrency) for row in screened} == {
         (m, b) for m in ("none", "mtp", "draft") for b in (1, 2)
     }
     generated = [event for event in fake_trtllm() if event["event"] == "generate"]
@@ -139,8 +139,8 @@ def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, 
     inits = [event for event in fake_trtllm() if event["event"] == "init"]
     assert inits and all(event["kwargs"]["max_batch_size"] == 2 for event in inits)
     # One worker process for the whole study (it was 6: timings, one per screened configuration, one
-    # per confirmed batch size). Its builds: the step timings' (mtp@1 and draft@1 forced, the baseline
-    # last and kept), then one per configuration for both batch sizes of the screening (none reuses
+    # per confirmed concurrency). Its builds: the step timings' (mtp@1 and draft@1 forced, the baseline
+    # last and kept), then one per configuration for both concurrency levels of the screening (none reuses
     # the timings' LLM). Confirmation still builds at every switch of its rounds (one LLM at a time on
     # a GPU), and how many rounds it runs depends on how busy the machine is.
     assert result.worker_starts == 1 and len({event["pid"] for event in inits}) == 1
@@ -167,7 +167,7 @@ def test_tune_measures_every_trial_with_the_trtllm_runner(fake_trtllm, folders, 
     with open_database(sqlite_url) as database, database.session() as session:
         (costs,) = performance.cost_profiles(session)
         assert costs.engine == "trtllm" and costs.source == "timed"
-        assert {(p["method"], p["batch_size"]) for p in costs.points} >= {("none", 1), ("mtp", 2), ("draft", 2)}
+        assert {(p["method"], p["concurrency"]) for p in costs.points} >= {("none", 1), ("mtp", 2), ("draft", 2)}
         assert all(p["verify_s"] > 0 and p["steps"] > 0 for p in costs.points)
         assert all(p["drafted_per_step"] == 1.0 for p in costs.points if p["method"] == "mtp")
 
@@ -184,7 +184,7 @@ def test_the_model_guided_search_runs_on_trtllm_timings(fake_trtllm, folders, gp
                       key=lambda row: row.trial_number)
     first_mtp = next(row for row in measured if row.method == "mtp")
     # No baseline is planned: the MTP calibration run comes first; the guided search may stop before
-    # the budget once nothing left could win, but MTP at the other batch size has no incumbent yet,
+    # the budget once nothing left could win, but MTP at the other concurrency has no incumbent yet,
     # so it is measured; every later trial (a baseline only where it could lead) is predicted.
     others = [row for row in measured if row is not first_mtp]
     assert measured[0] is first_mtp and others and all(row.prediction is not None for row in others)

@@ -41,7 +41,7 @@ def test_a_study_runs_stores_every_trial_and_continues(options) -> None:
     stored = study_trials(options.db_url, "tiny")
     rows = screening(stored)
     assert len(rows) == 4
-    assert [row.label for row in rows[:2]] == ["none b1", "none b2"]  # baselines first
+    assert [row.label for row in rows[:2]] == ["none c1", "none c2"]  # baselines first
     trials = optuna_trials(options)
     for row in rows:
         trial = trials[row.trial_number]
@@ -51,19 +51,19 @@ def test_a_study_runs_stores_every_trial_and_continues(options) -> None:
     assert all(row.speedup is None for row in rows)  # one pass: no paired speedup to report
     confirmed = [row for row in stored if row.phase == "confirmation"]
     assert confirmed and all(row.speedup is not None and row.repetitions >= 3 for row in confirmed)
-    assert {row.batch_size for row in confirmed if row.method == "none"} == {1, 2}  # a baseline in every round set
+    assert {row.concurrency for row in confirmed if row.method == "none"} == {1, 2}  # a baseline in every round set
     assert result.profile.row.confirmed and result.profile.row.estimate("tokens_per_s").has_interval
     assert result.analysis.model_loads >= 1 and result.worker_starts >= 1
     assert [u.trials_done for u in updates if u.finished] == [1, 2, 3, 4]
     assert updates[0].current.startswith("timing step costs") and updates[0].finished is None
-    assert updates[1].current == "none b1" and updates[1].finished is None
+    assert updates[1].current == "none c1" and updates[1].finished is None
 
     with open_database(options.db_url) as database, database.session() as session:
         study = results.find_study(session, "tiny")
         profile = results.study_profile(session, study.id)
         assert profile.tokens_per_s == result.profile.row.tokens_per_s
         assert profile.details["label"] == result.profile.row.label
-        assert [entry["batch_size"] for entry in profile.per_batch_size] == [1, 2]
+        assert [entry["concurrency"] for entry in profile.per_concurrency] == [1, 2]
     summary = list_studies(options.db_url)[0]
     assert (summary.name, summary.status, summary.trials_complete + summary.trials_failed) == ("tiny", "complete", 4)
 
@@ -118,8 +118,8 @@ def test_grid_runs_every_point_once_and_records_what_does_not_fit(options, cpu_p
     result = tune(grid)
 
     rows = {row.label: row for row in result.rows}
-    assert sorted(rows) == ["draft:draft@1 b1", "draft:draft@1 b2", "none b1", "none b2"]
-    infeasible = rows["draft:draft@1 b2"]
+    assert sorted(rows) == ["draft:draft@1 c1", "draft:draft@1 c2", "none c1", "none c2"]
+    infeasible = rows["draft:draft@1 c2"]
     assert infeasible.state == "infeasible" and "GiB" in infeasible.reason
     assert infeasible.extra["model_loads"] == 0 and infeasible.tokens_per_s is None
     assert optuna_trials(options)[infeasible.trial_number].state == TrialState.PRUNED
@@ -130,8 +130,8 @@ def test_grid_runs_every_point_once_and_records_what_does_not_fit(options, cpu_p
 def test_repeats_are_answered_without_measuring_and_a_spent_space_stops(options) -> None:
     # Two points only: the baseline and ngram@1. Once both are measured the sampler can only
     # repeat them; the repeats are answered from the first results, then the study stops.
-    result = tune(replace(options, methods=("ngram",), max_depth=1, batch_sizes=(1,), n_trials=4, sampler="random"))
-    assert [row.label for row in screening(result.rows)] == ["none b1", "ngram@1 b1"]
+    result = tune(replace(options, methods=("ngram",), max_depth=1, concurrencies=(1,), n_trials=4, sampler="random"))
+    assert [row.label for row in screening(result.rows)] == ["none c1", "ngram@1 c1"]
     assert result.status == "complete" and result.worker_starts == 4  # step timings, two trials, one confirmation
     counts = result.to_dict()["counts"]
     assert (counts["total"], counts["repeated"]) == (2, MAX_REPEATS)
@@ -146,7 +146,7 @@ def test_repeats_are_answered_without_measuring_and_a_spent_space_stops(options)
 @pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_a_space_of_the_baseline_alone_stops_after_the_baselines(options) -> None:
     result = tune(replace(options, methods=("none",), n_trials=10))
-    assert [row.label for row in screening(result.rows)] == ["none b1", "none b2"]
+    assert [row.label for row in screening(result.rows)] == ["none c1", "none c2"]
     assert result.status == "complete"
 
 
@@ -158,7 +158,7 @@ def test_engine_failures_are_stored_and_count_against_the_budget(options) -> Non
     assert len(result.rows) == 6 and result.status == "complete"
     assert result.profile is None and result.analysis.summary[0] == "No trial has completed yet."
     no_baseline = [line for line in result.analysis.summary if line.startswith("No speedup")]
-    assert no_baseline == [f"No speedup at batch size {b}: its baseline (method none) failed 2 times in screening "
+    assert no_baseline == [f"No speedup at concurrency {b}: its baseline (method none) failed 2 times in screening "
                            "(last: no answer within 0.01 s; the worker was killed)." for b in (1, 2)]
     assert [row.extra.get("retry_of") is not None for row in result.rows[:4]] == [False, False, True, True]
     assert {trial.state for trial in optuna_trials(options)} == {TrialState.FAIL}
@@ -166,7 +166,7 @@ def test_engine_failures_are_stored_and_count_against_the_budget(options) -> Non
 
 @pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_an_unmet_slo_is_reported_with_the_closest_configuration(options) -> None:
-    result = tune(replace(options, methods=("ngram",), max_depth=1, batch_sizes=(1,), n_trials=2,
+    result = tune(replace(options, methods=("ngram",), max_depth=1, concurrencies=(1,), n_trials=2,
                           slo=Slo(tpot_ms=1e-6, percentile=50)))
     assert result.slo_met is False
     assert result.analysis.summary[0].startswith("No configuration meets tpot_ms_p50 <= 1e-06; the closest is")
@@ -180,7 +180,7 @@ def test_an_unmet_slo_is_reported_with_the_closest_configuration(options) -> Non
 
 @pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_pareto_objective_gives_a_front(options) -> None:
-    result = tune(replace(options, objective="pareto", methods=("ngram",), max_depth=1, batch_sizes=(1,),
+    result = tune(replace(options, objective="pareto", methods=("ngram",), max_depth=1, concurrencies=(1,),
                           n_trials=2))
     trials = optuna_trials(options)
     assert all(len(trial.values) == 2 for trial in trials if trial.state == TrialState.COMPLETE)

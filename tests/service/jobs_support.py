@@ -1,5 +1,5 @@
 """Helpers of the job tests: the token, a tiny tune request (the embedded engine and the built-in
-models: none and n-gram at depths 1 and 2, batch size 1, the grid, no confirmation, two short
+models: none and n-gram at depths 1 and 2, concurrency 1, the grid, no confirmation, two short
 requests: three trials of a second or so), ``autotune worker`` as a process, and waiting for a job."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FINAL = ("succeeded", "failed", "cancelled")
 
 def tiny_request(workload: Path, **changes: Any) -> dict[str, Any]:
     """A tune of three trials on ``workload`` (see the module doc)."""
-    return {"method": ["none", "ngram"], "max_depth": 2, "batch_sizes": [1], "sampler": "grid", "no_confirm": True,
+    return {"method": ["none", "ngram"], "max_depth": 2, "concurrencies": [1], "sampler": "grid", "no_confirm": True,
             "workload": str(workload), "trial_timeout": 120, **changes}
 
 

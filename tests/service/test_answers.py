@@ -111,7 +111,7 @@ def test_a_live_server_answers_a_new_best_profile_once_the_kept_answer_is_old(tm
         with open_database(url) as database, database.session() as session:  # twice as fast, stored now
             h100, target = factory.hardware(session, *factory.H100), factory.model(session, *TARGET)
             faster = factory.study(session, "faster", h100, target, methods=("none", "mtp"), scale=2.0,
-                                   profile_batch_size=4).id
+                                   profile_concurrency=4).id
         assert client.get("/v1/profiles/best", params=query).json()["profile"]["id"] == best_id  # kept
         deadline = time.monotonic() + 10
         while client.get("/v1/profiles/best", params=query).json()["profile"]["id"] != faster:
@@ -119,8 +119,8 @@ def test_a_live_server_answers_a_new_best_profile_once_the_kept_answer_is_old(tm
             time.sleep(0.2)
         missing = client.get("/v1/profiles/best", params={"model": "no-such-model"})
         assert missing.status_code == 404 and "age" not in missing.headers
-        invalid = client.get("/v1/profiles/best", params={**query, "batch_size": 0})  # validated as ever
-        assert invalid.status_code == 422 and invalid.json()["error"]["field"] == "batch_size"
+        invalid = client.get("/v1/profiles/best", params={**query, "concurrency": 0})  # validated as ever
+        assert invalid.status_code == 422 and invalid.json()["error"]["field"] == "concurrency"
         # Answers given before FastAPI parses the request still count under the route's label.
         counted = [line for line in client.get("/metrics").text.splitlines()
                    if line.startswith("autotune_http_requests_total{") and 'route="/v1/profiles/best"' in line]

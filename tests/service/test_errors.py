@@ -28,8 +28,8 @@ def test_what_is_not_stored_is_404_with_a_message(client: httpx.Client, path: st
 
 @pytest.mark.parametrize(("path", "params", "field"), [
     ("/v1/profiles/best", {}, "model"),
-    ("/v1/profiles/best", {"model": "tiny-target", "batch_size": "four"}, "batch_size"),
-    ("/v1/profiles/best", {"model": "tiny-target", "batch_size": 0}, "batch_size"),
+    ("/v1/profiles/best", {"model": "tiny-target", "concurrency": "four"}, "concurrency"),
+    ("/v1/profiles/best", {"model": "tiny-target", "concurrency": 0}, "concurrency"),
     ("/v1/profiles/best", {"model": "tiny-target", "slo_tpot_ms": -1}, "slo_tpot_ms"),
     ("/v1/profiles", {"method": "magic"}, "method"),
     ("/v1/profiles", {"limit": MAX_LIMIT + 1}, "limit"),
@@ -47,8 +47,8 @@ def test_an_invalid_parameter_is_422_naming_it(client: httpx.Client, path: str, 
 
 def test_the_library_refuses_what_the_declarations_let_through(client: httpx.Client, ids: dict[str, int]) -> None:
     """A value only the library can judge is a 422 with its one-line message, as on the CLI, naming the parameter."""
-    plan = client.get("/v1/plan", params={"hardware": "h200", "model": PLAN_TARGET, "batch_sizes": "1,x"})
-    assert "batch-sizes" in error_of(plan, 422) and plan.json()["error"]["field"] == "batch_sizes"
+    plan = client.get("/v1/plan", params={"hardware": "h200", "model": PLAN_TARGET, "concurrencies": "1,x"})
+    assert "--concurrency" in error_of(plan, 422) and plan.json()["error"]["field"] == "concurrencies"
     export = client.get(f"/v1/profiles/{ids['cpu']}/export", params={"trtllm_version": "0.1"})
     assert "TensorRT-LLM version" in error_of(export, 422) and export.json()["error"]["field"] == "trtllm_version"
 

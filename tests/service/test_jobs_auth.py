@@ -57,7 +57,7 @@ def test_a_server_without_a_token_is_read_only(sqlite_url: str, monkeypatch: pyt
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"max_depth": 0}, "max_depth"),
-    ({"batch_sizes": [1, -2]}, "batch_sizes"),  # the list is named, not its item
+    ({"concurrencies": [1, -2]}, "concurrencies"),  # the list is named, not its item
     ({"method": ["warp"]}, "method"),
     ({"slo_percentile": 75}, "slo_percentile"),
     ({"no_such_option": 1}, "no_such_option"),
@@ -67,6 +67,21 @@ def test_an_invalid_option_is_422_naming_it_and_writes_nothing(client: httpx.Cli
     answer = client.post("/v1/tune", json=body, headers=AUTH)
     assert repr(field) in error_of(answer, 422) and answer.json()["error"]["field"] == field
     assert job_count(client) == 0
+
+
+def test_batch_sizes_is_still_read_as_concurrencies(client: httpx.Client, roots: Path) -> None:
+    """The body's name before issue 38: read, and queued under the new one; next to it, a 422 naming it."""
+    both = client.post("/v1/tune", json={"concurrencies": [1], "batch_sizes": [1]}, headers=AUTH)
+    assert "old name" in error_of(both, 422) and both.json()["error"]["field"] == "batch_sizes"
+    bad = client.post("/v1/tune", json={"batch_sizes": [0]}, headers=AUTH)
+    assert error_of(bad, 422) and bad.json()["error"]["field"] == "batch_sizes"
+    assert job_count(client) == 0
+
+    request = tiny_request(write_workload(roots))
+    old = {("batch_sizes" if key == "concurrencies" else key): value for key, value in request.items()}
+    queued = client.post("/v1/tune", json=old, headers=AUTH)
+    assert queued.status_code == 202, queued.text
+    assert queued.json()["request"] == request  # as if it had said concurrencies
 
 
 def test_what_only_the_tune_checks_is_422_naming_the_field_too(client: httpx.Client, roots: Path) -> None:

@@ -41,7 +41,7 @@ def page_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, in
     with open_database(url) as database, database.session() as session:
         hostile = factory.study(session, HOSTILE, factory.hardware(session, HOSTILE, "eeee111122223333"),
                                 factory.model(session, HOSTILE, "hhhh000011112222"), methods=("none", "mtp"),
-                                batch_sizes=(1, 2))
+                                concurrencies=(1, 2))
         ids[HOSTILE] = hostile.id
     return url, ids
 

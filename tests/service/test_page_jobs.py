@@ -26,8 +26,8 @@ from jobs_support import AUTH, TOKEN, tiny_request, wait_for_job, write_workload
 from service_support import live_server
 
 pytestmark = pytest.mark.slow
-# A study that stays running through the tests: 16 short trials (none and n-gram at depths 1-7, batch
-# sizes 1 and 2), each generating 200 tokens; cancelled at the end, it stops at its next trial's end.
+# A study that stays running through the tests: 16 short trials (none and n-gram at depths 1-7,
+# concurrency levels 1 and 2), each generating 200 tokens; cancelled at the end, it stops at its next trial's end.
 LONG_PROMPTS = ("def parse(line):", "import numpy as np\n", "class Cache:", "for i in range(10):", "# sort it\n")
 LONG_MAX_TOKENS = 40
 POLL_S = 10  # how long the page may take to show what the API answers (it asks every 2 s)
@@ -58,7 +58,7 @@ def jobs(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Ite
             ids = {"succeeded": submit(tiny, study="tuned", max_depth=1), "failed": submit(gone, study="broken")}
             gone.unlink()  # the server runs one job at a time: when it gets to this one, its workload is gone
             assert wait_for_job(client, ids["failed"])["status"] == "failed"
-            ids["running"] = submit(long, study="long", max_depth=7, batch_sizes=[1, 2])
+            ids["running"] = submit(long, study="long", max_depth=7, concurrencies=[1, 2])
             wait_for_job(client, ids["running"], lambda job: job["progress"].get("trial_started_at"))
             ids["cancelled"] = submit(tiny, study="not-wanted")
             client.post(f"/v1/jobs/{ids['cancelled']}/cancel", headers=AUTH)

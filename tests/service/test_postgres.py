@@ -20,11 +20,11 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture(scope="module")
 def pg_client(postgres_module_url: str) -> Iterator[tuple[str, int, httpx.Client]]:
-    """One small study (two methods, two batch sizes: the SQLite tests cover the rest) and a server."""
+    """One small study (two methods, two concurrency levels: the SQLite tests cover the rest) and a server."""
     with open_database(postgres_module_url) as database, database.session() as session:
         profile = factory.study(session, "pg", factory.hardware(session, *factory.H100),
                                 factory.model(session, "tiny-target", "tttt000011112222"), methods=("none", "mtp"),
-                                batch_sizes=(1, 2), confirm=True)
+                                concurrencies=(1, 2), confirm=True)
         profile_id = profile.id
     with live_server(postgres_module_url) as client:
         yield postgres_module_url, profile_id, client
@@ -34,8 +34,8 @@ def test_reads_match_the_cli_on_postgres(pg_client: tuple[str, int, httpx.Client
     url, profile_id, client = pg_client
     for path, args in [("/v1/profiles", ("profiles", "list")),
                        (f"/v1/profiles/{profile_id}", ("profiles", "show", str(profile_id))),
-                       ("/v1/profiles/best?model=tiny-target&batch_size=2", ("profiles", "best", "--model",
-                        "tiny-target", "--hardware", factory.H100[1], "--batch-size", "2"))]:
+                       ("/v1/profiles/best?model=tiny-target&concurrency=2", ("profiles", "best", "--model",
+                        "tiny-target", "--hardware", factory.H100[1], "--concurrency", "2"))]:
         cli_result = CliRunner().invoke(cli, [*args, "--json", "--db", url], catch_exceptions=False)
         answer = client.get(path).json()
         expected = json.loads(cli_result.output)

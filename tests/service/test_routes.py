@@ -44,12 +44,12 @@ def test_limit_bounds_a_list(client: httpx.Client) -> None:
 
 
 def test_best_profile_is_the_cli_json(client: httpx.Client, db: str) -> None:
-    query = {"model": "tiny-target", "hardware": factory.H100[0], "batch_size": 4, "slo_tpot_ms": 1000}
+    query = {"model": "tiny-target", "hardware": factory.H100[0], "concurrency": 4, "slo_tpot_ms": 1000}
     response = client.get("/v1/profiles/best", params=query)
     assert response.status_code == 200, response.text
     assert response.json() == cli_json("profiles", "best", "--model", "tiny-target", "--hardware", factory.H100[0],
-                                       "--batch-size", "4", "--slo-tpot-ms", "1000", "--db", db)
-    assert response.json()["operating_point"]["batch_size"] == 4
+                                       "--concurrency", "4", "--slo-tpot-ms", "1000", "--db", db)
+    assert response.json()["operating_point"]["concurrency"] == 4
 
 
 def test_best_profile_on_any_machine_by_default(client: httpx.Client) -> None:
@@ -115,7 +115,7 @@ def test_plots_are_listed_with_their_captions_and_urls(client: httpx.Client) -> 
     confirmed = client.get("/v1/studies/h100-old/plots").json()
     assert confirmed["intervals"] is True and confirmed["note"] is None
     assert [plot["name"] for plot in confirmed["plots"]] == [
-        "throughput_vs_batch_size", "speedup_vs_depth", "pareto_front", "acceptance_by_position", "speedup_by_method"]
+        "throughput_vs_concurrency", "speedup_vs_depth", "pareto_front", "acceptance_by_position", "speedup_by_method"]
     for plot in confirmed["plots"]:
         assert "95 % intervals" in plot["caption"] or plot["name"] == "acceptance_by_position"
         assert plot["url"] == f"/v1/studies/h100-old/{plot['name']}.png?version={confirmed['version']}"
@@ -153,12 +153,30 @@ def test_hardware_lists_stored_and_catalog(client: httpx.Client) -> None:
 
 
 def test_plan_is_the_cli_json(client: httpx.Client, db: str) -> None:
-    response = client.get("/v1/plan", params={"hardware": "h200", "model": PLAN_TARGET, "batch_sizes": "1,8",
+    response = client.get("/v1/plan", params={"hardware": "h200", "model": PLAN_TARGET, "concurrencies": "1,8",
                                               "isl": 512, "dtype": "fp8", "engine": "vllm"})
     assert response.status_code == 200, response.text
-    assert response.json() == cli_json("plan", "--hardware", "h200", "--model", PLAN_TARGET, "--batch-sizes", "1,8",
+    assert response.json() == cli_json("plan", "--hardware", "h200", "--model", PLAN_TARGET, "--concurrency", "1,8",
                                        "--isl", "512", "--dtype", "fp8", "--engine", "vllm", "--db", db)
-    assert [row["batch_size"] for row in response.json()["per_batch_size"]] == [1, 8]
+    assert [row["concurrency"] for row in response.json()["per_concurrency"]] == [1, 8]
+
+
+def test_the_old_query_names_answer_as_the_new_ones(client: httpx.Client) -> None:
+    """Before issue 38 the axis was called batch size: ``batch_size`` and ``batch_sizes`` are still read
+    (left out of the API docs); next to the new name, the old one is a 422 naming it."""
+    best, plan = {"model": "tiny-target", "hardware": factory.H100[0]}, {"hardware": "h200", "model": PLAN_TARGET}
+    old = client.get("/v1/profiles/best", params={**best, "batch_size": 4})
+    assert old.status_code == 200, old.text
+    assert old.json() == client.get("/v1/profiles/best", params={**best, "concurrency": 4}).json()
+    old = client.get("/v1/plan", params={**plan, "batch_sizes": "1,8"})
+    assert old.status_code == 200, old.text
+    assert old.json() == client.get("/v1/plan", params={**plan, "concurrencies": "1,8"}).json()
+    for path, params, name in (("/v1/profiles/best", {**best, "concurrency": 4, "batch_size": 4}, "batch_size"),
+                               ("/v1/plan", {**plan, "concurrencies": "1", "batch_sizes": "1"}, "batch_sizes")):
+        both = client.get(path, params=params)
+        assert "old name" in error_of(both, 422) and both.json()["error"]["field"] == name
+    documented = json.dumps(client.get("/openapi.json").json()["paths"])
+    assert "batch_size" not in documented
 
 
 def test_healthz_says_read_only(client: httpx.Client) -> None:

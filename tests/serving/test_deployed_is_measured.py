@@ -1,7 +1,7 @@
 """Issue 20, item 3: what an export deploys is what the engine measured with.
 
 For every method (none, mtp, draft with a whole draft model, draft with an EAGLE-3 head, ngram),
-with one draft length at every batch size and with a per-batch-size schedule, and for each
+with one draft length at every concurrency and with a per-concurrency schedule, and for each
 TensorRT-LLM line the exporter writes: the export's speculative block, less the schedule the
 exporter adds (``draft_len_schedule`` / ``max_concurrency``, vLLM's
 ``num_speculative_tokens_per_batch_size``), equals the block the engine adapter's runner hands its
@@ -34,7 +34,7 @@ from autotune.serving.speculation import with_draft_config
 
 MAX_NGRAM = 4  # the n-gram window the study measured with (stored in the profile's details)
 METHODS = ("none", "mtp", "draft", "eagle3", "ngram")
-SHAPES = {  # the profile's table: batch size -> depth (0: speculation lost to none there)
+SHAPES = {  # the profile's table: concurrency -> depth (0: speculation lost to none there)
     "constant": {1: 3, 2: 3, 4: 3},
     "scheduled": {1: 4, 2: 4, 4: 2, 8: 0},
 }
@@ -42,7 +42,7 @@ SHAPES = {  # the profile's table: batch size -> depth (0: speculation lost to n
 # declares allow_advanced_sampling. main declares it as a deprecated no-op, which the export leaves
 # out (autotune.engines.trtllm.versions: advanced_sampling_flag).
 RUNNER_ADVANCED_SAMPLING = {"1.0": False, "1.2": True, "main": True}
-# What each writer adds to the adapter's block: the per-batch-size schedule.
+# What each writer adds to the adapter's block: the per-concurrency schedule.
 TRTLLM_SCHEDULE_KEYS = {"draft_len_schedule", "max_concurrency"}
 VLLM_SCHEDULE_KEYS = {"num_speculative_tokens_per_batch_size"}
 
@@ -64,7 +64,7 @@ def folders(tmp_path: Path) -> dict[str, Path]:
 
 def profile_and_config(method: str, shape: str, folders: dict[str, Path]):  # noqa: ANN201
     """The profile a study of ``method`` stores (its draft read from the folder, as write_export
-    does) and the configuration it measured at the profile's batch size, 1."""
+    does) and the configuration it measured at the profile's concurrency, 1."""
     engine_method = "draft" if method == "eagle3" else method
     depths = SHAPES[shape] if method != "none" else dict.fromkeys(SHAPES[shape], 0)
     table = {b: (engine_method, d) if d else ("none", 0) for b, d in depths.items()}

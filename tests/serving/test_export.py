@@ -124,7 +124,7 @@ def test_trtllm_header_documents_the_profile_and_builtin_models() -> None:
     profile = replace(factory.profile_data("draft", 2, 2, {2: ("draft", 2)}, draft_source="builtin:draft"), chosen_trial=5)
     text = serving.export_profile(profile, "trtllm")
     header = [line for line in text.splitlines() if line.startswith("#")]
-    assert any("deployment profile 7, trial 5: draft@2 with draft tiny-draft (dddd000011112222) at batch size 2" in line
+    assert any("deployment profile 7, trial 5: draft@2 with draft tiny-draft (dddd000011112222) at concurrency 2" in line
                for line in header)
     assert any(line.endswith("measured: 123.4 tokens/s, 1.50x vs none, TPOT p50 8.10 ms (one screening run, no interval)")
                for line in header)
@@ -145,18 +145,18 @@ def test_header_states_the_figures_with_their_intervals(fmt: str) -> None:
     header = header_of(serving.export_profile(profile, fmt))
     assert ("measured: 841.8 tokens/s ±8.4 % (n=7), 2.19x [1.89, 2.53] vs none, TPOT p50 4.20 ms ±2.0 %, "
             "95 % intervals") in header
-    assert "within noise of mtp@3 at batch size 1: mtp@4 is the simplest of them to operate" in header
+    assert "within noise of mtp@3 at concurrency 1: mtp@4 is the simplest of them to operate" in header
     if fmt != "trtllm-bench":
-        assert "  batch size 1: depth 4 (mtp@4, 2.19x [1.89, 2.53], n=7)" in header
-        assert "  batch size 4: depth 2 (mtp@2, 1.31x [1.22, 1.40], n=7)" in header
-        assert "  batch size 8: depth 0 (none, one screening run)" in header
+        assert "  concurrency 1: depth 4 (mtp@4, 2.19x [1.89, 2.53], n=7)" in header
+        assert "  concurrency 4: depth 2 (mtp@2, 1.31x [1.22, 1.40], n=7)" in header
+        assert "  concurrency 8: depth 0 (none, one screening run)" in header
 
 
 def test_header_of_an_unconfirmed_profile_says_one_screening_run() -> None:
     profile = replace(factory.profile_data("mtp", 4, 1, {1: ("mtp", 4), 8: ("none", 0)}), speedup=None)
     header = header_of(serving.export_profile(profile, "trtllm"))
     assert "measured: 123.4 tokens/s, TPOT p50 8.10 ms (one screening run, no interval)" in header
-    assert "  batch size 1: depth 4 (mtp@4, one screening run, no speedup measured)" in header
+    assert "  concurrency 1: depth 4 (mtp@4, one screening run, no speedup measured)" in header
     assert not any("within noise" in line or "±" in line for line in header)
 
 
@@ -169,16 +169,16 @@ def test_header_of_a_stored_confirmed_profile(stored) -> None:  # noqa: ANN001
     assert measured.startswith(f"measured: {tokens.value:.1f} tokens/s ±{100 * tokens.relative_half_width:.1f} % "
                                f"(n={factory.ROUNDS}), {speedup.value:.2f}x [{speedup.low:.2f}, {speedup.high:.2f}] vs none")
     assert measured.endswith("95 % intervals")
-    assert f"deployment profile {profile_id}, confirmation row {profile.chosen_trial}: mtp@2 at batch size 4" in header[0]
-    assert "within noise of mtp@3 at batch size 4: mtp@2 is the simplest of them to operate" in header
-    schedule = [line for line in header if line.startswith("  batch size ") and ": depth " in line]
-    assert len(schedule) == len(factory.BATCH_SIZES)
+    assert f"deployment profile {profile_id}, confirmation row {profile.chosen_trial}: mtp@2 at concurrency 4" in header[0]
+    assert "within noise of mtp@3 at concurrency 4: mtp@2 is the simplest of them to operate" in header
+    schedule = [line for line in header if line.startswith("  concurrency ") and ": depth " in line]
+    assert len(schedule) == len(factory.CONCURRENCIES)
     # Studied on the embedded engine: what TensorRT-LLM runs where none won is floored and unmeasured.
-    assert ("  batch size 16: draft length 1: unmeasured (the profile was measured on the embedded engine, "
+    assert ("  concurrency 16: draft length 1: unmeasured (the profile was measured on the embedded engine, "
             "not TensorRT-LLM)") in header
-    assert schedule[-1].startswith("  batch size 16: depth 0 (none, no speculation measured faster")
-    row = next(r for r in profile.per_batch_size if r["batch_size"] == 4)
-    assert (f"  batch size 4: depth 2 (mtp@2, {row['speedup']:.2f}x [{row['speedup_low']:.2f}, "
+    assert schedule[-1].startswith("  concurrency 16: depth 0 (none, no speculation measured faster")
+    row = next(r for r in profile.per_concurrency if r["concurrency"] == 4)
+    assert (f"  concurrency 4: depth 2 (mtp@2, {row['speedup']:.2f}x [{row['speedup_low']:.2f}, "
             f"{row['speedup_high']:.2f}], n={factory.ROUNDS}; within noise of mtp@3)") in schedule
 
 
@@ -223,7 +223,7 @@ def test_trtllm_bench_script_remeasures_with_the_same_yaml(method: str, tmp_path
     dataset.write_text('{"task_id": 0, "prompt": "def f():", "output_tokens": 16}\n')
     args, config = run_script(script, tmp_path, "trtllm-bench", {"DATASET": str(dataset), "REPORT_JSON": "r.json"})
     assert args[:3] == ["--model", "tiny-target", "--model_path"] and "throughput" in args
-    assert args[args.index("--concurrency") + 1] == str(profile.batch_size)
+    assert args[args.index("--concurrency") + 1] == str(profile.concurrency)
     assert args[args.index("--dataset") + 1] == str(dataset) and args[args.index("--report_json") + 1] == "r.json"
     assert yaml.safe_load(config) == trtllm(profile)
 
@@ -236,7 +236,7 @@ def test_trtllm_bench_script_demands_a_dataset(tmp_path: Path) -> None:
 
 
 def vllm_lookup(schedule: list[list[int]], max_num_seqs: int, max_depth: int) -> dict[int, int]:
-    """Batch size -> draft length as vLLM 0.32.0 reads ``num_speculative_tokens_per_batch_size``
+    """Concurrency -> draft length as vLLM 0.32.0 reads ``num_speculative_tokens_per_batch_size``
     (vllm/v1/spec_decode/dynamic/utils.py), with its validation: inclusive ranges, sorted, disjoint,
     the first starting at 1, depths >= 0; gaps and the tail carry the previous depth; clamped to
     ``num_speculative_tokens``."""
@@ -244,9 +244,9 @@ def vllm_lookup(schedule: list[list[int]], max_num_seqs: int, max_depth: int) ->
     assert all(len(entry) == 3 and 0 < entry[0] <= entry[1] and entry[2] >= 0 for entry in schedule)
     assert all(a[1] < b[0] for a, b in zip(schedule, schedule[1:]))
     lookup = {}
-    for batch_size in range(1, max_num_seqs + 1):
-        depth = [d for first, _, d in schedule if first <= batch_size][-1]  # its range's, or carried forward
-        lookup[batch_size] = min(depth, max_depth)
+    for concurrency in range(1, max_num_seqs + 1):
+        depth = [d for first, _, d in schedule if first <= concurrency][-1]  # its range's, or carried forward
+        lookup[concurrency] = min(depth, max_depth)
     return lookup
 
 
@@ -274,29 +274,29 @@ def test_vllm_script(method: str, tmp_path: Path) -> None:
     if schedule is None:
         assert len(set(plan.depths.values())) == 1
         return
-    # Every batch size up to --max-num-seqs lies in a range (none is left to vLLM's gap rule), and
-    # vLLM reads the measured depth at each measured batch size.
+    # Every concurrency up to --max-num-seqs lies in a range (none is left to vLLM's gap rule), and
+    # vLLM reads the measured depth at each measured concurrency.
     covered = [b for first, last, _ in schedule for b in range(first, last + 1)]
     assert covered == list(range(1, plan.max_batch_size + 1))
     lookup = vllm_lookup(schedule, plan.max_batch_size, spec["num_speculative_tokens"])
     assert {b: lookup[b] for b in plan.depths} == plan.depths
 
 
-def test_vllm_schedules_the_draft_length_per_batch_size() -> None:
-    """The measured draft length per batch size (mtp: {1: 4, 2: 4, 4: 2, 8: 0, 16: 0}) as vLLM's
-    inclusive ranges, each depth held up to the next measured batch size; where none won and K = 0
+def test_vllm_schedules_the_draft_length_per_concurrency() -> None:
+    """The measured draft length per concurrency (mtp: {1: 4, 2: 4, 4: 2, 8: 0, 16: 0}) as vLLM's
+    inclusive ranges, each depth held up to the next measured concurrency; where none won and K = 0
     was not measured, depth 1 (K = 0 still runs the drafter: tests/serving/test_offstate.py)."""
     def schedule(name: str):  # noqa: ANN202
         spec = json.loads(command_words(serving.export_profile(PROFILES[name], "vllm"), "vllm")[-2])
         return spec.get("num_speculative_tokens_per_batch_size")
 
     assert schedule("mtp") == [[1, 3, 4], [4, 7, 2], [8, 16, 1]]
-    assert schedule("draft") == [[1, 7, 2], [8, 8, 1]]  # none won from batch size 8: floored, K = 0 unmeasured
-    assert schedule("ngram") is None  # depth 3 at every measured batch size
+    assert schedule("draft") == [[1, 7, 2], [8, 8, 1]]  # none won from concurrency 8: floored, K = 0 unmeasured
+    assert schedule("ngram") is None  # depth 3 at every measured concurrency
     one = factory.profile_data("mtp", 3, 1, {4: ("mtp", 3), 8: ("mtp", 1)})
-    assert vllm_batch_schedule(serving_plan(one)) == [[1, 7, 3], [8, 8, 1]]  # batch size 1 added by the plan
+    assert vllm_batch_schedule(serving_plan(one)) == [[1, 7, 3], [8, 8, 1]]  # concurrency 1 added by the plan
     text = serving.export_profile(PROFILES["mtp"], "vllm")
-    assert "speculates at every batch size" not in text and "num_speculative_tokens_per_batch_size: [first" in text
+    assert "speculates at every concurrency" not in text and "num_speculative_tokens_per_batch_size: [first" in text
 
 
 @pytest.mark.vllm
@@ -389,8 +389,8 @@ def test_sglang_script(method: str, tmp_path: Path) -> None:
 
 def test_engines_without_a_batch_switch_say_so() -> None:
     text = serving.export_profile(PROFILES["mtp"], "sglang")
-    assert "speculates at every batch size" in text and "{1: 4, 2: 4, 4: 2, 8: 0, 16: 0}" in text
-    assert "speculates at every batch size" not in serving.export_profile(PROFILES["none"], "sglang")
+    assert "speculates at every concurrency" in text and "{1: 4, 2: 4, 4: 2, 8: 0, 16: 0}" in text
+    assert "speculates at every concurrency" not in serving.export_profile(PROFILES["none"], "sglang")
 
 
 def test_json_export_is_the_whole_profile() -> None:
@@ -407,8 +407,8 @@ def test_unknown_format_is_refused_before_the_database_is_opened() -> None:
 
 def test_default_path_is_built_from_hardware_model_and_method() -> None:
     path = serving.default_export_path(PROFILES["mtp"], "trtllm")
-    assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d4-bs1.trtllm.yaml")
-    assert serving.default_export_path(PROFILES["none"], "vllm").name.endswith("__none-bs8.vllm.sh")
+    assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d4-c1.trtllm.yaml")
+    assert serving.default_export_path(PROFILES["none"], "vllm").name.endswith("__none-c8.vllm.sh")
     assert serving.slugify("  ÄÖ // ") == "unnamed"
 
 
@@ -421,7 +421,7 @@ def test_write_export_default_path_atomic_and_no_clobber(stored, tmp_path: Path,
     url, profile_id = stored
     monkeypatch.chdir(tmp_path)
     path = serving.write_export(url, profile_id, "trtllm")
-    assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d2-bs4.trtllm.yaml")
+    assert path == Path("profiles/1x-nvidia-h100-80gb-hbm3__tiny-target__mtp-d2-c4.trtllm.yaml")
     expected = serving.export_profile(show_profile(url, profile_id), "trtllm")
     assert path.read_text() == expected
     check_trtllm_rules(yaml.safe_load(expected), "mtp")

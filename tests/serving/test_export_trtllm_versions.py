@@ -8,7 +8,7 @@ engine, and every TensorRT-LLM export passes a strict reader of the version it i
   UserProvided, AUTO: no Eagle3); 1.2 and main discriminate on the class literals (``Draft_Target``,
   ``Eagle3``, ...). Unknown fields are refused everywhere (``StrictBaseModel``).
 * draft_len_schedule: absent in 1.0. 1.2: key 1 required, schedule[1] == max_draft_len, a key holds
-  from its batch size up. main: the smallest key maps to max_draft_len, a key holds up to its batch
+  from its concurrency up. main: the smallest key maps to max_draft_len, a key holds up to its batch
   size, above the largest key the draft length is 0; max_concurrency (> 0) and draft_len_schedule are
   mutually exclusive.
 * CudaGraphConfig: 1.2 and main: with both given, max_batch_size == max(batch_sizes); 1.0
@@ -98,14 +98,14 @@ def parse(config: dict, version: str) -> dict:
     schedule = spec.get("draft_len_schedule")
     if schedule is not None:
         if any(b < 1 for b in schedule) or any(d < 0 or d > max_draft_len for d in schedule.values()):
-            raise Refused("draft_len_schedule: batch size >= 1, 0 <= draft length <= max_draft_len")
+            raise Refused("draft_len_schedule: concurrency >= 1, 0 <= draft length <= max_draft_len")
         if version == "1.2":
             if 1 not in schedule:
-                raise Refused("draft_len_schedule must include batch_size=1")
+                raise Refused("draft_len_schedule must include concurrency=1")
             if schedule[1] != max_draft_len:
                 raise Refused("draft_len_schedule[1] must equal max_draft_len")
         elif schedule[min(schedule)] != max_draft_len:
-            raise Refused("the smallest batch-size key must map to max_draft_len")
+            raise Refused("the smallest concurrency key must map to max_draft_len")
     if version == "main":
         if spec.get("max_concurrency") is not None and schedule is not None:
             raise Refused("max_concurrency and draft_len_schedule are mutually exclusive")
@@ -114,17 +114,17 @@ def parse(config: dict, version: str) -> dict:
     return spec
 
 
-def runtime_draft_len(spec: dict, version: str, batch_size: int) -> int:
-    """The draft length ``version`` uses at ``batch_size`` for the parsed speculative section."""
+def runtime_draft_len(spec: dict, version: str, concurrency: int) -> int:
+    """The draft length ``version`` uses at ``concurrency`` for the parsed speculative section."""
     if not spec:
         return 0
     schedule = spec.get("draft_len_schedule")
     if schedule is not None:
-        if version == "1.2":  # a key holds from its batch size up
-            return schedule[max(b for b in schedule if b <= batch_size)]
-        upper = [b for b in schedule if b >= batch_size]  # main: up to its batch size, 0 above the largest
+        if version == "1.2":  # a key holds from its concurrency up
+            return schedule[max(b for b in schedule if b <= concurrency)]
+        upper = [b for b in schedule if b >= concurrency]  # main: up to its concurrency, 0 above the largest
         return schedule[min(upper)] if upper else 0
-    if spec.get("max_concurrency") is not None and batch_size > spec["max_concurrency"]:
+    if spec.get("max_concurrency") is not None and concurrency > spec["max_concurrency"]:
         return 0
     return spec["max_draft_len"]
 
@@ -159,14 +159,14 @@ def trtllm(profile, version: str) -> dict:  # noqa: ANN001
 
 
 def intended_depths(profile) -> dict[int, int]:  # noqa: ANN001
-    """The draft length the plan means at every batch size the profile covers: the measured one,
-    between measured ones the smaller batch size's, 0 from the first batch size where it is off
+    """The draft length the plan means at every concurrency the profile covers: the measured one,
+    between measured ones the smaller concurrency's, 0 from the first concurrency where it is off
     (one-model kinds: never off, floored at 1)."""
     plan = deployed_plan(profile, TRTLLM_OFF_RULE)
     if not plan.depths:  # method none
-        return dict.fromkeys(plan.batch_sizes, 0)
+        return dict.fromkeys(plan.concurrencies, 0)
     depths, off = {}, False
-    for b in sorted({1, *plan.batch_sizes, *plan.depths}):
+    for b in sorted({1, *plan.concurrencies, *plan.depths}):
         off = off or plan.depths[max(k for k in plan.depths if k <= b)] == 0
         depths[b] = 0 if off else plan.depths[max(k for k in plan.depths if k <= b)]
     return depths
@@ -188,26 +188,26 @@ def test_every_export_is_read_by_its_version(name: str, version: str) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("name", sorted(PROFILES))
-def test_no_covered_batch_size_falls_to_an_implicit_zero(name: str, version: str) -> None:
+def test_no_covered_concurrency_falls_to_an_implicit_zero(name: str, version: str) -> None:
     profile = PROFILES[name]
     spec = parse(trtllm(profile, version), version)
-    for batch_size, depth in intended_depths(profile).items():
-        served = runtime_draft_len(spec, version, batch_size)
-        assert (served > 0) == (depth > 0), (batch_size, depth, served)
-        if version != "1.0":  # 1.0 has one draft length for every batch size
-            assert served == depth, (batch_size, depth, served)
+    for concurrency, depth in intended_depths(profile).items():
+        served = runtime_draft_len(spec, version, concurrency)
+        assert (served > 0) == (depth > 0), (concurrency, depth, served)
+        if version != "1.0":  # 1.0 has one draft length for every concurrency
+            assert served == depth, (concurrency, depth, served)
 
 
-def test_main_reads_keys_as_upper_bounds_so_the_schedule_reaches_the_largest_batch_size() -> None:
+def test_main_reads_keys_as_upper_bounds_so_the_schedule_reaches_the_largest_concurrency() -> None:
     plan = serving_plan(PROFILES["mtp-gap"])
-    assert plan.batch_sizes == [1, 4, 8, 16] and plan.depths == {1: 4, 4: 2}
+    assert plan.concurrencies == [1, 4, 8, 16] and plan.depths == {1: 4, 4: 2}
     spec = trtllm(PROFILES["mtp-gap"], "main")["speculative_config"]
     assert spec["draft_len_schedule"] == {1: 4, 4: 2, 8: 2, 16: 2}
     assert [runtime_draft_len(spec, "main", b) for b in (1, 3, 4, 5, 16, 17)] == [4, 2, 2, 2, 2, 0]
     assert [runtime_draft_len(spec, "1.2", b) for b in (1, 3, 4, 5, 16, 17)] == [4, 4, 2, 2, 2, 2]
 
 
-def test_a_two_model_schedule_stops_at_the_first_batch_size_without_speculation() -> None:
+def test_a_two_model_schedule_stops_at_the_first_concurrency_without_speculation() -> None:
     scheduled = factory.profile_data("draft", 4, 1, {1: ("draft", 4), 4: ("draft", 2), 8: ("none", 0), 16: ("none", 0)})
     for version in ("1.2", "main"):
         spec = trtllm(scheduled, version)["speculative_config"]

@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 PROMPTS = 4
 MAX_TOKENS = 32
-BATCH_SIZES = (1, 2)
+CONCURRENCIES = (1, 2)
 HEALTH_TIMEOUT_S = 180.0
 TOKENIZER = ByteTokenizer()
 # Arguments the test adds through the script's "$@": where to listen; float32 because vLLM's "auto"
@@ -73,14 +73,14 @@ print(json.dumps({"model": model, "choices": [c.model_dump() for c in choices]})
 
 
 def stored_profile(url: str, models: dict[str, Path]) -> int:
-    """A finished study of none and draft at batch sizes 1 and 2 for the exported target and draft
+    """A finished study of none and draft at concurrency levels 1 and 2 for the exported target and draft
     folders, written by the store's writers, and its deployment profile (as the tuner saves it)."""
     with open_database(url) as database, database.session() as session:
         hardware = factory.hardware(session, *factory.CPU)
         target = factory.model(session, models["target"].name, "t" * 16, source=str(models["target"]), num_mtp_modules=2)
         draft = factory.model(session, models["draft"].name, "d" * 16, role="draft", source=str(models["draft"]))
         record = factory.study(session, "vllm-serve", hardware, target, draft, methods=("none", "draft"),
-                               batch_sizes=BATCH_SIZES, profile_batch_size=1)
+                               concurrencies=CONCURRENCIES, profile_concurrency=1)
         return record.id
 
 
@@ -104,7 +104,7 @@ def test_exported_vllm_script_serves_the_profile(vllm_python: Path, hf_models: d
     text = script.read_text()
     # The profile names the real folders: the script runs as exported, nothing to substitute.
     assert str(hf_models["target"]) in text and str(hf_models["draft"]) in text and "NOTE:" not in text
-    # The study's synthetic figures make depth 2 best at batch size 1 and depth 1 at 2: a schedule.
+    # The study's synthetic figures make depth 2 best at concurrency 1 and depth 1 at 2: a schedule.
     assert '"num_speculative_tokens": 2' in text
     assert '"num_speculative_tokens_per_batch_size": [[1, 1, 2], [2, 2, 1]]' in text
 
@@ -149,5 +149,5 @@ def test_exported_vllm_script_serves_the_profile(vllm_python: Path, hf_models: d
     print(f"vllm serve: /health after {start_s:.1f} s, whole test {total_s:.1f} s; {matched}/{len(prompts)} completions "
           f"match our greedy output; spec decode: {drafts:.0f} drafts, {drafted:.0f} draft tokens, {accepted:.0f} accepted")
     assert accepted > 0
-    # The schedule was served: depth 1 at batch size 2 (num_speculative_tokens alone would draft 2 a step).
+    # The schedule was served: depth 1 at concurrency 2 (num_speculative_tokens alone would draft 2 a step).
     assert drafts <= drafted < 1.5 * drafts

@@ -30,7 +30,7 @@ from autotune.store.results import TrialRow
 
 EAGLE3_CONFIG = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 64}
 KINDS = ("mtp", DRAFT_TARGET, EAGLE3, "ngram")
-SHAPES = {  # batch size -> depth of the profile's method (0: none won there)
+SHAPES = {  # concurrency -> depth of the profile's method (0: none won there)
     "constant-then-off": {1: 3, 2: 3, 4: 3, 8: 0},
     "scheduled-then-off": {1: 4, 2: 4, 4: 2, 8: 0, 16: 0},
 }
@@ -47,14 +47,14 @@ def kind_profile(kind: str, shape: str, engine: str = "embedded", measurements: 
     return replace(profile, study=replace(profile.study, engine=engine))
 
 
-def row(method: str, depth: int, batch_size: int, tokens: float, *, number: int = 0, speedup: tuple | None = None,
+def row(method: str, depth: int, concurrency: int, tokens: float, *, number: int = 0, speedup: tuple | None = None,
         off: bool = False) -> TrialRow:
     """A confirmation row of run 1; ``speedup``: (value, low, high) over n = 5, paired with none."""
     intervals = {}
     if speedup is not None:
         value, low, high = speedup
         intervals["speedup"] = {"value": value, "low": low, "high": high, "n": 5, "confidence": 0.95}
-    return TrialRow(trial_number=number, method=method, depth=depth, batch_size=batch_size, state="complete",
+    return TrialRow(trial_number=number, method=method, depth=depth, concurrency=concurrency, state="complete",
                     tokens_per_s=tokens, speedup=speedup[0] if speedup else (1.0 if method == "none" else None),
                     phase="confirmation", repetitions=5, intervals=intervals,
                     extra={"confirmation": {"run": 1}, **({OFF_STATE_KEY: True} if off else {})})
@@ -102,8 +102,8 @@ def test_trtllm_carries_the_measured_depth_1_figure_against_none() -> None:
     lines = comment_lines(text)
     assert any(line.startswith("Where none won, what this TensorRT-LLM speculative server runs instead (")
                and "PR #16888" in line for line in lines)
-    assert "  batch size 8: draft length 1: mtp@1 0.88x [0.80, 0.95] vs none (n=5)" in lines
-    assert "  batch size 16: draft length 1: unmeasured (no row of mtp@1 at batch size 16)" in lines
+    assert "  concurrency 8: draft length 1: mtp@1 0.88x [0.80, 0.95] vs none (n=5)" in lines
+    assert "  concurrency 16: draft length 1: unmeasured (no row of mtp@1 at concurrency 16)" in lines
 
 
 def test_a_screening_depth_1_row_is_carried_as_one_run_against_its_baseline() -> None:
@@ -120,7 +120,7 @@ def test_trtllm_two_model_keeps_its_zero_marked_unmeasured() -> None:
     assert trtllm_spec(profile, "1.2")["draft_len_schedule"] == {1: 4, 2: 4, 4: 2, 8: 0}
     state = off_states(profile, TRTLLM_OFF_RULE)[8]
     assert (state.depth, state.measured) == (0, False)
-    assert state.why == "no row of K = 0 inside the server at batch size 8"
+    assert state.why == "no row of K = 0 inside the server at concurrency 8"
 
 
 def test_vllm_never_writes_an_unmeasured_zero() -> None:
@@ -128,8 +128,8 @@ def test_vllm_never_writes_an_unmeasured_zero() -> None:
     profile = kind_profile("mtp", "scheduled-then-off", engine="vllm", measurements=rows)
     assert vllm_spec(profile)["num_speculative_tokens_per_batch_size"] == [[1, 3, 4], [4, 7, 2], [8, 16, 1]]
     lines = comment_lines(serving.export_profile(profile, "vllm"))
-    assert "  batch size 8: draft length 1: mtp@1 0.90x [0.85, 0.95] vs none (n=5)" in lines
-    assert "  batch size 16: draft length 1: unmeasured (no row of mtp@1 at batch size 16)" in lines
+    assert "  concurrency 8: draft length 1: mtp@1 0.90x [0.85, 0.95] vs none (n=5)" in lines
+    assert "  concurrency 16: draft length 1: unmeasured (no row of mtp@1 at concurrency 16)" in lines
 
 
 def test_vllm_writes_a_zero_range_only_with_a_measured_k0_figure_and_carries_it() -> None:
@@ -137,7 +137,7 @@ def test_vllm_writes_a_zero_range_only_with_a_measured_k0_figure_and_carries_it(
     rows = (row("none", 0, 8, 800.0), row("mtp", 1, 8, 720.0, number=1, speedup=(0.9, 0.85, 0.95)), k0)
     profile = kind_profile("mtp", "constant-then-off", engine="vllm", measurements=rows)
     assert vllm_spec(profile)["num_speculative_tokens_per_batch_size"] == [[1, 7, 3], [8, 8, 0]]
-    assert "  batch size 8: draft length 0: mtp@0 (K = 0 measured) 0.95x [0.91, 0.99] vs none (n=5)" in \
+    assert "  concurrency 8: draft length 0: mtp@0 (K = 0 measured) 0.95x [0.91, 0.99] vs none (n=5)" in \
         comment_lines(serving.export_profile(profile, "vllm"))
     faster_one = (*rows[:2], replace(k0, tokens_per_s=700.0))  # measured both: the faster one is served
     profile = kind_profile("mtp", "constant-then-off", engine="vllm", measurements=faster_one)
@@ -154,8 +154,8 @@ def test_every_measured_depth_competes_with_k0_and_the_schedule_never_deepens_wi
     # 16 serves the measured depth 3; 8, where only K = 0 was measured, holds 16's depth 3 (unmeasured there)
     assert vllm_spec(profile)["num_speculative_tokens_per_batch_size"] == [[1, 3, 4], [4, 16, 3]]
     lines = comment_lines(serving.export_profile(profile, "vllm"))
-    assert "  batch size 16: draft length 3: mtp@3 0.90x [0.85, 0.95] vs none (n=5)" in lines
-    assert "  batch size 8: draft length 3: unmeasured (no row of mtp@3 at batch size 8)" in lines
+    assert "  concurrency 16: draft length 3: mtp@3 0.90x [0.85, 0.95] vs none (n=5)" in lines
+    assert "  concurrency 8: draft length 3: unmeasured (no row of mtp@3 at concurrency 8)" in lines
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -176,13 +176,13 @@ def test_a_plan_is_unmeasured_everywhere() -> None:
     assert off_states(profile, VLLM_OFF_RULE)[8].why == "predicted by autotune plan, never measured on vLLM"
 
 
-def test_where_speculation_loses_at_most_batch_sizes_the_export_advises_none_and_a_speculative_pool() -> None:
+def test_where_speculation_loses_at_most_concurrencies_the_export_advises_none_and_a_speculative_pool() -> None:
     table = {1: ("mtp", 2, 1.40, 1.30, 1.50), 2: ("none", 0), 4: ("none", 0), 8: ("none", 0)}
     profile = replace(factory.profile_data("mtp", 2, 1, table), study=replace(factory.profile_data().study, engine="vllm"))
     lines = comment_lines(serving.export_profile(profile, "vllm"))
-    assert ("Speculation lost to none at 3 of 4 measured batch sizes (2, 4, 8): consider serving without "
+    assert ("Speculation lost to none at 3 of 4 measured concurrency levels (2, 4, 8): consider serving without "
             "speculation (an export of method none) and") in lines
-    assert ("routing low-load traffic to a separate speculative pool; speculation won at batch size "
+    assert ("routing low-load traffic to a separate speculative pool; speculation won at concurrency "
             "1 (mtp@2 1.40x [1.30, 1.50]).") in lines
     assert not any("Speculation lost" in line for line in comment_lines(
         serving.export_profile(kind_profile("mtp", "scheduled-then-off"), "vllm")))  # lost at 2 of 5 only
@@ -192,7 +192,7 @@ def test_the_report_per_engine() -> None:
     rows = (row("none", 0, 8, 800.0), row("mtp", 1, 8, 720.0, number=1, speedup=(0.9, 0.85, 0.95)))
     report = off_state_report(kind_profile("mtp", "constant-then-off", engine="trtllm", measurements=rows))
     assert set(report) == {"trtllm", "vllm"}
-    assert report["trtllm"] == [{"engine": "trtllm", "batch_size": 8, "depth": 1, "measured": True,
+    assert report["trtllm"] == [{"engine": "trtllm", "concurrency": 8, "depth": 1, "measured": True,
                                  "configuration": "mtp@1", "unmeasured_because": None,
                                  "vs_none": {"value": 0.9, "low": 0.85, "high": 0.95, "n": 5, "confidence": 0.95},
                                  "summary": "draft length 1: mtp@1 0.90x [0.85, 0.95] vs none (n=5)"}]

@@ -30,7 +30,7 @@ def main() -> None:
         study = results.create_study(session, name=name, optuna_study_name=name, hardware=hardware, target=target,
                                      engine="embedded", objective="throughput", search_space={}, slo={},
                                      workload_name="w", workload_fingerprint="0" * 64)
-        results.record_trial(session, study.id, trial_number=0, method="none", depth=0, batch_size=1, state="failed",
+        results.record_trial(session, study.id, trial_number=0, method="none", depth=0, concurrency=1, state="failed",
                              reason="not measured")
         print(f"revision {migrate.current_revision(database.engine)}", flush=True)
 

@@ -84,7 +84,7 @@ def tuner(index: int, _profile: str):  # noqa: ANN202
     from autotune.store.locks import named_lock
 
     hardware = HardwareProfile("c" * 16, "stress-cpu", "cpu", 1, {"ram_total_bytes": 1 << 34}, ())
-    options = TuneOptions(hardware=hardware, batch_sizes=(1, 2), max_depth=2, sampler="random", seed=index)
+    options = TuneOptions(hardware=hardware, concurrencies=(1, 2), max_depth=2, sampler="random", seed=index)
     plan = plan_study(options)
 
     def act(url: str, round_number: int) -> str:
@@ -98,7 +98,7 @@ def tuner(index: int, _profile: str):  # noqa: ANN202
                 trial = study.ask()
                 with database.session() as session:
                     results.record_trial(session, study_id, trial_number=trial.number, method="none", depth=0,
-                                         batch_size=1, state="failed", reason="not measured (stress test)")
+                                         concurrency=1, state="failed", reason="not measured (stress test)")
             finally:
                 storage.remove_session()
                 storage.engine.dispose()

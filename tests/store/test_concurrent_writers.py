@@ -20,7 +20,7 @@ from autotune.store.models import HardwareRecord, MeasurementRecord, ModelRecord
 
 SCRIPT = Path(__file__).with_name("stress_process.py")
 REPO = Path(__file__).resolve().parents[2]
-PROFILE = REPO / "profiles" / "cpu-amd-epyc-2-cores-24-gib__autotune-byte-target__draft-d5-bs8.json"
+PROFILE = REPO / "profiles" / "cpu-amd-epyc-2-cores-24-gib__autotune-byte-target__draft-d5-c8.json"
 ROLES = ("open", "upgrade", "import", "tune") * 2  # 8 processes
 ROUNDS = 10
 

@@ -98,4 +98,4 @@ def test_older_revision_is_refused_until_upgraded(empty_db_url: str, monkeypatch
 def test_migrations_ship_with_the_package() -> None:
     path = migrate.migrations_dir()
     assert path.endswith("migrations")
-    assert migrate.head_revision() == "0008_validation_runs"
+    assert migrate.head_revision() == "0009_concurrency"

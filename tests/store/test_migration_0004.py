@@ -81,7 +81,7 @@ def test_rows_from_0003_read_as_one_screening_pass(empty_db_url: str) -> None:
 
             # New rows fit in next to the old ones: a confirmation row may reuse trial number 1.
             results.record_trial(
-                session, ids["study"], trial_number=1, method="mtp", depth=2, batch_size=4, state="failed",
+                session, ids["study"], trial_number=1, method="mtp", depth=2, concurrency=4, state="failed",
                 reason="oom", phase="confirmation",
             )
         with database.session() as session:
@@ -92,12 +92,12 @@ def test_rows_from_0003_read_as_one_screening_pass(empty_db_url: str) -> None:
 
 def trial(session, study_id: int, number: int, tps: float, **kwargs) -> int:  # noqa: ANN001 - a Session
     measurement = {
-        "method": "mtp", "depth": 2, "batch_size": 4, "draft": None, "tokens_per_s": tps, "tpot_ms_p50": 1.0,
+        "method": "mtp", "depth": 2, "concurrency": 4, "draft": None, "tokens_per_s": tps, "tpot_ms_p50": 1.0,
         **{name: None for name in results.FIGURE_COLUMNS if name not in ("tokens_per_s", "tpot_ms_p50")},
     }
     measurement["acceptance_by_position"] = []
     return results.record_trial(
-        session, study_id, trial_number=number, method="mtp", depth=2, batch_size=4, state="complete",
+        session, study_id, trial_number=number, method="mtp", depth=2, concurrency=4, state="complete",
         measurement=measurement, **kwargs,
     ).id
 
@@ -136,8 +136,8 @@ def test_downgrade_to_0003_drops_confirmation_rows(empty_db_url: str) -> None:
             )
             profile = results.save_profile(
                 session, session.get(results.StudyRecord, study_id), measurement_id=screening, method="mtp",
-                draft_model_id=None, depth=2, batch_size=4, tokens_per_s=290.0, tpot_ms_p50=1.0, speedup=1.45,
-                per_batch_size=[], details={}, repetitions=5, intervals={"tokens_per_s": interval},
+                draft_model_id=None, depth=2, concurrency=4, tokens_per_s=290.0, tpot_ms_p50=1.0, speedup=1.45,
+                per_concurrency=[], details={}, repetitions=5, intervals={"tokens_per_s": interval},
             )
             profile_id = profile.id
 

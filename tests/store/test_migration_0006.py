@@ -45,10 +45,12 @@ def add_trial(connection: Connection, study: int, number: int, tps: float) -> in
 
 def add_profile(connection: Connection, ids: dict[str, int], study: int, measurement: int, tps: float,
                 created_at: dt.datetime) -> int:
+    profiles = tables(connection)[PROFILES]
+    axis = "concurrency" if "concurrency" in profiles.c else "batch_size"  # named so since 0009
     return insert(
-        connection, tables(connection)[PROFILES], study_id=study, hardware_id=ids["hardware"],
-        target_model_id=ids["target"], measurement_id=measurement, method="mtp", depth=2, batch_size=4,
-        objective="throughput", tokens_per_s=tps, per_batch_size=[], details={}, created_at=created_at,
+        connection, profiles, study_id=study, hardware_id=ids["hardware"],
+        target_model_id=ids["target"], measurement_id=measurement, method="mtp", depth=2, objective="throughput",
+        tokens_per_s=tps, details={}, created_at=created_at, **{axis: 4, f"per_{axis}": []},
     )
 
 
@@ -113,8 +115,8 @@ def test_duplicate_profiles_upgrade_to_the_newest_with_every_trial_kept(empty_db
             for study_id, measurement in ((ids["single"], ids["single.0"]), (ids["none"], ids["none.1"])):
                 results.save_profile(
                     session, session.get(StudyRecord, study_id), measurement_id=measurement, method="mtp",
-                    draft_model_id=None, depth=2, batch_size=4, tokens_per_s=123.0, tpot_ms_p50=1.0, speedup=None,
-                    per_batch_size=[], details={},
+                    draft_model_id=None, depth=2, concurrency=4, tokens_per_s=123.0, tpot_ms_p50=1.0, speedup=None,
+                    per_concurrency=[], details={},
                 )
         with database.session() as session:
             stored = session.scalars(select(DeploymentProfileRecord).order_by(DeploymentProfileRecord.id)).all()

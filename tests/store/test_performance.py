@@ -64,7 +64,7 @@ def save_acceptance(session, target: int, proposer: str, **overrides) -> Accepta
 def save_costs(session, hardware_id: int, target: int, key: str = "k" * 64, **overrides) -> CostProfileRecord:  # noqa: ANN001
     values = dict(
         hardware_id=hardware_id, engine="embedded", target_model_id=target, key=key, source="timed",
-        points=[{"batch_size": 1, "tokens": 1, "ms": 2.0}], settings={"rounds": 3}, duration_s=4.5,
+        points=[{"concurrency": 1, "tokens": 1, "ms": 2.0}], settings={"rounds": 3}, duration_s=4.5,
     )
     return performance.save_cost_profile(session, **{**values, **overrides})
 
@@ -159,7 +159,7 @@ def test_saving_costs_again_replaces_them_under_the_same_key(database) -> None:
         first_id = first.id
     with database.session() as session:
         again = save_costs(
-            session, machine, target, points=[{"batch_size": 4, "tokens": 3, "ms": 5.0}], settings={"rounds": 5},
+            session, machine, target, points=[{"concurrency": 4, "tokens": 3, "ms": 5.0}], settings={"rounds": 5},
             duration_s=12.0,
         )
         assert again.id == first_id
@@ -172,7 +172,7 @@ def test_saving_costs_again_replaces_them_under_the_same_key(database) -> None:
         )
         assert found is not None and found.id == first_id
         assert (found.source, found.points, found.settings, found.duration_s) == (
-            "timed", [{"batch_size": 4, "tokens": 3, "ms": 5.0}], {"rounds": 5}, 12.0,
+            "timed", [{"concurrency": 4, "tokens": 3, "ms": 5.0}], {"rounds": 5}, 12.0,
         )
         assert performance.find_cost_profile(
             session, hardware_id=machine, engine="embedded", target_model_id=target, key="y" * 64
@@ -260,7 +260,7 @@ def test_deleting_models_and_hardware_cascades_to_their_profiles(database) -> No
 
 def test_predictions_round_trip_through_trials(database) -> None:
     measured = {
-        "method": "mtp", "depth": 2, "batch_size": 4, "draft": None, "tokens_per_s": 480.0, "tpot_ms_p50": 2.1,
+        "method": "mtp", "depth": 2, "concurrency": 4, "draft": None, "tokens_per_s": 480.0, "tpot_ms_p50": 2.1,
         **{name: None for name in results.FIGURE_COLUMNS if name not in ("tokens_per_s", "tpot_ms_p50")},
         "acceptance_by_position": [0.8, 0.6],
     }
@@ -271,7 +271,7 @@ def test_predictions_round_trip_through_trials(database) -> None:
             engine="embedded", objective="throughput", search_space={}, slo={}, workload_name="w",
             workload_fingerprint=WORKLOAD,
         ).id
-        common = dict(method="mtp", depth=2, batch_size=4)
+        common = dict(method="mtp", depth=2, concurrency=4)
         results.record_trial(session, study_id, trial_number=0, state="complete", measurement=measured,
                              prediction=PREDICTION, **common)
         results.record_trial(session, study_id, trial_number=1, state="complete", measurement=measured, **common)

@@ -52,7 +52,7 @@ def test_study_measurement_and_profile_roundtrip(db_url: str) -> None:
                                 engine="embedded", objective="throughput", search_space={"depth": [1, 8]},
                                 workload_name="builtin", workload_fingerprint="w" * 64)
             measurement = MeasurementRecord(
-                study=study, trial_number=0, method="draft", draft_model=draft, depth=4, batch_size=2,
+                study=study, trial_number=0, method="draft", draft_model=draft, depth=4, concurrency=2,
                 state="complete", tokens_per_s=123.5, acceptance_by_position=[0.9, 0.7, 0.5, 0.3],
                 drafted_tokens=400, accepted_tokens=240, speedup=1.4,
             )
@@ -60,9 +60,9 @@ def test_study_measurement_and_profile_roundtrip(db_url: str) -> None:
             session.flush()
             session.add(DeploymentProfileRecord(
                 study=study, hardware=hardware, target_model=target, measurement_id=measurement.id,
-                method="draft", draft_model=draft, depth=4, batch_size=2, objective="throughput",
+                method="draft", draft_model=draft, depth=4, concurrency=2, objective="throughput",
                 tokens_per_s=123.5, speedup=1.4,
-                per_batch_size=[{"batch_size": 2, "method": "draft", "depth": 4, "speedup": 1.4}],
+                per_concurrency=[{"concurrency": 2, "method": "draft", "depth": 4, "speedup": 1.4}],
             ))
         with db.session() as session:
             study = session.query(StudyRecord).one()
@@ -71,5 +71,5 @@ def test_study_measurement_and_profile_roundtrip(db_url: str) -> None:
             assert measurement.acceptance_by_position == [0.9, 0.7, 0.5, 0.3]
             profile = session.query(DeploymentProfileRecord).one()
             assert profile.target_model.num_mtp_modules == 2
-            assert profile.per_batch_size[0]["depth"] == 4
+            assert profile.per_concurrency[0]["depth"] == 4
             assert profile.created_at.tzinfo is not None or db_url.startswith("sqlite")

@@ -10,10 +10,10 @@ from autotune.errors import ConfigurationError, DatabaseError
 from autotune.store import open_database, repository, results
 
 
-def measurement(method: str, depth: int, batch_size: int, tokens_per_s: float) -> dict:
+def measurement(method: str, depth: int, concurrency: int, tokens_per_s: float) -> dict:
     """What Measurement.to_dict() holds (the columns, plus fields that go to extra)."""
     return {
-        "method": method, "depth": depth, "batch_size": batch_size, "draft": None, "tokens_per_s": tokens_per_s,
+        "method": method, "depth": depth, "concurrency": concurrency, "draft": None, "tokens_per_s": tokens_per_s,
         "requests_per_s": 1.0, "ttft_ms_p50": 5.0, "ttft_ms_p90": 6.0, "ttft_ms_p99": 7.0, "tpot_ms_p50": 1.0,
         "tpot_ms_p90": 2.0, "tpot_ms_p99": 3.0, "acceptance_rate": 0.5 if depth else None,
         "acceptance_length": 1.5 if depth else 1.0, "acceptance_by_position": [0.5] * depth,
@@ -50,7 +50,7 @@ def record(database, study_id, number, method, depth, batch, tps=None, state="co
     """Store one trial; ``kwargs`` go to record_trial (phase, repetitions, intervals, speedup)."""
     with database.session() as session:
         results.record_trial(
-            session, study_id, trial_number=number, method=method, depth=depth, batch_size=batch, state=state,
+            session, study_id, trial_number=number, method=method, depth=depth, concurrency=batch, state=state,
             reason=reason, measurement=measurement(method, depth, batch, tps) if state == "complete" else None,
             extra={"model_loads": 1}, **kwargs,
         )
@@ -92,7 +92,7 @@ def test_a_row_names_its_draft_by_label_and_fingerprint(database) -> None:
 def test_speedups_are_stored_as_measured_never_filled_from_a_baseline(database) -> None:
     study_id = make_study(database)
     record(database, study_id, 0, "mtp", 2, 4, tps=300.0)  # screening: one pass, no speedup
-    record(database, study_id, 1, "none", 0, 4, tps=200.0)  # a baseline at the same batch size
+    record(database, study_id, 1, "none", 0, 4, tps=200.0)  # a baseline at the same concurrency
     record(database, study_id, 2, "draft", 3, 4, tps=100.0)  # stored after it: still nothing filled in
     record(database, study_id, 3, "ngram", 2, 1, tps=50.0, speedup=1.2)  # a paired speedup, kept as given
     record(database, study_id, 4, "draft", 8, 4, state="infeasible", reason="needs 9 GiB")
@@ -159,12 +159,12 @@ def rows_list(database, study_id):
 def test_states_and_measurements_must_agree(database) -> None:
     study_id = make_study(database)
     with database.session() as session, pytest.raises(ValueError, match="needs its measurement"):
-        results.record_trial(session, study_id, trial_number=0, method="none", depth=0, batch_size=1, state="complete")
+        results.record_trial(session, study_id, trial_number=0, method="none", depth=0, concurrency=1, state="complete")
     with database.session() as session, pytest.raises(ValueError, match="unknown trial state"):
-        results.record_trial(session, study_id, trial_number=0, method="none", depth=0, batch_size=1, state="lost")
+        results.record_trial(session, study_id, trial_number=0, method="none", depth=0, concurrency=1, state="lost")
     with database.session() as session, pytest.raises(ValueError, match="unknown phase 'bogus'"):
         results.record_trial(
-            session, study_id, trial_number=0, method="none", depth=0, batch_size=1, state="failed", reason="x",
+            session, study_id, trial_number=0, method="none", depth=0, concurrency=1, state="failed", reason="x",
             phase="bogus",
         )
     assert rows_list(database, study_id) == []  # nothing stored by the refused calls
@@ -177,8 +177,8 @@ def test_profile_keeps_repetitions_and_intervals(database) -> None:
         with database.session() as session:
             results.save_profile(
                 session, session.get(results.StudyRecord, study_id), measurement_id=None, method="none",
-                draft_model_id=None, depth=0, batch_size=1, tokens_per_s=20.0, tpot_ms_p50=1.0, speedup=None,
-                per_batch_size=[], details={}, repetitions=repetitions, intervals=intervals,
+                draft_model_id=None, depth=0, concurrency=1, tokens_per_s=20.0, tpot_ms_p50=1.0, speedup=None,
+                per_concurrency=[], details={}, repetitions=repetitions, intervals=intervals,
             )
         with database.session() as session:
             profile = results.study_profile(session, study_id)
@@ -188,12 +188,12 @@ def test_profile_keeps_repetitions_and_intervals(database) -> None:
 def test_profile_is_replaced_not_duplicated(database) -> None:
     study_id = make_study(database)
     record(database, study_id, 0, "none", 0, 1, tps=10.0)
-    for tokens_per_s, label in ((10.0, "none b1"), (20.0, "mtp@1 b1")):
+    for tokens_per_s, label in ((10.0, "none c1"), (20.0, "mtp@1 c1")):
         with database.session() as session:
             study = session.get(results.StudyRecord, study_id)
             results.save_profile(
-                session, study, measurement_id=None, method="none", draft_model_id=None, depth=0, batch_size=1,
-                tokens_per_s=tokens_per_s, tpot_ms_p50=1.0, speedup=1.0, per_batch_size=[{"batch_size": 1}],
+                session, study, measurement_id=None, method="none", draft_model_id=None, depth=0, concurrency=1,
+                tokens_per_s=tokens_per_s, tpot_ms_p50=1.0, speedup=1.0, per_concurrency=[{"concurrency": 1}],
                 details={"label": label},
             )
     with database.session() as session:
@@ -213,7 +213,7 @@ def test_listings(database) -> None:
         done = summaries[1]
         assert (done.status, done.trials_complete, done.trials_failed, done.trials_infeasible) == ("complete", 1, 1, 0)
         assert done.finished_at is not None and done.to_dict()["target"] == "target"
-        assert [row.label for row in results.study_trials(session, "first")] == ["none b1", "mtp@1 b1"]
+        assert [row.label for row in results.study_trials(session, "first")] == ["none c1", "mtp@1 c1"]
         with pytest.raises(ConfigurationError, match="no study named 'third'.*known studies: second, first"):
             results.study_trials(session, "third")
         with pytest.raises(ValueError):

@@ -58,9 +58,9 @@ def test_where_the_schedule_serves_k_0_the_tuned_figure_is_k_0s() -> None:
 
     rows = (row("none", 0, 8, 800.0, number=0), row("mtp", 0, 8, 400.0, number=1, speedup=(0.5, 0.45, 0.55), off=True))
     profile = kind_profile("mtp", "constant-then-off", engine="vllm", measurements=rows)
-    none_figure = next(r["tokens_per_s"] for r in profile.per_batch_size if r["batch_size"] == 8)
+    none_figure = next(r["tokens_per_s"] for r in profile.per_concurrency if r["concurrency"] == 8)
     assert tuned_tokens_per_s(profile, 8) == pytest.approx(none_figure * 0.5)
-    assert tuned_tokens_per_s(profile, 1) == next(r["tokens_per_s"] for r in profile.per_batch_size if r["batch_size"] == 1)
+    assert tuned_tokens_per_s(profile, 1) == next(r["tokens_per_s"] for r in profile.per_concurrency if r["concurrency"] == 1)
     # an off state the study did not measure keeps the table's figure, and so does another engine's study
     assert tuned_tokens_per_s(replace(profile, measurements=rows[:1]), 8) == none_figure
     assert tuned_tokens_per_s(replace(profile, study=replace(profile.study, engine="embedded")), 8) == none_figure

@@ -22,7 +22,7 @@ def a_profile(url: str) -> int:
     with open_database(url) as database, database.session() as session:
         hardware = factory.hardware(session, *factory.CPU)
         target = factory.model(session, "target", "t" * 16)
-        return factory.study(session, "s", hardware, target, methods=("none", "mtp"), batch_sizes=(1, 2)).id
+        return factory.study(session, "s", hardware, target, methods=("none", "mtp"), concurrencies=(1, 2)).id
 
 
 def test_a_validation_round_trips_newest_first(db_url: str) -> None:
@@ -48,15 +48,17 @@ def test_validations_go_with_their_profile(db_url: str) -> None:
 
 
 def test_the_migration_adds_and_removes_the_table_only(empty_db_url: str) -> None:
+    """A profile written at head (the models are head's), then the database taken down past 0008 and
+    up through it: 0008 adds and removes its table alone, the profile stays."""
+    profile_id = a_profile(empty_db_url)
     with open_database(empty_db_url, migrate=False) as database:
-        migrate.upgrade(database.engine, "0007_jobs")
+        assert migrate.downgrade(database.engine, "0007_jobs").current == "0007_jobs"
         assert TABLE not in inspect(database.engine).get_table_names()
-    profile_id = a_profile_at_0007(empty_db_url)
-    with open_database(empty_db_url, migrate=False) as database:
-        assert migrate.upgrade(database.engine, "head").current == "0008_validation_runs"
+        assert migrate.upgrade(database.engine, "0008_validation_runs").current == "0008_validation_runs"
         columns = {c["name"] for c in inspect(database.engine).get_columns(TABLE)}
         assert columns == {"id", "profile_id", "engine", "engine_version", "runs", "concurrency", "result",
                            "created_at"}
+        migrate.upgrade(database.engine, "head")
     store_validation(empty_db_url, a_result(profile_id))
     with open_database(empty_db_url, migrate=False) as database:
         assert migrate.downgrade(database.engine, "0007_jobs").current == "0007_jobs"
@@ -65,16 +67,5 @@ def test_the_migration_adds_and_removes_the_table_only(empty_db_url: str) -> Non
     with open_database(empty_db_url, migrate=False) as database:  # upgraded again: the models match
         migrate.upgrade(database.engine, "head")
         migrate.check(database.engine)
-        assert migrate.current_revision(database.engine) == "0008_validation_runs"
-
-
-def a_profile_at_0007(url: str) -> int:
-    """A profile written before the table exists (rows through SQL the 0007 schema accepts)."""
-    with open_database(url, migrate=False) as database:
-        from sqlalchemy.orm import Session
-
-        with Session(database.engine) as session, session.begin():
-            hardware = factory.hardware(session, *factory.CPU)
-            target = factory.model(session, "target", "t" * 16)
-            session.flush()
-            return factory.study(session, "s", hardware, target, methods=("none", "mtp"), batch_sizes=(1, 2)).id
+        assert migrate.current_revision(database.engine) == migrate.head_revision()
+    assert [v.profile_id for v in load_validations(empty_db_url, profile_id)] == []  # went with 0008's table

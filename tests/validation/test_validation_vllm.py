@@ -150,7 +150,7 @@ def test_a_server_killed_mid_run_is_reported_at_once_and_nothing_is_stored(vllm_
     print(f"reported {reported:.1f} s after the kill")
     assert validate.returncode == 2
     error = rest.strip().splitlines()[-1]
-    assert error.startswith("Error: the schedule server (draft schedule b1:2, b2:1) died: killed by SIGKILL; "), rest
+    assert error.startswith("Error: the schedule server (draft schedule c1:2, c2:1) died: killed by SIGKILL; "), rest
     assert "\n" not in error and "Traceback" not in rest
     assert reported < 15  # the fixed server was starting: the running one is watched all along
     assert stored_validations(url) == 0

@@ -126,16 +126,16 @@ class EmbeddedEngine:
     # -- measuring --------------------------------------------------------------------------------
 
     def measure(
-        self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0
+        self, workload: Workload, concurrency: int, temperature: float | None = None, seed: int = 0
     ) -> Measurement:
-        """Decode ``workload`` with ``batch_size`` concurrent sequences (continuous batching).
+        """Decode ``workload`` with ``concurrency`` concurrent sequences (continuous batching).
 
         ``temperature`` overrides every request's own temperature when given; ``seed`` seeds the
         sampling generator (greedy runs do not depend on it).
         """
         if self.config is None:
             raise EngineError("no configuration loaded; call load(config) before measure()")
-        validate_run_options(batch_size, temperature)
+        validate_run_options(concurrency, temperature)
         requests = self.generation_requests(workload, temperature)
         config = self.config
         capacity = self._capacity(requests, config)
@@ -144,10 +144,10 @@ class EmbeddedEngine:
                 [GenerationRequest(requests[0].prompt, min(WARMUP_TOKENS, requests[0].max_tokens), requests[0].temperature)]
             )
             self._warm = True
-        decoder = self._decoder(config, batch_size, requests, capacity, seed)
+        decoder = self._decoder(config, concurrency, requests, capacity, seed)
         with MemoryProbe(self.device, self._weights_bytes(config)) as memory:
             result = decoder.run(requests)
-        return build_measurement(result, config, workload, batch_size, temperature, seed, memory)
+        return build_measurement(result, config, workload, concurrency, temperature, seed, memory)
 
     def generation_requests(self, workload: Workload, temperature: float | None = None) -> list[GenerationRequest]:
         """The workload's requests as token ids (BOS + UTF-8 bytes)."""
@@ -159,11 +159,11 @@ class EmbeddedEngine:
         ]
 
     def _decoder(
-        self, config: EngineConfig, batch_size: int, requests: list[GenerationRequest], capacity: int, seed: int
+        self, config: EngineConfig, concurrency: int, requests: list[GenerationRequest], capacity: int, seed: int
     ) -> Decoder:
         draft = self._draft(config.draft_model) if config.draft_model is not None else None
-        proposer = build_proposer(config.method, config.depth, self.target, draft, batch_size, capacity, self.max_ngram)
-        return Decoder(self.target, proposer, config.depth, batch_size, capacity, self.tokenizer.eos_id, seed)
+        proposer = build_proposer(config.method, config.depth, self.target, draft, concurrency, capacity, self.max_ngram)
+        return Decoder(self.target, proposer, config.depth, concurrency, capacity, self.tokenizer.eos_id, seed)
 
     def _capacity(self, requests: list[GenerationRequest], config: EngineConfig) -> int:
         capacity = required_capacity(requests, config.depth)
@@ -184,12 +184,12 @@ class EmbeddedEngine:
         models = [self.target] + ([self._draft(config.draft_model)] if config.draft_model is not None else [])
         return sum(p.nbytes for model in models for p in model.parameters())
 
-    def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int],
+    def time_steps(self, configs: list[EngineConfig], workload: Workload, concurrencies: list[int],
                    steps: int = DEFAULT_TIMING_STEPS, rounds: int = DEFAULT_TIMING_ROUNDS) -> list[dict]:
         """Step-cost timing runs with forced acceptance (:mod:`autotune.engines.embedded.timing`) on
-        the workload's prompts: one dict per (round, configuration, batch size)."""
+        the workload's prompts: one dict per (round, configuration, concurrency)."""
         prompts = [request.prompt for request in self.generation_requests(workload)]
-        points = time_steps(self, configs, prompts, batch_sizes, steps, rounds)
+        points = time_steps(self, configs, prompts, concurrencies, steps, rounds)
         self.config = None  # the timing runs loaded configurations of their own
         return [point.to_dict() for point in points]
 

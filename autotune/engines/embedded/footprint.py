@@ -1,6 +1,6 @@
 """How much memory an embedded model and its caches take, read from the safetensors header alone.
 
-The tuner decides which batch sizes fit on a device before starting any engine, so this module
+The tuner decides which concurrency levels fit on a device before starting any engine, so this module
 never builds a model: a safetensors file starts with an 8-byte little-endian header length and a
 JSON header holding every tensor's shape plus the metadata (our ``"config"``).
 

@@ -53,7 +53,7 @@ def build_measurement(
     result: DecodeResult,
     config: EngineConfig,
     workload: Workload,
-    batch_size: int,
+    concurrency: int,
     temperature: float | None,
     seed: int,
     memory: MemoryProbe,
@@ -82,6 +82,6 @@ def build_measurement(
         drafted_by_position=list(stats.drafted_by_position),
     )
     return measurement_of_run(
-        config, workload, result.results, counters, batch_size=batch_size, temperature=temperature, seed=seed,
+        config, workload, result.results, counters, concurrency=concurrency, temperature=temperature, seed=seed,
         wall_time_s=result.wall_time_s, device=str(memory.device), engine="embedded",
     )

@@ -7,7 +7,7 @@ with short runs in which every row accepts all its drafts (``Decoder(forced_acce
 embedded twin of TensorRT-LLM's ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS``): each step then
 verifies ``depth + 1`` tokens per row, whatever the drafts were.
 
-One run per (proposer, depth, batch size): ``batch_size`` rows (the workload's prompts, cycled)
+One run per (proposer, depth, concurrency): ``concurrency`` rows (the workload's prompts, cycled)
 admitted in one prefill, then ``steps`` steps with every row active, EOS ignored. It reports per
 step the proposing and verifying wall time (the decoder's own phase timers, so host bookkeeping is
 included as it is in a real run), the prefill time, and the tokens drafted per row per step (the
@@ -34,13 +34,13 @@ DEFAULT_TIMING_ROUNDS = MIN_ROUNDS
 
 @dataclass(frozen=True)
 class TimingPoint:
-    """One timing run: seconds per step spent proposing and verifying at ``batch_size`` active rows,
-    the prefill of ``batch_size`` prompts, and the tokens each row drafted per step."""
+    """One timing run: seconds per step spent proposing and verifying at ``concurrency`` active rows,
+    the prefill of ``concurrency`` prompts, and the tokens each row drafted per step."""
 
     method: str
     draft: str | None
     depth: int
-    batch_size: int
+    concurrency: int
     round: int
     steps: int
     propose_s: float
@@ -53,37 +53,37 @@ class TimingPoint:
         return asdict(self)
 
 
-def timing_requests(prompts: Sequence[list[int]], batch_size: int, depth: int, steps: int) -> list[GenerationRequest]:
-    """``batch_size`` greedy requests long enough for ``steps`` fully accepted steps of ``depth`` drafts
+def timing_requests(prompts: Sequence[list[int]], concurrency: int, depth: int, steps: int) -> list[GenerationRequest]:
+    """``concurrency`` greedy requests long enough for ``steps`` fully accepted steps of ``depth`` drafts
     (the first token comes from the prefill)."""
     max_tokens = steps * (depth + 1) + 1
-    return [GenerationRequest(list(prompts[i % len(prompts)]), max_tokens, 0.0) for i in range(batch_size)]
+    return [GenerationRequest(list(prompts[i % len(prompts)]), max_tokens, 0.0) for i in range(concurrency)]
 
 
-def time_configuration(engine, config: EngineConfig, prompts: Sequence[list[int]], batch_size: int, steps: int,  # noqa: ANN001
+def time_configuration(engine, config: EngineConfig, prompts: Sequence[list[int]], concurrency: int, steps: int,  # noqa: ANN001
                        round_index: int = 0, seed: int = 0) -> TimingPoint:
     """One timing run of ``config`` on ``engine`` (an :class:`EmbeddedEngine` with ``config`` loadable)."""
     engine.load(config)
-    requests = timing_requests(prompts, batch_size, config.depth, steps)
+    requests = timing_requests(prompts, concurrency, config.depth, steps)
     capacity = required_capacity(requests, config.depth)
     draft = engine._draft(config.draft_model) if config.draft_model is not None else None  # noqa: SLF001 - same package
-    proposer = build_proposer(config.method, config.depth, engine.target, draft, batch_size, capacity, engine.max_ngram)
-    decoder = Decoder(engine.target, proposer, config.depth, batch_size, capacity, eos_id=None, seed=seed,
+    proposer = build_proposer(config.method, config.depth, engine.target, draft, concurrency, capacity, engine.max_ngram)
+    decoder = Decoder(engine.target, proposer, config.depth, concurrency, capacity, eos_id=None, seed=seed,
                       forced_accepted=config.depth)
     result = decoder.run(requests)
     stats = result.stats
     passes = max(stats.target_passes, 1)
     return TimingPoint(
-        method=config.method, draft=config.draft_model, depth=config.depth, batch_size=batch_size, round=round_index,
+        method=config.method, draft=config.draft_model, depth=config.depth, concurrency=concurrency, round=round_index,
         steps=stats.target_passes, propose_s=stats.propose_time_s / passes, verify_s=stats.verify_time_s / passes,
         prefill_s=stats.prefill_time_s, drafted_per_step=stats.drafted_tokens / max(stats.sequence_steps, 1),
         prefill_tokens=len(requests) * max(len(r.prompt) for r in requests),
     )
 
 
-def time_steps(engine, configs: Sequence[EngineConfig], prompts: Sequence[list[int]], batch_sizes: Sequence[int],  # noqa: ANN001
+def time_steps(engine, configs: Sequence[EngineConfig], prompts: Sequence[list[int]], concurrencies: Sequence[int],  # noqa: ANN001
                steps: int = DEFAULT_TIMING_STEPS, rounds: int = DEFAULT_TIMING_ROUNDS) -> list[TimingPoint]:
-    """Time every configuration at every batch size, ``rounds`` times (see the module doc). One
+    """Time every configuration at every concurrency, ``rounds`` times (see the module doc). One
     untimed warm-up run per configuration comes first (first calls allocate and pick kernels)."""
     points = []
     for config in configs:
@@ -91,6 +91,6 @@ def time_steps(engine, configs: Sequence[EngineConfig], prompts: Sequence[list[i
     for round_index in range(rounds):
         order = list(configs) if round_index % 2 == 0 else list(reversed(configs))  # drift hits both ends alike
         for config in order:
-            for batch_size in batch_sizes:
-                points.append(time_configuration(engine, config, prompts, batch_size, steps, round_index))
+            for concurrency in concurrencies:
+                points.append(time_configuration(engine, config, prompts, concurrency, steps, round_index))
     return points

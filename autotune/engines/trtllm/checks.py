@@ -87,11 +87,11 @@ class TrtllmSupport:
                            f"{', '.join(sorted(TRTLLM_MTP_ARCHITECTURES))}, not {arch}")
         return Finding("ok", message)
 
-    def step_limit(self, batch_sizes: Sequence[int], depth: int, seq_len: int) -> Finding:
+    def step_limit(self, concurrencies: Sequence[int], depth: int, seq_len: int) -> Finding:
         """``max_num_tokens`` (tokens per engine step, :func:`~autotune.engines.trtllm.mapping.max_num_tokens`)
         must cover ``max_batch_size x (1 + depth)``; prompts longer than it are rejected, because
         chunked prefill stays off (vLLM chunks long prompts, so it has no such limit)."""
-        largest = max(batch_sizes)
+        largest = max(concurrencies)
         tokens = max_num_tokens(largest, depth)
         details = {"max_num_tokens": tokens, "max_batch_size": largest, "depth": depth, "needed": largest * (1 + depth)}
         if seq_len > tokens:

@@ -53,8 +53,8 @@ class TrtLlmEngine(IsolatedEngine):
     """Measures configurations with TensorRT-LLM's PyTorch backend, in a worker process that builds
     one LLM at a time and lives across configurations.
 
-    ``target``: a Hugging Face model folder. ``max_batch_size``: the largest batch size that will be
-    measured (the LLM is built for it once; None: built for the first batch size, rebuilt when a
+    ``target``: a Hugging Face model folder. ``max_batch_size``: the largest concurrency that will be
+    measured (the LLM is built for it once; None: built for the first concurrency, rebuilt when a
     larger one comes). ``timeout_s``: limit per call (LLM build included). ``stats_timeout_s``: how
     long a run waits for further iteration statistics after the last one (twice per measurement).
     The protocol (:meth:`measure_repeatedly`) builds each configuration's LLM at every switch (one

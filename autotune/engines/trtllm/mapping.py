@@ -127,12 +127,12 @@ def llm_arguments(
     max_ngram: int = DEFAULT_MAX_NGRAM,
     advanced_sampling: bool = False,
 ) -> dict[str, Any]:
-    """Keyword arguments of ``tensorrt_llm.LLM`` for measuring ``config`` at batch sizes up to
+    """Keyword arguments of ``tensorrt_llm.LLM`` for measuring ``config`` at concurrency levels up to
     ``max_batch_size``. ``kind_of_draft``: :func:`autotune.models.kind.draft_kind` of the draft's config.json.
     ``advanced_sampling``: write ``allow_advanced_sampling=True`` for the one-model kinds
     (:data:`ONE_MODEL_KINDS`), so that they sample at temperature > 0 (module doc).
 
-    KV block reuse is off: a measurement repeats the same prompts (warm-up, then every batch size),
+    KV block reuse is off: a measurement repeats the same prompts (warm-up, then every concurrency),
     and reused blocks would turn their prefill into cache hits.
     """
     config.validate()
@@ -170,7 +170,7 @@ def yaml_config(
     """The same configuration as ``--extra_llm_api_options`` YAML for trtllm-serve / trtllm-bench of
     TensorRT-LLM ``version`` (:mod:`autotune.engines.trtllm.versions`: the ``decoding_type`` spelling
     of that version, and ``allow_advanced_sampling`` where it needs it to sample); the model is given
-    on their command line. One depth for every batch size, so neither ``draft_len_schedule`` nor
+    on their command line. One depth for every concurrency, so neither ``draft_len_schedule`` nor
     ``max_concurrency`` is written, and ``cuda_graph_config`` carries ``max_batch_size`` alone, which
     every version accepts (1.0 refuses it only next to ``batch_sizes``)."""
     trtllm_rules(version)  # an unknown version is refused for method none too

@@ -6,7 +6,7 @@
 only, i.e. in the child.
 
 A run decodes the steady-state stream it is given (:mod:`autotune.engines.steady`) with
-``batch_size`` requests in flight, as ``trtllm-bench --concurrency`` does and as a load generator
+``concurrency`` requests in flight, as ``trtllm-bench --concurrency`` does and as a load generator
 does against ``trtllm-serve`` (:mod:`autotune.engines.trtllm.streaming`, which cites the sources):
 each request is an ``llm.generate_async(prompt, sampling_params, streaming=True)`` sent the moment
 a slot frees, its stream read with ``async for``, each token timed by the chunk that brought it; a
@@ -79,14 +79,14 @@ class TrtLlmRunner:
     """Measures configurations with a TensorRT-LLM ``LLM`` built for them (in the worker process).
 
     ``max_batch_size``: the LLM is built for this many concurrent sequences (None: the first
-    measured batch size) and reused for every batch size up to it; a larger batch rebuilds it.
+    measured concurrency) and reused for every concurrency up to it; a larger batch rebuilds it.
     ``models``: the model folders the parent has read (:func:`~autotune.engines.trtllm.engine.runner_spec`).
     """
 
     name = "trtllm"
     # The worker keeps this process across configurations: a switch shuts the LLM down and builds the
     # next one here (one LLM at a time: each claims a fraction of the GPU's free memory for its KV pool),
-    # and an LLM serves every batch size up to the one it was built for.
+    # and an LLM serves every concurrency up to the one it was built for.
     manages_engines = True
     holds_one_configuration = True  # the protocol warms up only the one it measures first
     timing_leaves_engines_reusable = True  # time_steps shuts every forced LLM down (see there)
@@ -127,22 +127,22 @@ class TrtLlmRunner:
         if self.max_batch_size is not None and self._llm is None:
             self._build(self.max_batch_size)
 
-    def measure(self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0) -> Measurement:
-        """Run ``workload``'s requests (the protocol hands the steady-state stream) with ``batch_size``
+    def measure(self, workload: Workload, concurrency: int, temperature: float | None = None, seed: int = 0) -> Measurement:
+        """Run ``workload``'s requests (the protocol hands the steady-state stream) with ``concurrency``
         in flight and measure it over its steady window (:func:`autotune.engines.steady.measurement_of_run`)."""
         if self.config is None:
             raise EngineError("no configuration loaded; call load(config) before measure()")
-        validate_run_options(batch_size, temperature)
+        validate_run_options(concurrency, temperature)
         if self._greedy_only() and _sampled(workload, temperature):
             raise UnsupportedConfigError(
                 f"{self.config.label()} at temperature > 0: this TensorRT-LLM's {self._speculative_class().__name__} has "
                 f"no {ADVANCED_SAMPLING_FIELD}, so one-model speculation decodes greedily; a sampled measurement "
                 "would really be greedy (measure at temperature 0, or use TensorRT-LLM 1.1 or later)"
             )
-        if self._llm is None or batch_size > self._built_batch_size:
-            self._build(max(batch_size, self.max_batch_size or 0))
+        if self._llm is None or concurrency > self._built_batch_size:
+            self._build(max(concurrency, self.max_batch_size or 0))
         try:
-            return self._loop.run_until_complete(self._run(workload, batch_size, temperature, seed))
+            return self._loop.run_until_complete(self._run(workload, concurrency, temperature, seed))
         except Exception as exc:
             # The failed run's other requests may still be running in the engine, where they would
             # share the next run's iterations and statistics: that run gets a fresh LLM.
@@ -205,14 +205,14 @@ class TrtLlmRunner:
 
     # -- step-cost timing -------------------------------------------------------------------------
 
-    def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int], *, steps: int,
+    def time_steps(self, configs: list[EngineConfig], workload: Workload, concurrencies: list[int], *, steps: int,
                    rounds: int) -> list[dict[str, Any]]:
         """Step costs at forced full acceptance (:mod:`autotune.engines.trtllm.timing`): one dict per
-        (configuration, round, batch size) with the keys of :class:`autotune.perfmodel.cost.CostPoint`,
-        ``batch_size`` rows of the workload's prompts (cycled) each generating ``steps`` full steps.
+        (configuration, round, concurrency) with the keys of :class:`autotune.perfmodel.cost.CostPoint`,
+        ``concurrency`` rows of the workload's prompts (cycled) each generating ``steps`` full steps.
 
-        One LLM per configuration, built once for the largest batch size with the forcing variable set
-        (a build takes minutes, so rounds repeat the batch sizes within a configuration rather than
+        One LLM per configuration, built once for the largest concurrency with the forcing variable set
+        (a build takes minutes, so rounds repeat the concurrency levels within a configuration rather than
         the whole set as the embedded engine does). The baseline is timed last and its LLM kept
         loaded: nothing is forced for it, so it is the very LLM the first trials (the baselines)
         would build; a forced LLM is never left loaded."""
@@ -222,14 +222,14 @@ class TrtLlmRunner:
             self.close()  # every LLM of a timing run is built with the variable set
             with forced_acceptance(config.depth):
                 self.load(config)
-                if self._llm is None or self._built_batch_size < max(batch_sizes):
-                    self._build(max(batch_sizes))
+                if self._llm is None or self._built_batch_size < max(concurrencies):
+                    self._build(max(concurrencies))
             kind = speculative_kind(config, self._kind_of_draft)
             for round_index in range(rounds):
-                for batch_size in batch_sizes:
-                    rows, prefill_tokens = timing_rows(prompts, batch_size)
+                for concurrency in concurrencies:
+                    rows, prefill_tokens = timing_rows(prompts, concurrency)
                     stats = self._loop.run_until_complete(self._timed(rows, timing_max_tokens(config.depth, steps)))
-                    points.append(timing_point(stats, config, batch_size, round_index, prefill_tokens, kind in TWO_MODEL_KINDS))
+                    points.append(timing_point(stats, config, concurrency, round_index, prefill_tokens, kind in TWO_MODEL_KINDS))
         if self.config is not None and self.config.depth > 0:
             self.close()
             self.config = None
@@ -244,14 +244,14 @@ class TrtLlmRunner:
 
     # -- running ----------------------------------------------------------------------------------
 
-    async def _run(self, workload: Workload, batch_size: int, temperature: float | None, seed: int) -> Measurement:
+    async def _run(self, workload: Workload, concurrency: int, temperature: float | None, seed: int) -> Measurement:
         first = workload.requests[0]
         await self._warm_up(first.prompt, min(WARMUP_TOKENS, first.max_tokens), first.temperature if temperature is None
                             else temperature, seed)
 
         async def streamed() -> tuple[list[RequestRecord], float]:
             start = time.perf_counter()  # runs once _with_stats has drained the stats queue
-            records = await self._stream([(r.prompt, r.max_tokens, r.temperature) for r in workload.requests], batch_size,
+            records = await self._stream([(r.prompt, r.max_tokens, r.temperature) for r in workload.requests], concurrency,
                                          temperature, seed, start)
             return records, time.perf_counter() - start  # the wall time ends with the last token, not the stats
 
@@ -264,7 +264,7 @@ class TrtLlmRunner:
                 "this TensorRT-LLM may not support enable_iter_perf_stats with get_stats_async()"
             )
         device = "cuda" if self.tensor_parallel_size == 1 else f"cuda x{self.tensor_parallel_size}"
-        return build_measurement(records, summary, self.config, workload, batch_size, temperature, seed, wall_time_s, device,
+        return build_measurement(records, summary, self.config, workload, concurrency, temperature, seed, wall_time_s, device,
                                  version=self._version, memory=self._memory)
 
     async def _warm_up(self, prompt: str, max_tokens: int, temperature: float, seed: int) -> None:

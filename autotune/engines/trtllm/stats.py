@@ -166,7 +166,7 @@ def build_measurement(
     summary: IterationSummary,
     config: EngineConfig,
     workload: Workload,
-    batch_size: int,
+    concurrency: int,
     temperature: float | None,
     seed: int,
     wall_time_s: float,
@@ -198,6 +198,6 @@ def build_measurement(
         device_memory_bytes=summary.peak_gpu_memory_bytes,
     )
     return measurement_of_run(
-        config, workload, records, counters, batch_size=batch_size, temperature=temperature, seed=seed,
+        config, workload, records, counters, concurrency=concurrency, temperature=temperature, seed=seed,
         wall_time_s=wall_time_s, device=device, engine="trtllm",
     )

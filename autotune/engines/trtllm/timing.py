@@ -53,7 +53,7 @@ def forced_acceptance(accepted: int) -> Iterator[None]:
 def timing_point(
     stats: Iterable[dict[str, Any] | str],
     config: EngineConfig,
-    batch_size: int,
+    concurrency: int,
     round_index: int,
     prefill_tokens: int,
     drafter_timed: bool,
@@ -61,8 +61,8 @@ def timing_point(
     """One timing run's point (the keys of :class:`autotune.perfmodel.cost.CostPoint`) from its
     iteration statistics.
 
-    Steps are the iterations with all ``batch_size`` rows in generation and none in context, so the
-    point is the cost at ``batch_size`` active rows. ``propose_s`` is the two-model drafter's own
+    Steps are the iterations with all ``concurrency`` rows in generation and none in context, so the
+    point is the cost at ``concurrency`` active rows. ``propose_s`` is the two-model drafter's own
     latency (``drafter_timed``), else 0 with the whole step in ``verify_s`` (one-model drafting runs
     inside the target's forward pass and is not timed apart: see :mod:`autotune.engines.trtllm.stats`).
     Raises EngineError when no such step was seen or acceptance was not forced
@@ -75,14 +75,14 @@ def timing_point(
         latency_ms = float(stat.get("iterLatencyMS") or 0.0)
         if int(batch.get("numContextRequests") or 0) > 0:
             prefill_ms += latency_ms
-        elif int(batch.get("numGenRequests") or 0) == batch_size:
+        elif int(batch.get("numGenRequests") or 0) == concurrency:
             steps += 1
             step_ms += latency_ms
             propose_ms += float(spec.get("iterLatencyMS") or 0.0) if drafter_timed else 0.0
             drafted += int(spec.get("numDraftTokens") or 0)
             accepted += int(spec.get("numAcceptedTokens") or 0)
     if steps == 0:
-        raise EngineError(f"no TensorRT-LLM iteration ran {batch_size} sequences in generation; cannot time {config.label()}")
+        raise EngineError(f"no TensorRT-LLM iteration ran {concurrency} sequences in generation; cannot time {config.label()}")
     require_all_accepted("TensorRT-LLM", accepted, drafted, f"{FORCE_ACCEPTED_ENV}={config.depth}")
-    return forced_point(config, batch_size, round_index, steps=steps, step_s=step_ms / 1e3, propose_s=propose_ms / 1e3,
+    return forced_point(config, concurrency, round_index, steps=steps, step_s=step_ms / 1e3, propose_s=propose_ms / 1e3,
                         prefill_s=prefill_ms / 1e3, drafted=drafted, prefill_tokens=prefill_tokens)

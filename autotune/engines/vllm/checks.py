@@ -77,7 +77,7 @@ class VllmSupport:
                            f"0.32 has no MTP drafter for {arch}: method mtp is not available")
         return Finding("ok", f"the target ships {layers} MTP module(s); vLLM drafts every depth with them")
 
-    def step_limit(self, batch_sizes: Sequence[int], depth: int, seq_len: int) -> None:
+    def step_limit(self, concurrencies: Sequence[int], depth: int, seq_len: int) -> None:
         """None: vLLM chunks long prompts, so no step limit binds the study."""
         return None
 

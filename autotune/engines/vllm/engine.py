@@ -51,7 +51,7 @@ class VllmEngine(IsolatedEngine):
     """Measures configurations with vLLM, in a worker process.
 
     ``target``: a Hugging Face model folder; drafts (method draft) are folders too. ``max_batch_size``:
-    the largest batch size that will be measured (one server serves every batch size up to it; None:
+    the largest concurrency that will be measured (one server serves every concurrency up to it; None:
     started for the first, again when a larger one comes). ``timeout_s``: limit per call (a server's
     start included); ``dtype``: see :class:`~autotune.engines.vllm.runner.VllmRunner`. The protocol
     (:meth:`measure_repeatedly`) keeps every configuration's server up on a CPU, so its rounds alternate

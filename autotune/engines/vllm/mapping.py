@@ -64,14 +64,14 @@ def speculative_config(config: EngineConfig, kind_of_draft: str | None, max_ngra
     return speculative_fields(config, kind, max_ngram)
 
 
-# The largest batch size the K = 0 range of an off-state config names; vLLM 0.32.0 holds the last
+# The largest concurrency the K = 0 range of an off-state config names; vLLM 0.32.0 holds the last
 # range's draft length for every larger batch too (vllm/v1/spec_decode/dynamic/utils.py).
 OFF_STATE_RANGE_END = 1
 
 
 def off_state_fields(config: EngineConfig, kind: str, max_ngram: int = DEFAULT_MAX_NGRAM) -> dict[str, Any]:
     """"K = 0 inside a speculative server" (``config.off_state``): the drafter loaded at draft length 1
-    and a per-batch-size schedule of 0 at every batch size, as an exported schedule runs where none
+    and a per-concurrency schedule of 0 at every concurrency, as an exported schedule runs where none
     won (vLLM counts no draft token; the drafter still runs each step: VLLM_OFF_RULE)."""
     spec = speculative_fields(replace(config, depth=1, off_state=False), kind, max_ngram)
     spec["num_speculative_tokens_per_batch_size"] = [[1, OFF_STATE_RANGE_END, 0]]

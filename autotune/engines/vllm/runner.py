@@ -11,7 +11,7 @@ vllm serve"). Each configuration is served by a real ``vllm serve`` on 127.0.0.1
 with the engine arguments the exported script gives it (:func:`~autotune.engines.vllm.mapping.
 engine_arguments`: compiled as ``vllm serve`` is by default, vLLM's own dtype choice unless told one,
 the exported step budget) and the memory :mod:`autotune.engines.vllm.memory` sets. A run sends the
-protocol's request stream with ``batch_size`` requests in flight through our load generator
+protocol's request stream with ``concurrency`` requests in flight through our load generator
 (:mod:`autotune.engines.vllm.client`, validate's too), every token timed as it reaches the client, and
 the figures are the steady window's (:mod:`autotune.engines.steady`). On our 2-core CPU the in-process
 engine client (``AsyncLLM`` without the API server) decoded 17 % more than ``vllm serve`` under
@@ -22,7 +22,7 @@ Speculative-decoding counts and the engine steps come from the server's stat log
 (:class:`~autotune.engines.vllm.stats.StepLogReader`). Each server is watched: one that dies stops the
 run with one line naming it and why (:class:`~autotune.engines.vllm.server.Server`).
 
-One server serves every batch size: it is started with ``--max-num-seqs`` = the largest batch size of
+One server serves every concurrency: it is started with ``--max-num-seqs`` = the largest concurrency of
 the study. On a CPU every configuration loaded in this process keeps its server, so the protocol's
 rounds alternate configurations without starting them again (a start takes 30-120 s here), up to
 ``KEPT_CPU_ENGINES`` or as many as the machine's memory holds (beyond that one is stopped: the least
@@ -32,8 +32,8 @@ each claim their share of the device, so the previous one is stopped first. The 
 process's group, so a worker killed with its group takes them along.
 
 **Step-cost timing** (:meth:`VllmRunner.time_steps`): each configuration is served with synthetic
-acceptance of every draft (:mod:`autotune.engines.vllm.timing`), once for the largest timed batch
-size, and timed through the same server: its rows sent together, each engine step timed as its
+acceptance of every draft (:mod:`autotune.engines.vllm.timing`), once for the largest timed
+concurrency, and timed through the same server: its rows sent together, each engine step timed as its
 outputs reached the engine client, its own accepted-token counters deciding whether the forcing
 worked.
 """
@@ -104,7 +104,7 @@ class VllmRunner:
     """Measures configurations with ``vllm serve`` servers started for them (in the worker process).
 
     ``max_batch_size``: the servers are started for this many concurrent sequences (None: the first
-    measured batch size; a larger batch starts them again). ``enforce_eager``: None means False, as
+    measured concurrency; a larger batch starts them again). ``enforce_eager``: None means False, as
     ``vllm serve`` runs by default (torch.compile: a start takes ~30 s longer on our CPU, and decodes
     ~1.7x faster there: docs/vllm.md). ``dtype``: vLLM's compute dtype; None means ``"auto"``, what
     ``vllm serve`` picks (on a CPU with bfloat16 support a float32 checkpoint is computed in bfloat16).
@@ -165,23 +165,23 @@ class VllmRunner:
         elif self.max_batch_size is not None:
             self._start(config, self.max_batch_size)
 
-    def measure(self, workload: Workload, batch_size: int, temperature: float | None = None, seed: int = 0) -> Measurement:
-        """Send ``workload`` (the protocol's request stream) with ``batch_size`` requests in flight and
+    def measure(self, workload: Workload, concurrency: int, temperature: float | None = None, seed: int = 0) -> Measurement:
+        """Send ``workload`` (the protocol's request stream) with ``concurrency`` requests in flight and
         measure it over its steady window."""
         if self.config is None:
             raise EngineError("no configuration loaded; call load(config) before measure()")
-        validate_run_options(batch_size, temperature)
-        if batch_size > self._built_batch_size:
+        validate_run_options(concurrency, temperature)
+        if concurrency > self._built_batch_size:
             self._stop_all()
-        served = self._served.get(self.config) or self._start(self.config, max(batch_size, self.max_batch_size or 0))
+        served = self._served.get(self.config) or self._start(self.config, max(concurrency, self.max_batch_size or 0))
         self._warm_up(served, workload.requests[0].prompt)
         start = time.perf_counter()
-        results = self._send(served, completion_bodies(workload, served.model, seed, temperature), batch_size, start)
+        results = self._send(served, completion_bodies(workload, served.model, seed, temperature), concurrency, start)
         wall_time_s = time.perf_counter() - start
         counts, steps = served.steps.take(start)
         counters = run_counters(counts, results, StepTimes.of(steps), self._memory_bytes(served))
         return measurement_of_run(
-            self.config, workload, results, counters, batch_size=batch_size, temperature=temperature, seed=seed,
+            self.config, workload, results, counters, concurrency=concurrency, temperature=temperature, seed=seed,
             wall_time_s=wall_time_s, device="cpu" if self._on_cpu else "cuda", engine="vllm",
         )
 
@@ -192,14 +192,14 @@ class VllmRunner:
 
     # -- step-cost timing -------------------------------------------------------------------------
 
-    def time_steps(self, configs: list[EngineConfig], workload: Workload, batch_sizes: list[int], *, steps: int,
+    def time_steps(self, configs: list[EngineConfig], workload: Workload, concurrencies: list[int], *, steps: int,
                    rounds: int) -> list[dict[str, Any]]:
         """Step costs with every draft accepted (:mod:`autotune.engines.vllm.timing`): one dict per
-        (configuration, round, batch size) with the keys of :class:`autotune.perfmodel.cost.CostPoint`,
-        ``batch_size`` rows of the workload's prompts (cycled) each generating ``steps`` full steps.
+        (configuration, round, concurrency) with the keys of :class:`autotune.perfmodel.cost.CostPoint`,
+        ``concurrency`` rows of the workload's prompts (cycled) each generating ``steps`` full steps.
 
-        One server per configuration, started once for the largest batch size with synthetic
-        acceptance (rounds repeat the batch sizes within a configuration, as TensorRT-LLM's timing
+        One server per configuration, started once for the largest concurrency with synthetic
+        acceptance (rounds repeat the concurrency levels within a configuration, as TensorRT-LLM's timing
         does, since a start costs far more than a run) and stopped before the next, so no forced server
         is left running; the baseline, which nothing forces, is timed last and kept for the study's
         trials (``timing_leaves_engines_reusable``: the worker keeps this process). EngineError, naming
@@ -215,20 +215,20 @@ class VllmRunner:
             runs = []
             baseline = config.method == "none"
             try:
-                served = self._start(config, max(batch_sizes), forced=not baseline)
+                served = self._start(config, max(concurrencies), forced=not baseline)
                 for round_index in range(rounds):
-                    for batch_size in batch_sizes:
-                        rows, prefill_tokens = timing_rows(prompts, batch_size)
+                    for concurrency in concurrencies:
+                        rows, prefill_tokens = timing_rows(prompts, concurrency)
                         timed = self._timed(served, rows, timing_max_tokens(config.depth, steps))
-                        runs.append((timed, batch_size, round_index, prefill_tokens))
+                        runs.append((timed, concurrency, round_index, prefill_tokens))
             except Exception as exc:
                 self._stop_all()
                 raise EngineError(f"vLLM {version} could not time {config.label()} with synthetic acceptance: "
                                   f"{first_line(exc)}") from exc
             if not baseline:
                 self._stop_all()
-            points.extend(timing_point(timed, config, batch_size, round_index, prefill_tokens, version)
-                          for timed, batch_size, round_index, prefill_tokens in runs)
+            points.extend(timing_point(timed, config, concurrency, round_index, prefill_tokens, version)
+                          for timed, concurrency, round_index, prefill_tokens in runs)
         return points
 
     # -- servers ----------------------------------------------------------------------------------

@@ -82,20 +82,20 @@ def require_synthetic(declared: Iterable[str], version: str | None) -> None:
                           f"{', '.join(missing)}; vLLM 0.32 has it), so step costs cannot be timed")
 
 
-def timing_point(steps: Sequence[TimedStep], config: EngineConfig, batch_size: int, round_index: int, prefill_tokens: int,
+def timing_point(steps: Sequence[TimedStep], config: EngineConfig, concurrency: int, round_index: int, prefill_tokens: int,
                  version: str | None) -> dict[str, Any]:
     """One timing run's point (:func:`autotune.engines.forcing.timing_point`) from its engine steps.
 
-    Timed steps are those in which all ``batch_size`` rows decoded, so the point is the cost at
-    ``batch_size`` active rows; steps in which none decoded are the prefill. vLLM does not time
+    Timed steps are those in which all ``concurrency`` rows decoded, so the point is the cost at
+    ``concurrency`` active rows; steps in which none decoded are the prefill. vLLM does not time
     drafting apart from verification, so ``propose_s`` is 0 and the whole step is ``verify_s``.
     Acceptance is checked over every step of the run. EngineError when no step ran every row or a
     draft was rejected (the message names vLLM ``version``)."""
-    full = [step for step in steps if step.decoded_rows == batch_size]
+    full = [step for step in steps if step.decoded_rows == concurrency]
     if not full:
-        raise EngineError(f"no vLLM step decoded all {batch_size} sequences; cannot time {config.label()}")
+        raise EngineError(f"no vLLM step decoded all {concurrency} sequences; cannot time {config.label()}")
     require_all_accepted(f"vLLM {version or '(unknown version)'}", sum(s.accepted for s in steps),
                          sum(s.drafted for s in steps), switch_label(config.depth))
-    return forced_point(config, batch_size, round_index, steps=len(full), step_s=sum(s.seconds for s in full),
+    return forced_point(config, concurrency, round_index, steps=len(full), step_s=sum(s.seconds for s in full),
                         propose_s=0.0, prefill_s=sum(s.seconds for s in steps if s.decoded_rows == 0),
                         drafted=sum(s.drafted for s in full), prefill_tokens=prefill_tokens)

@@ -28,8 +28,8 @@ def engine(tiny_model_files) -> EmbeddedEngine:
 
 def test_measures_a_speculative_configuration(engine, tiny_model_files, workload):
     engine.load(EngineConfig("draft", 3, tiny_model_files["draft"]))
-    m = engine.measure(workload, batch_size=2)
-    assert (m.method, m.depth, m.batch_size, m.draft) == ("draft", 3, 2, tiny_model_files["draft"])
+    m = engine.measure(workload, concurrency=2)
+    assert (m.method, m.depth, m.concurrency, m.draft) == ("draft", 3, 2, tiny_model_files["draft"])
     assert m.n_requests == 5 and m.workload_sha256 == workload.sha256
     assert [len(o) for o in m.outputs] == [r.max_tokens for r in workload.requests]
     assert m.output_tokens == sum(r.max_tokens for r in workload.requests)
@@ -51,11 +51,11 @@ def test_measures_a_speculative_configuration(engine, tiny_model_files, workload
 
 def test_greedy_speculation_matches_the_baseline_through_the_engine(engine, tiny_model_files, workload):
     engine.load(EngineConfig("none"))
-    baseline = engine.measure(workload, batch_size=3)
+    baseline = engine.measure(workload, concurrency=3)
     assert baseline.drafted_tokens == 0 and baseline.acceptance_rate is None and baseline.acceptance_length == 1
     for config in [EngineConfig("mtp", 3), EngineConfig("ngram", 4), EngineConfig("draft", 2, tiny_model_files["draft"])]:
         engine.load(config)
-        assert engine.measure(workload, batch_size=3).outputs == baseline.outputs, config.label()
+        assert engine.measure(workload, concurrency=3).outputs == baseline.outputs, config.label()
 
 
 def test_target_is_loaded_once_and_each_draft_once(engine, tiny_model_files, workload):
@@ -67,7 +67,7 @@ def test_target_is_loaded_once_and_each_draft_once(engine, tiny_model_files, wor
         EngineConfig("draft", 5, tiny_model_files["draft"]),
     ]:
         engine.load(config)
-        engine.measure(workload.head(1), batch_size=1)
+        engine.measure(workload.head(1), concurrency=1)
     assert engine.loads == 2
 
 
@@ -101,11 +101,11 @@ def test_logit_margin_is_positive_for_the_greedy_choice(engine, workload):
 
 def test_measure_configuration_verifies_real_models(tiny_model_files, workload):
     report = measure_configuration(
-        "draft", 3, batch_size=2, draft=tiny_model_files["draft"], workload=workload, verify=True,
+        "draft", 3, concurrency=2, draft=tiny_model_files["draft"], workload=workload, verify=True,
         target=tiny_model_files["target"],
     )
     assert report.outputs_match is True and report.first_divergence is None
-    assert report.baseline.batch_size == 2 and report.baseline.outputs == report.measurement.outputs
+    assert report.baseline.concurrency == 2 and report.baseline.outputs == report.measurement.outputs
     assert report.speedup.value > 0 and report.speedup.n >= 3  # paired, over at least 3 rounds
 
 
@@ -119,12 +119,12 @@ def test_mtp_on_a_target_without_mtp_modules_is_unsupported(tiny_model_files):
 
 
 @pytest.mark.parametrize(
-    ("batch_size", "temperature"), [(0, None), (-2, None), (1.5, None), (1, -0.1), (1, float("nan"))]
+    ("concurrency", "temperature"), [(0, None), (-2, None), (1.5, None), (1, -0.1), (1, float("nan"))]
 )
-def test_bad_run_options_are_configuration_errors(engine, workload, batch_size, temperature):
+def test_bad_run_options_are_configuration_errors(engine, workload, concurrency, temperature):
     engine.load(EngineConfig("none"))
     with pytest.raises(ConfigurationError):
-        engine.measure(workload, batch_size, temperature)
+        engine.measure(workload, concurrency, temperature)
 
 
 def test_invalid_config_is_rejected_by_load(engine):

@@ -49,12 +49,12 @@ def run_script(fake_trtllm_dir: Path, out: Path, release: str, *args: str) -> tu
 def test_markdown_table_keeps_the_order_and_escapes_cells() -> None:
     smoke = load_script()
     checks = smoke.Checks()
-    checks.add("1", "none b1: steps", True, "a | b")
+    checks.add("1", "none c1: steps", True, "a | b")
     checks.add("4/5", "x.yaml", "SKIP", "--skip-cli")
     table = smoke.markdown_table(checks, "1.2.0", "1.2")
     assert table.splitlines() == [
         "Smoke run, TensorRT-LLM 1.2.0 (rules of line 1.2):", "", "| point | check | status | detail |",
-        "| --- | --- | --- | --- |", "| 1 | none b1: steps | PASS | a \\| b |", "| 4/5 | x.yaml | SKIP | --skip-cli |"]
+        "| --- | --- | --- | --- |", "| 1 | none c1: steps | PASS | a \\| b |", "| 4/5 | x.yaml | SKIP | --skip-cli |"]
     assert [c.status for c in checks.failed] == []
     assert [smoke.version_line(v) for v in ("1.0.1", "1.2.0rc6", "1.3.0rc12", "main")] == ["1.0", "1.2", "main", "main"]
 
@@ -67,7 +67,7 @@ def test_help_and_bash_syntax() -> None:
 
 def test_every_point_passes_against_the_1_2_stand_in(fake_trtllm_dir, mtp_target_dir, draft_dir, tmp_path) -> None:
     code, output, rows = run_script(fake_trtllm_dir, tmp_path / "out", "1.2.0", "--target", str(mtp_target_dir),
-                                    "--draft", str(draft_dir), "--batch-sizes", "1", "2", "--trtllm-version", "1.2")
+                                    "--draft", str(draft_dir), "--concurrency", "1", "2", "--trtllm-version", "1.2")
     assert code == 0, output
     assert {row[0] for row in rows} == {"1", "2", "3", "4/5", "6", "7", "8"}
     assert all(row[2] == "PASS" for row in rows), [row for row in rows if row[2] != "PASS"]
@@ -80,10 +80,10 @@ def test_every_point_passes_against_the_1_2_stand_in(fake_trtllm_dir, mtp_target
 
 def test_a_1_0_release_refuses_sampled_mtp_and_a_1_2_yaml_fails(fake_trtllm_dir, mtp_target_dir, draft_dir,
                                                                  tmp_path) -> None:
-    # One batch size: this release's refusals do not depend on it (the rebuild check, which needs two, is
+    # One concurrency: this release's refusals do not depend on it (the rebuild check, which needs two, is
     # the 1.2 test's).
     code, output, rows = run_script(fake_trtllm_dir, tmp_path / "out", "1.0.0", "--target", str(mtp_target_dir),
-                                    "--draft", str(draft_dir), "--batch-sizes", "1", "--trtllm-version", "1.2")
+                                    "--draft", str(draft_dir), "--concurrency", "1", "--trtllm-version", "1.2")
     assert code == 1, output
     (sampling,) = [row for row in rows if row[0] == "2"]
     assert "refused" in sampling[1] and sampling[2] == "PASS"  # never a greedy run reported as sampled

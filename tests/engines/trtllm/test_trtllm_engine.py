@@ -1,5 +1,5 @@
 """TrtLlmEngine end to end with a fake ``tensorrt_llm`` in real worker processes: the runner streams
-the workload, counts acceptance from the iteration statistics, reuses the LLM across batch sizes,
+the workload, counts acceptance from the iteration statistics, reuses the LLM across concurrency levels,
 tears it down on a configuration change, and failures come back as typed WorkerFailures."""
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def test_without_tensorrt_llm_the_engine_fails_at_once(target_dir) -> None:
     assert multiprocessing.active_children() == []  # nothing was started
 
 
-def test_measures_in_a_worker_and_reuses_the_llm_across_batch_sizes(engine, fake_trtllm) -> None:
+def test_measures_in_a_worker_and_reuses_the_llm_across_concurrencies(engine, fake_trtllm) -> None:
     engine.load(EngineConfig("none"))
-    runs = [engine.measure(WORKLOAD, batch_size) for batch_size in (1, 2, 4)]
+    runs = [engine.measure(WORKLOAD, concurrency) for concurrency in (1, 2, 4)]
     assert (engine.loads, engine.worker_starts) == (1, 1)
     (init,) = inits(fake_trtllm)
     assert init["pid"] != os.getpid()
@@ -57,7 +57,7 @@ def test_measures_in_a_worker_and_reuses_the_llm_across_batch_sizes(engine, fake
     generated = [e for e in fake_trtllm() if e["event"] == "generate"]
     assert all(e["streaming"] and e["sampling_params"]["top_k"] == 1 and e["pid"] == init["pid"] for e in generated)
     # The worker runs the steady-state stream: the workload in whole cycles, at least 4 x C requests.
-    cycles = [stream_length(3, batch_size) // 3 for batch_size in (1, 2, 4)]
+    cycles = [stream_length(3, concurrency) // 3 for concurrency in (1, 2, 4)]
     assert [e["sampling_params"]["max_tokens"] for e in generated] == [4] + [12, 9, 7] * sum(cycles)  # a warm-up first
     for run, n in zip(runs, cycles):
         assert run.engine == "trtllm" and run.output_tokens == 28 * n and run.n_requests == 3 * n
@@ -94,7 +94,7 @@ def test_configuration_change_rebuilds_the_llm_in_the_same_worker_and_counts_acc
 
 
 def test_larger_batch_than_built_rebuilds_the_llm_in_the_same_worker(fake_trtllm, target_dir) -> None:
-    engine = create_engine("trtllm", target=target_dir, **FAST)  # built for the first batch size
+    engine = create_engine("trtllm", target=target_dir, **FAST)  # built for the first concurrency
     try:
         engine.load(EngineConfig("none"))
         engine.measure(WORKLOAD, 1)
@@ -162,7 +162,7 @@ def test_configurations_the_models_cannot_run_are_refused_before_any_process(fak
         engine.load(EngineConfig("draft", 2))
     with pytest.raises(ConfigurationError, match="not a folder"):
         engine.load(EngineConfig("draft", 2, str(tmp_path / "missing")))
-    with pytest.raises(ConfigurationError, match="batch size"):
+    with pytest.raises(ConfigurationError, match="concurrency"):
         engine.load(EngineConfig("none")) or engine.measure(WORKLOAD, 0)
     assert engine.worker_starts == 0 and inits(fake_trtllm) == []
 
@@ -226,7 +226,7 @@ def test_step_cost_timing_through_the_worker_sets_the_forcing_variable_in_the_ch
     worker = EngineWorker(runner_spec(mtp_target_dir, max_batch_size=2, stats_timeout_s=0.05), timeout_s=60)
     points = worker.time_steps([EngineConfig("none"), EngineConfig("mtp", 1)], WORKLOAD, [1, 2], steps=3, rounds=1)
     # The baseline is timed last and its LLM (nothing forced) kept: the next measurement of it builds nothing.
-    assert [(p["method"], p["batch_size"]) for p in points] == [("mtp", 1), ("mtp", 2), ("none", 1), ("none", 2)]
+    assert [(p["method"], p["concurrency"]) for p in points] == [("mtp", 1), ("mtp", 2), ("none", 1), ("none", 2)]
     assert [i["forced_accepted"] for i in inits(fake_trtllm)] == [1, 0]  # set before LLM(...), in the worker only
     assert "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" not in os.environ
     try:

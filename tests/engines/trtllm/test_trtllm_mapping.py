@@ -73,11 +73,11 @@ def test_every_nested_and_top_level_name_is_declared(fake_llmapi) -> None:
                 assert set(value.fields) <= fake_llmapi.accepted_fields(value.class_names[0])
 
 
-@pytest.mark.parametrize(("batch_size", "depth"), [(1, 0), (64, 4), (4096, 3), (8192, 1)])
-def test_max_num_tokens_covers_every_sequence_verifying_its_drafts(batch_size, depth) -> None:
-    tokens = llm_arguments(EngineConfig("ngram", depth) if depth else EngineConfig("none"), "/t", batch_size)["max_num_tokens"]
-    assert tokens == max_num_tokens(batch_size, depth)
-    assert tokens >= batch_size * (1 + depth)
+@pytest.mark.parametrize(("concurrency", "depth"), [(1, 0), (64, 4), (4096, 3), (8192, 1)])
+def test_max_num_tokens_covers_every_sequence_verifying_its_drafts(concurrency, depth) -> None:
+    tokens = llm_arguments(EngineConfig("ngram", depth) if depth else EngineConfig("none"), "/t", concurrency)["max_num_tokens"]
+    assert tokens == max_num_tokens(concurrency, depth)
+    assert tokens >= concurrency * (1 + depth)
     assert tokens >= 8192  # never below TensorRT-LLM's default, which is also the prefill budget
 
 

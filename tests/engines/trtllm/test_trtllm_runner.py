@@ -18,12 +18,12 @@ def runner(make_runner, target_dir):
     return make_runner(target_dir)
 
 
-def test_greedy_outputs_do_not_depend_on_method_or_batch_size(runner) -> None:
+def test_greedy_outputs_do_not_depend_on_method_or_concurrency(runner) -> None:
     outputs = []
     for config in (EngineConfig("none"), EngineConfig("ngram", 2)):
         runner.load(config)
-        for batch_size in (1, 3):
-            run = runner.measure(WORKLOAD, batch_size)
+        for concurrency in (1, 3):
+            run = runner.measure(WORKLOAD, concurrency)
             assert [len(tokens) for tokens in run.outputs] == [12, 9, 7]  # in request order
             outputs.append(run.outputs)
     assert all(o == outputs[0] for o in outputs)
@@ -60,7 +60,7 @@ def test_measure_needs_a_loaded_configuration_and_valid_options(runner) -> None:
     with pytest.raises(EngineError, match="no configuration loaded"):
         runner.measure(WORKLOAD, 1)
     runner.load(EngineConfig("none"))
-    with pytest.raises(Exception, match="batch size"):
+    with pytest.raises(Exception, match="concurrency"):
         runner.measure(WORKLOAD, 0)
 
 
@@ -77,8 +77,8 @@ def test_the_context_step_is_not_a_generation_step(runner) -> None:
     # decoding_iter counts the context step (the PyTorch sampler's py_decoding_iter += 1 after it too):
     # without speculation every step after the first token yields exactly one token.
     runner.load(EngineConfig("none"))
-    for batch_size in (1, 3):
-        run = runner.measure(WORKLOAD, batch_size)
+    for concurrency in (1, 3):
+        run = runner.measure(WORKLOAD, concurrency)
         assert run.sequence_steps == (12 - 1) + (9 - 1) + (7 - 1)
         assert run.acceptance_length == 1.0
     runner.load(EngineConfig("ngram", 2))

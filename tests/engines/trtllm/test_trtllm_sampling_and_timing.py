@@ -73,7 +73,7 @@ def test_timing_runs_force_full_acceptance(version, fake_release, make_runner, m
     assert runner.config == EngineConfig("none") and runner._llm is not None  # noqa: SLF001
     for point in points:
         assert point["steps"] >= 3 and point["verify_s"] > 0 and point["prefill_s"] > 0, point
-        assert point["prefill_tokens"] == point["batch_size"] * len("def parse(argv):") + point["batch_size"]
+        assert point["prefill_tokens"] == point["concurrency"] * len("def parse(argv):") + point["concurrency"]
         if point["method"] == "draft":
             assert point["propose_s"] > 0  # the two-model drafter's own latency
         else:
@@ -123,4 +123,4 @@ def test_trtllm_ngram_costs_come_from_its_own_steps_not_the_verify_split(fake_re
     assert all(p.propose_s == 0.0 for p in ngram)
     costs = CostProfile(points)
     for p in ngram:
-        assert costs.step_s("ngram", None, 2, p.batch_size) == pytest.approx(p.step_s)
+        assert costs.step_s("ngram", None, 2, p.concurrency) == pytest.approx(p.step_s)

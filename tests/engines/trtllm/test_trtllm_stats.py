@@ -83,7 +83,7 @@ def test_measurement_counts_acceptance_from_decoding_iterations_and_stats() -> N
     memory = ModelMemory(weight_bytes=1000, kv_bytes_per_token=4)
     m = build_measurement(records, summary, EngineConfig("mtp", 4), WORKLOAD, 2, None, 7, wall_time_s=0.05,
                           version="1.2.0", memory=memory)
-    assert (m.method, m.depth, m.batch_size, m.engine, m.seed) == ("mtp", 4, 2, "trtllm", 7)
+    assert (m.method, m.depth, m.concurrency, m.engine, m.seed) == ("mtp", 4, 2, "trtllm", 7)
     assert (m.output_tokens, m.n_requests) == (8, 2)
     assert m.tokens_per_s == pytest.approx(8 / 0.03)  # two requests at 2: no steady window, first send to last finish
     assert m.steady is False and m.wall_time_s == 0.05

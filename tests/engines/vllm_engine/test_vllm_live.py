@@ -42,11 +42,11 @@ def run_vllm_cli(python: Path, *args: str, timeout_s: float = 900) -> subprocess
     return done
 
 
-def embedded_acceptance(method: str, depth: int, batch_size: int) -> float:
+def embedded_acceptance(method: str, depth: int, concurrency: int) -> float:
     engine = EmbeddedEngine()
     try:
         engine.load(EngineConfig(method, depth))
-        return engine.measure(load_workload(SHORT_WORKLOAD), batch_size, temperature=0.0).acceptance_rate
+        return engine.measure(load_workload(SHORT_WORKLOAD), concurrency, temperature=0.0).acceptance_rate
     finally:
         engine.close()
 
@@ -55,7 +55,7 @@ def test_tune_is_model_guided_by_default_on_synthetic_acceptance_timings(vllm_py
                                                                           tmp_path: Path) -> None:
     """The issue's done-when in its cheapest form: ``autotune tune --engine vllm`` without --sampler
     runs the model-guided search. Step costs are timed first with every draft accepted (none and
-    draft@1 at batch sizes 1 and 2: two builds, refused if vLLM's counters show a rejection) and
+    draft@1 at concurrency levels 1 and 2: two builds, refused if vLLM's counters show a rejection) and
     stored as the study's cost profile; then every trial after the draft's first (its acceptance
     calibration, the first trial: no baseline pass is planned) carries a prediction, and the study
     completes and stores a profile. No
@@ -66,13 +66,13 @@ def test_tune_is_model_guided_by_default_on_synthetic_acceptance_timings(vllm_py
         vllm_python, "tune", "--db", db, "--engine", "vllm", "--target", str(hf_models["target"]),
         "--draft", str(hf_models["draft"]), "--method", "none", "--method", "draft", "--max-depth", "1",
         # The short workload and no depths past 1: a bounded study whose time is builds, not decoding.
-        "--batch-sizes", "1,2", "--seed", "1", "--no-confirm", "--no-explore-beyond", "--workload", str(SHORT_WORKLOAD),
+        "--concurrency", "1,2", "--seed", "1", "--no-confirm", "--no-explore-beyond", "--workload", str(SHORT_WORKLOAD),
     )
     with sqlite3.connect(db_path) as connection:
         costs = connection.execute("SELECT engine, source, points FROM autotune_cost_profiles").fetchall()
     assert [(engine, source) for engine, source, _ in costs] == [("vllm", "timed")]
     points = json.loads(costs[0][2])
-    assert {(p["method"], p["depth"], p["batch_size"]) for p in points} == {
+    assert {(p["method"], p["depth"], p["concurrency"]) for p in points} == {
         (method, depth, b) for method, depth in (("none", 0), ("draft", 1)) for b in (1, 2)}
     assert all(p["drafted_per_step"] == p["depth"] and p["verify_s"] > 0 for p in points)  # every row drafted, forced
     profiles = json.loads(run_vllm_cli(vllm_python, "profiles", "list", "--db", db, "--json").stdout)
@@ -84,10 +84,10 @@ def test_tune_is_model_guided_by_default_on_synthetic_acceptance_timings(vllm_py
     drafted = [t for t in complete if t["method"] == "draft"]
     assert drafted and all(t["drafted_tokens"] > 0 and t["acceptance_rate"] > 0 for t in drafted)
     for trial in drafted:  # counted by vLLM, and what our engine accepts on the same prompts (both greedy)
-        ours = embedded_acceptance("draft", 1, trial["batch_size"])
+        ours = embedded_acceptance("draft", 1, trial["concurrency"])
         assert abs(trial["acceptance_rate"] - ours) <= ACCEPTANCE_TOLERANCE, (trial["acceptance_rate"], ours)
-    unpredicted = [(t["method"], t["depth"], t["batch_size"]) for t in complete if not t["prediction"]]
-    assert unpredicted == [("draft", 1, drafted[0]["batch_size"])]  # the calibration run: no curve before it
+    unpredicted = [(t["method"], t["depth"], t["concurrency"]) for t in complete if not t["prediction"]]
+    assert unpredicted == [("draft", 1, drafted[0]["concurrency"])]  # the calibration run: no curve before it
 
 
 def test_vllm_greedy_output_equals_ours(vllm_python: Path, hf_models: dict[str, Path]) -> None:

@@ -39,7 +39,7 @@ def mimo_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_measure_mtp_depth_1_acceptance_matches_the_embedded_engine(vllm_python: Path, mimo_target: Path) -> None:
     args = ["measure", "--engine", "vllm", "--target", str(mimo_target), "--method", "mtp", "--depth", "1",
             # Three rounds, the protocol's minimum: its repeated, paired rounds on vLLM are checked here.
-            "--batch-size", "1", "--max-repetitions", "3", "--workload", str(SHORT_WORKLOAD), "--json"]
+            "--concurrency", "1", "--max-repetitions", "3", "--workload", str(SHORT_WORKLOAD), "--json"]
     done = subprocess.run([str(vllm_bin(vllm_python, "autotune")), *args], capture_output=True, text=True,
                           timeout=900, env=vllm_env())
     assert done.returncode == 0, f"autotune {' '.join(args)} exited {done.returncode}: {done.stderr[-3000:]}"
@@ -47,7 +47,7 @@ def test_measure_mtp_depth_1_acceptance_matches_the_embedded_engine(vllm_python:
     measured = report["measurement"]
     assert measured["engine"] == "vllm" and measured["method"] == "mtp" and measured["depth"] == 1
     assert measured["drafted_tokens"] > 0 and len(measured["acceptance_by_position"]) == 1
-    # Paired with vLLM's own baseline at the same batch size, over repeated rounds, with an interval.
+    # Paired with vLLM's own baseline at the same concurrency, over repeated rounds, with an interval.
     assert report["repetitions"] >= 3 and report["baseline"]["measurement"]["method"] == "none"
     assert report["speedup"]["low"] <= report["speedup"]["value"] <= report["speedup"]["high"]
 

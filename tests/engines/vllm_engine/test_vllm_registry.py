@@ -149,7 +149,7 @@ def test_a_supported_configuration_loads_without_starting_a_worker(engine, draft
     engine.load(config)
     assert engine.config == config
     assert (engine.worker_starts, engine.loads) == (0, 0)
-    with pytest.raises(ConfigurationError, match="batch size must be an integer >= 1"):
+    with pytest.raises(ConfigurationError, match="concurrency must be an integer >= 1"):
         engine.measure(WORKLOAD, 0)
     assert engine.worker_starts == 0
 

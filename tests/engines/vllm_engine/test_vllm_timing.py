@@ -52,7 +52,7 @@ def test_the_point_times_the_steps_that_ran_every_row() -> None:
     assert point["steps"] == 3 and point["propose_s"] == 0.0  # vLLM does not time drafting apart
     assert point["verify_s"] == pytest.approx(0.011) and point["prefill_s"] == pytest.approx(0.030)
     assert point["drafted_per_step"] == 2.0 and point["round"] == 1 and point["prefill_tokens"] == 40
-    assert (point["method"], point["draft"], point["depth"], point["batch_size"]) == ("draft", "/models/draft", 2, 2)
+    assert (point["method"], point["draft"], point["depth"], point["concurrency"]) == ("draft", "/models/draft", 2, 2)
 
 
 def test_a_rejected_draft_refuses_the_timing_naming_the_version() -> None:

@@ -7,7 +7,7 @@
 // The API's field names, in one place: a field renamed in the API is renamed here only.
 const F = {
   id: "id", study: "study", model: "model", hardware: "hardware", method: "method", depth: "depth", draft: "draft",
-  batchSize: "batch_size", tokensPerS: "tokens_per_s", tpotP50: "tpot_ms_p50", speedup: "speedup",
+  concurrency: "concurrency", tokensPerS: "tokens_per_s", tpotP50: "tpot_ms_p50", speedup: "speedup",
   confirmed: "confirmed", createdAt: "created_at", modelFingerprint: "model_fingerprint",
   hardwareFingerprint: "hardware_fingerprint", profile: "profile",
   // a study (GET /v1/studies)
@@ -113,7 +113,7 @@ function exportLinks(profileId) {
 function profileRow(profile) {
   return el("tr", { id: `profile-${profile[F.id]}`, "data-profile-id": profile[F.id] },
     el("td", {}, profile[F.id]), el("td", {}, profile[F.study]), el("td", {}, profile[F.model]),
-    el("td", {}, profile[F.hardware]), el("td", {}, configuration(profile)), el("td", {}, profile[F.batchSize]),
+    el("td", {}, profile[F.hardware]), el("td", {}, configuration(profile)), el("td", {}, profile[F.concurrency]),
     el("td", { class: "number" }, number(profile[F.tokensPerS])), el("td", { class: "number" }, number(profile[F.tpotP50], 2)),
     el("td", { class: "number" }, number(profile[F.speedup], 2)), el("td", {}, profile[F.confirmed] ? "yes" : "no"),
     el("td", {}, day(profile[F.createdAt])), el("td", { class: "exports" }, ...exportLinks(profile[F.id])));
@@ -129,7 +129,7 @@ async function bestRows(profiles) {
   }));
   return answers.map((best) => el("tr", { "data-profile-id": best[F.id] },
     el("td", {}, best[F.model]), el("td", {}, best[F.hardware]), el("td", {}, configuration(best)),
-    el("td", {}, best[F.batchSize]), el("td", { class: "number" }, number(best[F.tokensPerS])),
+    el("td", {}, best[F.concurrency]), el("td", { class: "number" }, number(best[F.tokensPerS])),
     el("td", { class: "number" }, number(best[F.speedup], 2)), el("td", {}, profileLink(best[F.id]))));
 }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# autotune 0.1.0 deployment profile 1, confirmation row 13: draft@5 with draft autotune-byte-draft (be4fb5e46c19bf56fb55598020f11e42aa8d2f9151e4d15126a45bbc3e865185) at batch size 8
+# autotune 0.1.0 deployment profile 1, confirmation row 13: draft@5 with draft autotune-byte-draft (be4fb5e46c19bf56fb55598020f11e42aa8d2f9151e4d15126a45bbc3e865185) at concurrency 8
 # target autotune-byte-target (ada46eb2709286e228090c07a995d1f3d6e55c58c60fa9096097f8750730fbb9) on cpu: AMD EPYC (2 cores, 24 GiB) (133641123fa9d94a)
 # study 13364112-autotune-byte-target-builtin@v1 (embedded engine, objective throughput, workload builtin@v1)
 # measured: 1119.6 tokens/s ±14.0 % (n=4), 1.55x [1.32, 1.82] vs none, TPOT p50 5.53 ms ±13.8 %, 95 % intervals
-# within noise of draft@7, draft@8 at batch size 8: draft@5 is the simplest of them to operate
+# within noise of draft@7, draft@8 at concurrency 8: draft@5 is the simplest of them to operate
 # Re-measures the profile at concurrency 8 with trtllm-bench (TensorRT-LLM, PyTorch backend).
 # DATASET: a trtllm-bench dataset, one JSON object per line:
 #   {"task_id": 0, "prompt": "...", "output_tokens": 128}  (from an autotune workload: prompt, max_tokens)
@@ -13,7 +13,7 @@
 # NOTE: autotune-byte-draft is autotune's built-in draft (builtin:autotune-byte-draft), not a checkpoint a serving engine can load: replace it with the path of an equivalent Hugging Face model.
 set -euo pipefail
 : "${DATASET:?set DATASET to a trtllm-bench dataset file (see above)}"
-REPORT_JSON="${REPORT_JSON:-trtllm-bench-autotune-byte-target-draft-d5-bs8.json}"
+REPORT_JSON="${REPORT_JSON:-trtllm-bench-autotune-byte-target-draft-d5-c8.json}"
 CONFIG="$(mktemp --suffix=.yaml)"
 trap 'rm -f "$CONFIG"' EXIT
 cat > "$CONFIG" <<'YAML'
