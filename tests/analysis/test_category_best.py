@@ -38,7 +38,7 @@ def test_a_configuration_that_wins_on_one_category_and_loses_on_the_other_is_sai
     assert {name: r.config_label for name, (r, _) in best.items()} == {"code": "draft@6", "chat": "ngram@2"}
     lines = category_lines([deep, steady], 2, deep)
     assert len(lines) == 2
-    assert lines[0].startswith("The best configuration differs by category at batch size 2: on chat ngram@2")
+    assert lines[0].startswith("The best configuration differs by category at concurrency 2: on chat ngram@2")
     assert "beats draft@6, the best on code" in lines[0] and "beyond the noise" in lines[0]
 
 
@@ -46,7 +46,7 @@ def test_within_the_noise_or_without_intervals_nothing_is_said_but_a_split_accep
     deep = row(1, "draft", 6, 300.0, {"code": entry(4.0, 0.1), "chat": entry(1.2, 0.05)}, half=0.6)
     steady = row(2, "ngram", 2, 280.0, {"code": entry(2.0, 0.05), "chat": entry(1.8, 0.05)}, half=0.6)
     lines = category_lines([deep, steady], 2, deep)
-    assert len(lines) == 1 and lines[0].startswith("draft@6 b2: acceptance differs by category beyond the noise: code 4")
+    assert len(lines) == 1 and lines[0].startswith("draft@6 c2: acceptance differs by category beyond the noise: code 4")
     screening = [row(1, "draft", 6, 300.0, {"code": entry(4.0, 0.1), "chat": entry(1.2, 0.05)}, half=None)]
     assert on_category(screening[0], "code").has_interval is False
     assert category_lines([row(1, "draft", 6, 300.0, {"code": entry(2.0, 0.1), "chat": entry(1.9, 0.1)})], 2) == []

@@ -35,7 +35,7 @@ def one_line_error(result, fragment: str) -> None:  # noqa: ANN001
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A tiny real study (built-in models, none and ngram@1 at batch size 1, screening only) on a
+    """A tiny real study (built-in models, none and ngram@1 at concurrency 1, screening only) on a
     workload of two code and two chat requests; returns (database URL, workload file)."""
     folder = tmp_path_factory.mktemp("categories")
     workload = folder / "mixed.jsonl"
