@@ -25,7 +25,7 @@ from autotune.search.plan import plan_study
         ({"precision": 2.0}, "precision must be a fraction in"),
         ({"max_depth": 17}, "max depth must be an integer in 1..16"),
         ({"concurrencies": (1, 0)}, "concurrency must be an integer >= 1"),
-        ({"concurrencies": ()}, "at least one size"),
+        ({"concurrencies": ()}, "at least one level"),
         ({"sampler": "cmaes"}, "unknown sampler 'cmaes'"),
         ({"seed": -1}, "seed must be"),
         ({"n_trials": 0}, "n_trials must be"),

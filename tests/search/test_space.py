@@ -56,7 +56,7 @@ def test_parameters_are_conditional_on_the_method() -> None:
         candidate = space.suggest(trial)
         study.tell(trial, 0.0)
         seen.add(candidate.method)
-        expected = {"method", "concurrency", f"{candidate.method}_depth"}
+        expected = {"method", "batch_size", f"{candidate.method}_depth"}  # OPTUNA_CONCURRENCY_KEY: the stored name
         if candidate.method == "draft":
             expected.add("draft")
             assert candidate.draft in ("builtin", "small")

@@ -93,10 +93,10 @@ def test_schedule_rules_differ_between_1_2_and_main(read_as) -> None:
         return yaml.safe_dump({"speculative_config": {"decoding_type": "MTP", "max_draft_len": 3, **spec}})
 
     no_key_1 = document(draft_len_schedule={2: 3, 8: 1})
-    with pytest.raises(ValueError, match="must include concurrency=1"):
+    with pytest.raises(ValueError, match="must include batch_size=1"):
         read_as(no_key_1, "1.2")
     assert read_as(no_key_1, "main")["speculative_config"].fields["draft_len_schedule"] == {2: 3, 8: 1}
-    with pytest.raises(ValueError, match="smallest concurrency"):
+    with pytest.raises(ValueError, match="smallest batch size"):
         read_as(document(draft_len_schedule={1: 2, 8: 1}), "main")
     both = document(decoding_type="Draft_Target", speculative_model="/d", draft_len_schedule={1: 3, 8: 1},
                     max_concurrency=8)
