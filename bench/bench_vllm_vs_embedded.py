@@ -71,7 +71,7 @@ def measure_engine(name: str, engine, configs_: list[EngineConfig], concurrencie
         start = time.perf_counter()
         result = measure_repeatedly(engine, configs_, workload, concurrency, temperature=0.0, options=options)
         rows += rows_of(name, result, concurrency)
-        print(f"  {name} b{concurrency}: {time.perf_counter() - start:.0f} s", flush=True)
+        print(f"  {name} c{concurrency}: {time.perf_counter() - start:.0f} s", flush=True)
     return rows
 
 

@@ -178,7 +178,7 @@ def check_methods(args: argparse.Namespace, configs: list[tuple[EngineConfig, st
                 try:
                     m = engine.measure(workload, concurrency, temperature=0.0)
                 except WorkerFailure as failure:
-                    checks.add("3", f"{config.label()} b{concurrency}: measured", False, f"{failure.kind}: {failure.reason}")
+                    checks.add("3", f"{config.label()} c{concurrency}: measured", False, f"{failure.kind}: {failure.reason}")
                     break
                 measured = True
                 measurements.append(m.to_dict(include_outputs=True))
@@ -194,7 +194,7 @@ def check_methods(args: argparse.Namespace, configs: list[tuple[EngineConfig, st
 
 
 def check_measurement(config: EngineConfig, kind: str | None, m: Measurement, checks: Checks) -> None:
-    where = f"{config.label()} b{m.concurrency}"
+    where = f"{config.label()} c{m.concurrency}"
     if config.method == "none":
         after_first = m.output_tokens - m.n_requests
         checks.add("1", f"{where}: generation steps = decoding_iter - 1 per request (= output tokens - requests)",
@@ -257,12 +257,12 @@ def check_rebuild(args: argparse.Namespace, workload: Workload, checks: Checks) 
         rebuilt = (engine.loads, engine.worker_starts) == (2, 1)
         freed = (after.peak_memory_bytes >= (1 - MEMORY_TOLERANCE) * before.peak_memory_bytes
                  and (after.device_memory_bytes or 0) <= (1 + MEMORY_TOLERANCE) * (before.device_memory_bytes or 0))
-        checks.add("6", f"rebuild b{small} -> b{large} in one worker, memory freed", rebuilt and freed,
+        checks.add("6", f"rebuild c{small} -> c{large} in one worker, memory freed", rebuilt and freed,
                    f"{engine.loads} builds in {engine.worker_starts} worker(s); configured "
                    f"{before.peak_memory_bytes / 2**30:.2f} -> {after.peak_memory_bytes / 2**30:.2f} GiB, device "
                    f"{(before.device_memory_bytes or 0) / 2**30:.2f} -> {(after.device_memory_bytes or 0) / 2**30:.2f} GiB")
     except WorkerFailure as failure:
-        checks.add("6", f"rebuild b{small} -> b{large} in one worker", False, f"{failure.kind}: {failure.reason}")
+        checks.add("6", f"rebuild c{small} -> c{large} in one worker", False, f"{failure.kind}: {failure.reason}")
     finally:
         engine.close()
 
@@ -279,7 +279,7 @@ def check_timing(args: argparse.Namespace, configs: list[tuple[EngineConfig, str
     for point in points:
         label = EngineConfig(point["method"], point["depth"], point["draft"]).label()
         step_ms = (point["propose_s"] + point["verify_s"]) * 1e3
-        checks.add("7", f"{label} b{point['concurrency']}: step cost at forced acceptance", point["steps"] > 0,
+        checks.add("7", f"{label} c{point['concurrency']}: step cost at forced acceptance", point["steps"] > 0,
                    f"{step_ms:.2f} ms/step over {point['steps']} steps, {point['drafted_per_step']:.2f} drafted per row")
 
 

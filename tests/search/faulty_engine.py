@@ -85,7 +85,7 @@ class FaultyEngine(EmbeddedEngine):
         plan = json.loads(Path(os.environ[PLAN_ENV]).read_text())
         log_dir = Path(plan["log_dir"])
         method, depth = self.config.method, self.config.depth
-        label = f"{method if method == 'none' else f'{method}@{depth}'} b{concurrency}"
+        label = f"{method if method == 'none' else f'{method}@{depth}'} c{concurrency}"
         log = log_dir / f"{label}.calls"
         attempt = calls(log_dir, label)
         with log.open("a") as handle:

@@ -16,6 +16,7 @@ import pytest
 
 from autotune.search import TuneOptions, list_studies, study_trials
 from autotune.search.budget import FINISHED, counted_trials
+from autotune.search.space import OPTUNA_CONCURRENCY_KEY
 
 from test_resume import read_until, start_worker
 
@@ -54,7 +55,7 @@ def check_shared_study(options: TuneOptions, run_by_worker: list[int], exact: bo
     assert sorted(row.trial_number for row in rows) == [trial.number for trial in measured]
     enqueued = Counter(str(trial.system_attrs.get("fixed_params")) for trial in trials)
     for concurrency in options.concurrencies:
-        assert enqueued[str({"concurrency": concurrency})] == 1  # each planned baseline handed to exactly one worker
+        assert enqueued[str({OPTUNA_CONCURRENCY_KEY: concurrency})] == 1  # each planned baseline handed to exactly one worker
     studies = list_studies(options.db_url)
     assert len(studies) == 1 and studies[0].status == "complete"
 

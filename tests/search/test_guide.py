@@ -20,7 +20,7 @@ from autotune.search import guide, tune
 from autotune.search.beyond import extended_curve, extended_model
 from autotune.search.objective import Slo
 from autotune.search.options import TuneOptions
-from autotune.search.space import Candidate, SearchSpace
+from autotune.search.space import OPTUNA_CONCURRENCY_KEY, Candidate, SearchSpace
 from autotune.store import open_database, performance, results
 
 SPACE = SearchSpace(("none", "mtp", "ngram"), (), 2, (1, 4))
@@ -297,7 +297,7 @@ def test_an_enqueued_guided_trial_is_an_optuna_trial_with_its_parameters(options
     trials = optuna.load_study(study_name="tiny", storage=options.db_url).trials
     # The calibration runs first (no baseline is planned), each with its parameters.
     assert all("method" in t.params for t in trials[:3])
-    assert all("concurrency" in t.params for t in trials) and len(trials) == 5
+    assert all(OPTUNA_CONCURRENCY_KEY in t.params for t in trials) and len(trials) == 5
     with open_database(options.db_url) as database, database.session() as session:
         assert len(results.study_rows(session, results.find_study(session, "tiny").id)) == 5
 

@@ -15,7 +15,7 @@ import faulty_engine
 from faulty_engine import faults  # noqa: F401 - a fixture
 from autotune.search import tune
 from autotune.search.budget import owed_retry
-from autotune.search.space import Candidate
+from autotune.search.space import OPTUNA_CONCURRENCY_KEY, Candidate
 from test_faults import FAULTY, assert_intact, small
 
 pytestmark = pytest.mark.slow  # a study per retry rule
@@ -113,8 +113,8 @@ def test_a_baseline_that_keeps_failing_is_reported(options, faults) -> None:
 # -- which failure is owed a retry (no engine needed) -----------------------------------------------
 
 NGRAM = {"method": CategoricalDistribution(["ngram"]), "ngram_depth": IntDistribution(1, 2),
-         "concurrency": CategoricalDistribution([1, 2])}
-BASELINE = {"concurrency": CategoricalDistribution([1, 2])}
+         OPTUNA_CONCURRENCY_KEY: CategoricalDistribution([1, 2])}
+BASELINE = {OPTUNA_CONCURRENCY_KEY: CategoricalDistribution([1, 2])}
 
 
 def trial(state: TrialState, params: dict, kind: str | None, number_state: str = "failed") -> optuna.trial.FrozenTrial:
@@ -133,7 +133,7 @@ def counted(*trials: optuna.trial.FrozenTrial) -> list[optuna.trial.FrozenTrial]
 
 
 def test_only_transient_failures_are_owed_a_retry_baselines_first() -> None:
-    ngram = {"method": "ngram", "ngram_depth": 1, "concurrency": 2}
+    ngram = {"method": "ngram", "ngram_depth": 1, OPTUNA_CONCURRENCY_KEY: 2}
     for kind in ("crash", "timeout", "oom"):
         assert owed_retry(counted(trial(TrialState.FAIL, ngram, kind)), 1) == (
             Candidate("ngram", 1, 2), {"retry_of": 0, "attempt": 2})
@@ -144,5 +144,5 @@ def test_only_transient_failures_are_owed_a_retry_baselines_first() -> None:
     retried = counted(trial(TrialState.FAIL, ngram, "crash"), trial(TrialState.COMPLETE, ngram, None, "complete"))
     assert owed_retry(retried, 3) is None  # the retry completed
     first_ngram_then_baseline = counted(trial(TrialState.FAIL, ngram, "crash"),
-                                        trial(TrialState.FAIL, {"concurrency": 1}, "oom"))
+                                        trial(TrialState.FAIL, {OPTUNA_CONCURRENCY_KEY: 1}, "oom"))
     assert owed_retry(first_ngram_then_baseline, 1) == (Candidate("none", 0, 1), {"retry_of": 1, "attempt": 2})
