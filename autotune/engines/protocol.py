@@ -286,7 +286,7 @@ def measure_repeatedly(
         order = active if round_number % 2 == 0 else active[::-1]
         passes = {}
         for track in order:
-            report(f"round {round_number + 1}: {track.config.label()} at batch size {concurrency}")
+            report(f"round {round_number + 1}: {track.config.label()} at concurrency {concurrency}")
             passes[track.config] = _measure_pass(engine, track.config, workload, concurrency, temperature, seed)
         fault = _round_fault(passes, baseline, allow_disturbed=options.measure_under_load or discarded >= options.max_repetitions)
         if fault is None:
