@@ -43,7 +43,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     chat = [{"prompt": r.prompt, "max_tokens": MAX_TOKENS, "category": "chat"} for r in shipped_workload("chat").requests[:2]]
     workload.write_text("".join(json.dumps(line) + "\n" for line in code + chat))
     url = f"sqlite:///{folder / 'autotune.db'}"
-    run("tune", "--db", url, "--method", "none", "--method", "ngram", "--max-depth", "1", "--batch-sizes", "1",
+    run("tune", "--db", url, "--method", "none", "--method", "ngram", "--max-depth", "1", "--concurrency", "1",
         "--sampler", "grid", "--no-confirm", "--no-explore-beyond", "--workload", str(workload), "--study", "mixed",
         "--quiet")
     return url, str(workload)
@@ -104,7 +104,7 @@ def test_bad_mixes_are_one_line_exit_2(study, mix, fragment) -> None:  # noqa: A
 def test_plan_takes_the_mix_and_needs_categories_for_it(study, tmp_path) -> None:  # noqa: ANN001
     url, workload = study
     args = ("plan", "--db", url, "--hardware", "h200", "--model", "autotune-byte-target", "--workload", workload,
-            "--batch-sizes", "1", "--json")
+            "--concurrency", "1", "--json")
     plain = json.loads(run(*args))
     code = json.loads(run(*args, "--mix", "code=1"))
     chat = json.loads(run(*args, "--mix", "chat=1"))
@@ -152,5 +152,5 @@ def test_a_mix_on_a_study_without_categories_says_it_needs_one(sqlite_url, tmp_p
 def test_the_report_shows_acceptance_per_category(study, tmp_path) -> None:  # noqa: ANN001
     url, _ = study
     page = api.report_html(url, "mixed")
-    assert "Acceptance per request category (ngram@1 b1)" in page or "Acceptance per request category (none b1)" in page
+    assert "Acceptance per request category (ngram@1 c1)" in page or "Acceptance per request category (none c1)" in page
     assert "<td class='text'>chat</td>" in page and "<td class='text'>code</td>" in page
