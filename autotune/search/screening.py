@@ -76,12 +76,7 @@ class MachineLoad:
     """Whether other processes' load has outlasted a trial's re-measurements (module doc): set by
     :func:`screen` when every pass of a trial stayed disturbed, cleared by the next quiet pass."""
 
-    persisting: BackgroundLoad | None = None  # the latest load measured under, while it persists
-    loaded_passes: int = 0  # passes kept under a persisting load, over the study
-
-    @property
-    def persists(self) -> bool:
-        return self.persisting is not None
+    persists: bool = False
 
 
 @dataclass(frozen=True)
@@ -156,14 +151,11 @@ def screen(
     # Every pass disturbed, and either re-measured as often as allowed or already under a persisting
     # load: the load has outlasted the re-measurements, so the study measures under it from now on.
     loaded = kept.load.disturbed and (machine.persists or len(passes) > max_reruns)
-    if not kept.load.disturbed:
-        machine.persisting = None
-    elif loaded:
-        if not machine.persists:
-            say(f"{kept.load.describe()} through {len(passes)} passes: measuring under this load from now on "
-                "(absolute figures are the loaded machine's; speedups stay paired)")
-        machine.persisting = kept.load
-        machine.loaded_passes += 1
+    if loaded and not machine.persists:
+        say(f"{kept.load.describe()} through {len(passes)} passes: measuring under this load from now on "
+            "(absolute figures are the loaded machine's; speedups stay paired)")
+    if not kept.load.disturbed or loaded:
+        machine.persists = loaded
     surprise = None
     if floor is not None and not kept.load.disturbed and kept.measurement.tokens_per_s < floor and in_time():
         surprise = kept.measurement.tokens_per_s
