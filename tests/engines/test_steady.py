@@ -49,7 +49,7 @@ def request(send, times, finish=None):
     return RequestResult(list(range(len(times))), send, list(times), times[-1] if finish is None else finish)
 
 
-def test_the_window_runs_from_the_ramp_up_to_the_first_moment_fewer_than_c_remain():
+def test_the_window_runs_from_the_first_finish_to_the_first_moment_fewer_than_c_remain():
     # C = 2, five requests: a and b start at 0; c is sent when a finishes, d when b finishes, e when c does.
     results = [
         request(0.0, [1.0, 2.0, 3.0]),          # a
@@ -60,17 +60,31 @@ def test_the_window_runs_from_the_ramp_up_to_the_first_moment_fewer_than_c_remai
     ]
     window = steady_window(results, 2)
     assert window.steady
-    assert window.start_s == 1.5  # both first requests have their first token
+    assert window.start_s == 3.0  # a finishes and c is sent: the ramp-up is over
     assert window.end_s == 8.0  # the 4th finish (N - C + 1): only e is left after it
     assert window.occupancy == pytest.approx(1.0)
-    assert window.requests == 4  # a, b, c, d finished inside (1.5, 8]
+    assert window.requests == 3  # b, c, d finished inside (3, 8]
     figures = window_figures(results, 2)
-    inside_tokens = sum(1 for r in results for t in r.token_times_s if 1.5 < t <= 8.0)
+    inside_tokens = sum(1 for r in results for t in r.token_times_s if 3.0 < t <= 8.0)
     assert figures.output_tokens == inside_tokens
-    assert figures.tokens_per_s == pytest.approx(inside_tokens / 6.5)
+    assert figures.tokens_per_s == pytest.approx(inside_tokens / 5.0)
     # Latencies over the requests sent and finished inside the window: c and d.
     assert figures.ttft_ms[0] == pytest.approx(statistics.median([ttft_ms(results[2]), ttft_ms(results[3])]))
     assert figures.tpot_ms[0] == pytest.approx(statistics.median([tpot_ms(results[2]), tpot_ms(results[3])]))
+
+
+def _waves(n_waves: int) -> list[RequestResult]:
+    """C = 2 requests decoding in lockstep waves of 4 s: a prefill of 2 s yields each request's first
+    token, then two speculative steps of 1 s yield two tokens each; the next wave is sent at the
+    finish. 10 tokens per 4 s: 2.5 tokens/s however many waves."""
+    return [request(4.0 * w, [4.0 * w + t for t in (2, 3, 3, 4, 4)]) for w in range(n_waves) for _ in range(2)]
+
+
+def test_a_stream_of_waves_reads_the_same_rate_whatever_its_length():
+    # A window opened at the first C requests' first tokens would count their decode without their
+    # prefill: 3.0 tokens/s for 2 waves, 2.6 for 8. Opened at the first finish, it holds whole waves.
+    for n_waves in (2, 3, 8):
+        assert window_figures(_waves(n_waves), 2).tokens_per_s == pytest.approx(2.5)
 
 
 def test_a_slot_left_empty_inside_the_window_shows_as_occupancy_below_one():
@@ -83,8 +97,8 @@ def test_a_slot_left_empty_inside_the_window_shows_as_occupancy_below_one():
         request(7.0, [7.5, 10.0]),
     ]
     window = steady_window(results, 2)
-    assert (window.start_s, window.end_s) == (1.0, 9.0)
-    assert window.occupancy == pytest.approx((16 - 1) / 16)
+    assert (window.start_s, window.end_s) == (3.0, 9.0)
+    assert window.occupancy == pytest.approx((12 - 1) / 12)
 
 
 def test_a_run_too_short_for_a_window_is_measured_whole_and_says_so():

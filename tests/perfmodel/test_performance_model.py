@@ -29,8 +29,9 @@ def test_the_baseline_prediction_is_tokens_over_steps() -> None:
     model = PerformanceModel(cost(), {}, [8], [11])
     prediction = model.predict("none", None, 0, 1)
     # 10 tokens after the first, one per 10 ms step (no prefill cost): the stream's four requests one
-    # after the other, the window from the first token to the last: 10 + 3 x 11 tokens in 0.4 s.
-    assert prediction.tokens_per_s == pytest.approx(43 / 0.400)
+    # after the other, the window from the first finish (0.1 s) to the last: the last three requests,
+    # but the second's first token, which arrives at the window's start with no prefill: 32 in 0.3 s.
+    assert prediction.tokens_per_s == pytest.approx(32 / 0.300)
     assert prediction.omega == 1.0
     assert prediction.sigma == pytest.approx(math.sqrt(PRIOR_SIGMA ** 2 + cost().spread ** 2))
     assert prediction.low < prediction.tokens_per_s < prediction.high
@@ -42,8 +43,9 @@ def test_speculation_uses_omega_and_its_own_step_cost() -> None:
     prediction = model.predict("mtp", None, 2, 1)
     assert prediction.omega == pytest.approx(2.3)
     steps = math.ceil(13 / 2.3)
-    # The stream's four requests at concurrency 1, the window from the first token to the last.
-    assert prediction.tokens_per_s == pytest.approx((13 + 3 * 14) / (4 * steps * 0.015))
+    # The stream's four requests at concurrency 1, the window from the first finish to the last: the
+    # last three requests, less the second's first token (no prefill cost: it arrives at the start).
+    assert prediction.tokens_per_s == pytest.approx((13 + 2 * 14) / (3 * steps * 0.015))
     assert prediction.sigmas["acceptance"] > 0
 
 

@@ -17,9 +17,9 @@ def test_one_request_takes_its_prefill_then_one_step_per_omega_tokens() -> None:
     assert [r.first_token_s for r in run.requests] == pytest.approx([0.1, 0.24, 0.38, 0.52])
     assert run.requests[-1].finish_s == pytest.approx(0.56)
     window = run.figures.window
-    assert (window.start_s, window.end_s) == (pytest.approx(0.1), pytest.approx(0.56))
-    # Inside the window: the first request's 8 later tokens and the three others' 9.
-    assert run.tokens_per_s == pytest.approx((8 + 3 * 9) / 0.46)
+    assert (window.start_s, window.end_s) == (pytest.approx(0.14), pytest.approx(0.56))
+    # Inside the window, from the first finish: the three later requests' 9 tokens each.
+    assert run.tokens_per_s == pytest.approx(3 * 9 / 0.42)
     assert run.figures.tpot_ms[0] == pytest.approx(40 / 8)
     assert run.figures.ttft_ms[0] == pytest.approx(100.0)
 

@@ -91,15 +91,14 @@ def test_where_both_serve_the_same_configuration_nothing_is_judged() -> None:
 
 
 def test_the_figures_are_the_steady_windows_and_goodput_follows_the_slo() -> None:
-    # Concurrency 2, five requests: the window runs from the moment both first requests have a token
-    # (1.0) to the fourth finish (4.0).
+    # Concurrency 2, five requests: the window runs from the first finish (2.0) to the fourth (4.0).
     results = [RequestResult([1, 2, 3], 0.0, [0.5, 1.5, 2.0], 2.0), RequestResult([1, 2, 3], 0.0, [1.0, 2.0, 3.0], 3.0),
                RequestResult([1, 2, 3], 2.0, [2.5, 3.0, 3.5], 3.5), RequestResult([1, 2], 3.0, [3.2, 4.0], 4.0),
                RequestResult([1, 2, 3], 3.5, [4.5, 5.0, 5.5], 5.5)]
     figures = run_figures(results, 2, {"tpot_ms": 600, "ttft_ms": None})
-    assert (figures.window_s, figures.steady, figures.completed) == (3.0, True, 5)
-    assert figures.output_tokens_per_s == pytest.approx(9 / 3.0)  # tokens that arrived in (1.0, 4.0]
-    assert figures.window_requests == 4 and figures.requests_per_s == pytest.approx(4 / 3.0)  # finished in it
+    assert (figures.window_s, figures.steady, figures.completed) == (2.0, True, 5)
+    assert figures.output_tokens_per_s == pytest.approx(6 / 2.0)  # tokens that arrived in (2.0, 4.0]
+    assert figures.window_requests == 3 and figures.requests_per_s == pytest.approx(3 / 2.0)  # finished in it
     # inside the window: requests 3 (TPOT 500 ms) and 4 (800 ms): one meets 600 ms
-    assert figures.goodput_requests_per_s == pytest.approx(1 / 3.0)
+    assert figures.goodput_requests_per_s == pytest.approx(1 / 2.0)
     assert run_figures(results, 2, {}).goodput_requests_per_s is None
