@@ -55,7 +55,7 @@ def test_the_command_serves_until_interrupted(tmp_path: Path, sqlite_url: str) -
                 assert process.poll() is None and time.monotonic() < deadline, process.stdout.read()
                 time.sleep(0.1)
         assert health.status_code == 200 and health.json()["read_only"] is True
-        assert httpx.get(f"http://127.0.0.1:{port}/v1/studies").json() == []
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/studies", timeout=30).json() == []
     finally:
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=15)
