@@ -558,7 +558,7 @@ def profiles_show_command(db_url, profile_id, mix, as_json, wide) -> None:
       autotune profiles show 1 --mix code=0.3,chat=0.7
     """
     from autotune.profiles.categories import profile_categories
-    from autotune.serving.offstate import off_state_report
+    from autotune.serving.off_depths import off_state_report
 
     mixed = api.profile_mix(db_url, profile_id, mix) if mix is not None else None
     profile = api.show_profile(db_url, profile_id)

@@ -30,7 +30,7 @@ class EngineConfig:
     (0 for none); ``draft``: the draft model for method draft, a model path or ``"builtin"``
     (None means the built-in draft). ``off_state``: a speculative method at depth 0, "K = 0 inside
     a speculative server" (the drafter loaded and kept in step, no token drafted: what a vLLM server
-    runs where its schedule says 0, :mod:`autotune.engines.offstate`); only engines whose adapter's
+    runs where its schedule says 0, :mod:`autotune.analysis.offstate`); only engines whose adapter's
     off rule asks for it to be measured run it.
     """
 

@@ -43,8 +43,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from autotune.analysis.offstate import OffRule
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
-from autotune.engines.offstate import OffRule
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.kind import DRAFT_TARGET, EAGLE3, EAGLE_LEGACY

@@ -22,8 +22,8 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from autotune.analysis.offstate import OffRule
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
-from autotune.engines.offstate import OffRule
 from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM, DEFAULT_MAX_NUM_TOKENS
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.kind import DRAFT_TARGET, EAGLE3

@@ -97,7 +97,7 @@ def test_method_none_has_no_speculative_config_argument() -> None:
 
 def test_the_step_budget_holds_every_row_verifying_its_whole_draft() -> None:
     # The exported script's --max-num-batched-tokens: at least 8192, and every row's depth + 1 tokens
-    # (autotune/profiles/analysis.py ServingPlan.max_num_tokens).
+    # (autotune/profiles/analysis.py ServingSchedule.max_num_tokens).
     assert engine_arguments(EngineConfig("ngram", 7), "/t", 2048, None)["max_num_batched_tokens"] == 2048 * 8
 
 
