@@ -27,9 +27,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from autotune.engines.trtllm.mapping import (
-    DEFAULT_MAX_NUM_TOKENS, KV_CACHE_FRACTION, TRTLLM_OFF_RULE, yaml_speculative_config,
-)
+from autotune.engines.limits import DEFAULT_MAX_NUM_TOKENS
+from autotune.engines.trtllm.mapping import KV_CACHE_FRACTION, TRTLLM_OFF_RULE, yaml_speculative_config
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, TrtllmRules, trtllm_rules
 from autotune.models.kind import EAGLE3
 from autotune.profiles.analysis import ServingSchedule

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NUM_TOKENS
+from autotune.engines.limits import DEFAULT_MAX_NUM_TOKENS
 from autotune.engines.vllm.mapping import SPECULATIVE_METHODS, VLLM_OFF_RULE, speculative_fields
 from autotune.profiles.analysis import ServingSchedule
 from autotune.profiles.data import DeploymentProfile

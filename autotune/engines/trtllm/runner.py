@@ -42,11 +42,11 @@ from typing import Any, TypeVar
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
 from autotune.engines.failures import first_line, raise_out_of_memory
 from autotune.engines.forcing import timing_max_tokens, timing_rows
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
 from autotune.engines.trtllm import INSTALL_HINT
 from autotune.engines.trtllm.checks import check_config
 from autotune.engines.trtllm.mapping import (
     ADVANCED_SAMPLING_FIELD,
-    DEFAULT_MAX_NGRAM,
     ONE_MODEL_KINDS,
     SPECULATIVE_CLASSES,
     TWO_MODEL_KINDS,

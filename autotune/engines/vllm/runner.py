@@ -55,11 +55,12 @@ from typing import Any
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
 from autotune.engines.failures import OUT_OF_MEMORY_MARKERS, first_line, raise_out_of_memory
 from autotune.engines.forcing import timing_max_tokens, timing_rows
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
 from autotune.engines.steady import RequestResult, measurement_of_run
 from autotune.engines.vllm import INSTALL_HINT
 from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.client import completion_bodies, run_stream
-from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM, engine_arguments, serve_arguments
+from autotune.engines.vllm.mapping import engine_arguments, serve_arguments
 from autotune.engines.vllm.memory import EngineMemory, available_memory_bytes, engine_memory
 from autotune.engines.vllm.server import HOST, Server, ServerDied, free_port
 from autotune.engines.vllm.stats import StepLogReader, StepTimes, TimedStep, run_counters

@@ -6,7 +6,8 @@ import pytest
 
 import hf_model_factory as hf
 from autotune.engines.base import EngineConfig
-from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM, engine_arguments, runs_mtp, speculative_config
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
+from autotune.engines.vllm.mapping import engine_arguments, runs_mtp, speculative_config
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 
 DRAFT = "/models/draft"
