@@ -32,7 +32,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotune.engines.steady import request_stream
+from autotune.analysis.steady import request_stream
 from autotune.engines.vllm.mapping import VLLM_OFF_RULE
 from autotune.engines.vllm.memory import EngineMemory, engine_memory
 from autotune.errors import ConfigurationError, WorkloadError

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from autotune.analysis.intervals import Estimate
-from autotune.engines.steady import RequestResult
+from autotune.analysis.steady import RequestResult
 from autotune.validation.figures import MET, MISSED, Comparison, RunFigures, compare, estimates, run_figures, tuned_gap
 from autotune.validation.metrics import SpecCounters
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autotune.engines.steady import RequestResult
+from autotune.analysis.steady import RequestResult
 from autotune.engines.embedded.acceptance import sample, token_probabilities, verify_greedy, verify_sampling
 from autotune.engines.embedded.batch import DecodeState, Proposal, Rows
 from autotune.engines.embedded.model import CausalLM
