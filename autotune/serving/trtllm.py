@@ -137,9 +137,7 @@ def _trtllm_notes(profile: DeploymentProfile, schedule: ServingSchedule, rules: 
         f"Measure:  {measure}  (trtllm-bench reads the same file)",
         f"MODEL = {shlex.quote(serving_model(profile.target))}",  # quoted as the shell needs it, ready to paste
         f"Written for TensorRT-LLM {rules.version} (autotune export --trtllm-version: 1.0, 1.2 or main); keys and values",
-        # Still names the module this writer came from: exports stay byte-identical across the split
-        # into autotune/serving/ (issue 20); point it here with the next change of the output.
-        f"follow its tensorrt_llm/llmapi/llm_args.py: {rules.source}; see autotune/export.py.",
+        f"follow its tensorrt_llm/llmapi/llm_args.py: {rules.source}; see autotune/serving/trtllm.py.",
     ]
     spec = trtllm_speculative_config(profile, schedule, rules.version) if profile.method != "none" else {}
     if "draft_len_schedule" in spec:
