@@ -27,7 +27,7 @@ from autotune.engines.protocol import (
     ProtocolOptions,
 )
 from autotune.engines.base import METHODS
-from autotune.engines.registry import ENGINES
+from autotune.engines.registry import ENGINES, FOLDER_ENGINES
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION
 from autotune.errors import AutotuneError
 from autotune.planning_inputs import DTYPES
@@ -916,7 +916,7 @@ def worker_command(db_url, model_roots, once, concurrency, stalled_after_s) -> N
 @command(cli, "preflight", uses_db=False)
 @click.option("--target", required=True, type=click.Path(exists=True, file_okay=False), help="Hugging Face model folder.")
 @click.option("--draft", "drafts", multiple=True, type=click.Path(exists=True, file_okay=False), help="Draft folder (repeatable).")
-@click.option("--engine", type=click.Choice(["trtllm", "vllm"]), default="trtllm", show_default=True)
+@click.option("--engine", type=click.Choice(FOLDER_ENGINES), default="trtllm", show_default=True)
 @click.option("--seq-len", type=int, default=DEFAULT_SEQ_LEN, show_default=True,
               help="Tokens per sequence (prompt + output) the context windows and memory must hold.")
 @json_option

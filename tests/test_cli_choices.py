@@ -8,7 +8,7 @@ import pytest
 
 from autotune.cli import cli
 from autotune.engines.base import METHODS
-from autotune.engines.registry import ENGINES
+from autotune.engines.registry import ENGINES, FOLDER_ENGINES
 from autotune.planning_inputs import DTYPES
 from autotune.search.samplers import SAMPLERS
 from autotune.serving import FORMATS
@@ -27,6 +27,7 @@ def choices(path: str, option: str) -> tuple[str, ...]:
     ("tune", "--method", METHODS),
     ("tune", "--engine", ENGINES),
     ("measure", "--method", METHODS),
+    ("preflight", "--engine", FOLDER_ENGINES),
     ("export", "--format", FORMATS),
     ("plan", "--export", FORMATS),
     ("plan", "--dtype", DTYPES),
