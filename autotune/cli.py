@@ -26,11 +26,14 @@ from autotune.engines.protocol import (
     DEFAULT_PRECISION,
     ProtocolOptions,
 )
-from autotune.engines.registry import ENGINES
+from autotune.engines.base import METHODS
+from autotune.engines.registry import ENGINES, FOLDER_ENGINES
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION
 from autotune.errors import AutotuneError
+from autotune.planning_inputs import DTYPES
 from autotune.preflight import DEFAULT_SEQ_LEN
 from autotune.profiles.query import CURRENT_HARDWARE
+from autotune.serving import FORMATS
 
 DEBUG_KEY = "autotune.debug"
 EXIT_USER_ERROR = 2
@@ -329,7 +332,7 @@ def protocol_options(fn: Callable) -> Callable:
 
 
 @command(cli, "measure", uses_db=False)
-@click.option("--method", type=click.Choice(["none", "mtp", "draft", "ngram"]), default="draft", show_default=True)
+@click.option("--method", type=click.Choice(METHODS), default="draft", show_default=True)
 @click.option("--depth", type=int, default=None, help="Draft tokens per step (default 4 for speculative methods, 0 for none).")
 @concurrency_option("--batch-size", type=int, default=1, show_default=True,
                     help="Requests kept in flight.")
@@ -379,11 +382,13 @@ def measure_command(method, depth, concurrency, draft, target, workload, tempera
               help="Target model file (default: built-in); with --engine trtllm/vllm, a Hugging Face model folder.")
 @click.option("--draft", multiple=True,
               help="Draft candidate (repeatable; default: the built-in draft); folders with --engine trtllm/vllm.")
-@click.option("--method", multiple=True, type=click.Choice(["none", "mtp", "draft", "ngram"]),
+@click.option("--method", multiple=True, type=click.Choice(METHODS),
               help="Methods to search (repeatable; default: all the target supports).")
 @click.option("--max-depth", type=int, default=8, show_default=True, help="Deepest speculation (draft tokens per step) to try.")
 @concurrency_option("--batch-sizes", "concurrencies", default=None,
                     help="Comma-separated concurrency levels: requests kept in flight (default: powers of two that fit).")
+# The names of autotune.search.samplers.SAMPLERS, typed here because importing that module loads
+# optuna (seconds) on every command; tests/test_cli_choices.py keeps the two equal.
 @click.option("--sampler", type=click.Choice(["model", "tpe", "random", "grid"]), default=None,
               help="model (default, every engine): time step costs, calibrate a performance model, then measure only what "
                    "it cannot rule out; tpe/random: Optuna samplers (no timings needed); grid: every configuration once.")
@@ -558,7 +563,7 @@ def profiles_show_command(db_url, profile_id, mix, as_json, wide) -> None:
       autotune profiles show 1 --mix code=0.3,chat=0.7
     """
     from autotune.profiles.categories import profile_categories
-    from autotune.serving.offstate import off_state_report
+    from autotune.serving.off_depths import off_state_report
 
     mixed = api.profile_mix(db_url, profile_id, mix) if mix is not None else None
     profile = api.show_profile(db_url, profile_id)
@@ -629,7 +634,7 @@ def profiles_import_command(db_url, path, as_json) -> None:
 
 @command(cli, "export")
 @click.argument("profile_id", type=int)
-@click.option("--format", "fmt", type=click.Choice(["trtllm", "trtllm-bench", "vllm", "sglang", "json"]), default="trtllm",
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="trtllm",
               show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Output file (default: under profiles/).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
@@ -732,9 +737,9 @@ def _accelerator_names() -> str:
 @click.option("--isl", type=int, default=None, help="Prompt tokens per request (--config default 1024).")
 @click.option("--osl", type=int, default=None, help="Output tokens per request (--config default 1024).")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel GPUs per model replica.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp8", "fp4"]), default=None,
+@click.option("--dtype", type=click.Choice(DTYPES), default=None,
               help="Weights and GEMMs (default: the checkpoint's).")
-@click.option("--kv-dtype", type=click.Choice(["bf16", "fp8", "fp4"]), default=None,
+@click.option("--kv-dtype", type=click.Choice(DTYPES), default=None,
               help="KV cache (default: the checkpoint's).")
 @click.option("--engine", type=click.Choice(["trtllm", "vllm", "sglang"]), default="trtllm", show_default=True,
               help="Serving engine whose step overhead to assume.")
@@ -751,7 +756,7 @@ def _accelerator_names() -> str:
 @concurrency_option("--batch-sizes", "concurrencies", default=None,
                     help="Comma-separated concurrency levels (default: powers of two 1..256 that fit).")
 @click.option("--max-depth", type=int, default=None, help="Deepest speculation to consider (default: the deepest measured).")
-@click.option("--export", "export_format", type=click.Choice(["trtllm", "trtllm-bench", "vllm", "sglang", "json"]),
+@click.option("--export", "export_format", type=click.Choice(FORMATS),
               default=None, help="Also write the recommended plan as a serving config, marked PREDICTED.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Export file (default: under profiles/); needs --export.")
@@ -911,7 +916,7 @@ def worker_command(db_url, model_roots, once, concurrency, stalled_after_s) -> N
 @command(cli, "preflight", uses_db=False)
 @click.option("--target", required=True, type=click.Path(exists=True, file_okay=False), help="Hugging Face model folder.")
 @click.option("--draft", "drafts", multiple=True, type=click.Path(exists=True, file_okay=False), help="Draft folder (repeatable).")
-@click.option("--engine", type=click.Choice(["trtllm", "vllm"]), default="trtllm", show_default=True)
+@click.option("--engine", type=click.Choice(FOLDER_ENGINES), default="trtllm", show_default=True)
 @click.option("--seq-len", type=int, default=DEFAULT_SEQ_LEN, show_default=True,
               help="Tokens per sequence (prompt + output) the context windows and memory must hold.")
 @json_option

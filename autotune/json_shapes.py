@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from autotune.serving.offstate import off_state_report
+from autotune.serving.off_depths import off_state_report
 
 if TYPE_CHECKING:
     from autotune.profiles import DeploymentProfile
@@ -38,7 +38,7 @@ def profile_detail(profile: DeploymentProfile, off_state: Any = None,
                    validations: Sequence[ValidationResult] = (), mix: Any = None) -> dict[str, Any]:
     """``autotune profiles show --json``: the profile, whether confirmation measured it, its ties,
     where none won what each engine's speculative server runs instead (``off_state``, from
-    :func:`autotune.serving.offstate.off_state_report`; computed here when not given), and how it
+    :func:`autotune.serving.off_depths.off_state_report`; computed here when not given), and how it
     held when served (``validations``, newest first: :func:`autotune.api.profile_validations`);
     its configuration's acceptance per request category (None: no categories) and, with ``--mix``,
     its figures for that mix (``mix``: :class:`autotune.analysis.mix.MixFigures`)."""

@@ -28,7 +28,7 @@ the caches of ``batch x (longest prompt + max_tokens + 1 + depth)`` positions an
 position's logits must fit in 90 % of one GPU's memory (weights and KV split over ``--tp`` GPUs).
 
 The workload's requests are replayed as the steady-state stream a measurement runs
-(:mod:`autotune.engines.steady`: cycled to at least 4 requests per row, figures over the window
+(:mod:`autotune.analysis.steady`: cycled to at least 4 requests per row, figures over the window
 between ramp-up and drain): a plan for batch 256 is about a server kept busy at 256 rows, not about
 the 16 requests of the built-in workload. With ``--isl/--osl`` every request has those lengths, so
 the KV cache a step reads is that of real sequences at any concurrency.
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.analysis.decision import SIMPLICITY
-from autotune.engines.steady import STREAM_FACTOR
+from autotune.analysis.steady import STREAM_FACTOR
 from autotune.errors import ConfigurationError, NotFoundError
 from autotune.hardware.catalog import (
     AcceleratorSpec,

@@ -462,7 +462,7 @@ def print_profile(profile, wide: bool = False,  # noqa: ANN001 - autotune.profil
     """``autotune profiles show``: the recommendation with its 95 % intervals and n, whether the
     confirmation phase measured it, what it is tied with, and the per-concurrency table (on a narrow
     terminal without depth and n, which the configuration and the intervals already say; ``wide``:
-    every column). ``off_state``: :func:`autotune.serving.offstate.off_state_report`, a table of what
+    every column). ``off_state``: :func:`autotune.serving.off_depths.off_state_report`, a table of what
     each engine's server runs where none won."""
     tokens, tpot, speedup = (profile.estimate(name) for name in ("tokens_per_s", "tpot_ms_p50", "speedup"))
     chosen = profile.chosen_trial

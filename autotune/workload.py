@@ -105,7 +105,7 @@ class Workload:
 
 def first_cycle(values: Sequence[Any], n_requests: int) -> list[Any] | None:
     """The values of a run's first ``n_requests`` requests when the run was the workload's requests in
-    whole cycles (the steady-state stream of :mod:`autotune.engines.steady`), else None."""
+    whole cycles (the steady-state stream of :mod:`autotune.analysis.steady`), else None."""
     if not values or n_requests < 1 or len(values) % n_requests:
         return None
     return list(values[:n_requests])

@@ -5,7 +5,7 @@ re-reading what the target emitted) the model would under-price real runs. For o
 this prints, as medians of 3 runs on the first 6 requests of the built-in workload: the real run's
 propose and verify time per step (real acceptance), the same forced to accept k = 0, depth / 2
 and depth drafts per step (the timing's k = depth), and the requests' steady-state stream (the 6
-requests cycled to 4 per slot, :mod:`autotune.engines.steady`) replayed with the real run's
+requests cycled to 4 per slot, :mod:`autotune.analysis.steady`) replayed with the real run's
 acceptance length and step cost against the real run of that stream (its last finish)::
 
     python bench/bench_rejection_cost.py draft 8 1      # method depth concurrency; figures in docs/statistics.md
@@ -16,11 +16,11 @@ from __future__ import annotations
 import statistics
 import sys
 
+from autotune.analysis.steady import stream_indices
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
 from autotune.engines.embedded.decoding import Decoder, GenerationRequest, build_proposer, required_capacity
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.engines.embedded.timing import DEFAULT_TIMING_STEPS, timing_requests
-from autotune.engines.steady import stream_indices
 from autotune.perfmodel.simulate import simulate
 from autotune.workload import builtin_workload
 

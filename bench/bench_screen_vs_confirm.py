@@ -3,7 +3,7 @@
 Issue 38: in two default studies every confirmed configuration ran below its own screening pass (by
 6-9 %, some by 19-25 %), and predictions fitted to the passes came out optimistic for 7-9 of 10
 confirmed points. With the steady-state harness both phases measure through one definition
-(:mod:`autotune.engines.steady`); what is left to tell apart is *how* each phase runs a pass:
+(:mod:`autotune.analysis.steady`); what is left to tell apart is *how* each phase runs a pass:
 
 * a screening pass, as the tuner runs it: a worker process started for the configuration (the
   embedded engine gets a fresh one per configuration), the models loaded, one pass;

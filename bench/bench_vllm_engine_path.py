@@ -18,7 +18,7 @@ stream (the built-in workload, cycled to >= 4 x C requests, greedy, EOS honoured
 
 MODE is ``eager`` (``enforce_eager``) or ``compiled`` (vLLM's default); DTYPE ``float32`` (the
 built-in checkpoints' own) or ``auto`` (what ``vllm serve`` picks: bfloat16 on a CPU with AVX-512
-BF16). Two output tokens/s per run: over the steady window (:mod:`autotune.engines.steady`, what a
+BF16). Two output tokens/s per run: over the steady window (:mod:`autotune.analysis.steady`, what a
 study stores) and over the whole run (first send to last token, ``vllm bench serve``'s
 ``output_throughput``); for ``bench`` both come from its ``--save-detailed`` per-request times (one
 token per streamed chunk: method none), so every path is measured both ways. The window leaves out
@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from autotune.analysis.intervals import mean_interval, paired_ratio_interval
+from autotune.analysis.steady import RequestResult, request_stream, window_figures
 from autotune.engines.base import EngineConfig
-from autotune.engines.steady import RequestResult, request_stream, window_figures
 from autotune.engines.vllm.memory import engine_memory
 from autotune.models.folder import read_model
 from autotune.engines.vllm.server import free_port

@@ -87,9 +87,29 @@ def test_no_import_cycles() -> None:
 
 
 @pytest.mark.parametrize(("source", "target"), [("autotune.engines", "autotune.preflight"),
-                                                ("autotune.preflight", "autotune.engines")])
-def test_engines_and_preflight_never_import_each_other(source, target) -> None:
+                                                ("autotune.preflight", "autotune.engines"),
+                                                ("autotune.perfmodel", "autotune.engines")])
+def test_engines_never_meet_preflight_and_perfmodel_never_imports_engines(source, target) -> None:
+    """Engines may use the performance model (the embedded engine's timing), not the other way: what
+    both need (the steady window) lives on the ground floor, autotune/analysis/steady.py."""
     assert imports_between(source, target) == []
+
+
+def top_level(module: str) -> str:
+    """The top-level package or module of ``module`` under autotune (``autotune.engines.base`` ->
+    ``autotune.engines``); ``autotune`` itself for the package's ``__init__``."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_two_top_level_packages_import_each_other() -> None:
+    """Module cycles are caught above; this is the coarser rule of DESIGN.md: a layer imports only
+    layers below it, so no two of autotune's top-level packages and modules import each other, even
+    through modules that do not form a cycle themselves."""
+    arrows = {(top_level(module), top_level(imported)) for module, imports in GRAPH.items() for imported in imports}
+    arrows = {(a, b) for a, b in arrows if a != b and "autotune" not in (a, b)}
+    both_ways = sorted(f"{a} <-> {b}: {imports_between(a, b)[0]}, {imports_between(b, a)[0]}"
+                       for a, b in arrows if (b, a) in arrows and a < b)
+    assert both_ways == []
 
 
 def test_model_folders_import_only_the_ground_floor() -> None:

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.analysis.intervals import Estimate
+from autotune.analysis.steady import request_stream
 from autotune.engines import noise
 from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.protocol import BASELINE, ProtocolOptions
-from autotune.engines.steady import request_stream
 from autotune.errors import ConfigurationError
 from autotune.measure import DEFAULT_DEPTH, DEFAULT_METHOD, Divergence, first_divergence, measure_configuration
 from autotune.workload import Request, Workload, builtin_workload, load_workload

@@ -10,7 +10,7 @@ gets, with each measurement, one entry per category (``Measurement.acceptance_by
   first / decode steps (``decode_tokens / decode_steps``). A request's decode steps are the distinct
   moments its tokens arrived after the first one: every engine delivers the tokens of one decode
   step together (one timestamp in the embedded engine, one streamed chunk from vLLM and
-  TensorRT-LLM; :class:`autotune.engines.steady.RequestResult`). This is the definition of the
+  TensorRT-LLM; :class:`autotune.analysis.steady.RequestResult`). This is the definition of the
   vLLM and TensorRT-LLM engines' ``acceptance_length`` (tokens after the first / sequence-steps), on
   the tokens delivered; the embedded engine's whole-run figure counts a last step's tokens before
   the cut at ``max_tokens`` or EOS as well, so it can read slightly higher.

@@ -36,11 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from autotune.analysis.intervals import Estimate, paired_by_round, paired_ratio_interval
-
-# TrialRow.extra key of a K = 0 row: a speculative method at depth 0, its drafter loaded and kept in
-# step, no token drafted (what a speculative server runs where its schedule says 0). Such a row
-# prices that off state (autotune/serving/offstate.py) and never decides (deciding_rows).
-OFF_STATE_KEY = "off_state"
+from autotune.analysis.offstate import OFF_STATE_KEY
 
 BASELINE = "none"
 # Lower is simpler to operate; see the module doc.
@@ -85,7 +81,7 @@ def confirmation_run(row: Any) -> int | None:
 def deciding_rows(rows: Iterable[Row]) -> list[Row]:
     """The complete rows of the latest confirmation run, or the complete screening rows without one.
     A K = 0 row (``extra["off_state"]``: the off state of a speculative server, measured where none
-    leads) never decides: it prices what the server runs there (autotune/serving/offstate.py)."""
+    leads) never decides: it prices what the server runs there (autotune/serving/off_depths.py)."""
     done = [row for row in complete(rows) if not row.extra.get(OFF_STATE_KEY)]
     runs = [run for row in done if (run := confirmation_run(row)) is not None]
     if not runs:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from autotune.analysis.offstate import OffRule
 from autotune.engines.base import Engine
-from autotune.engines.offstate import OffRule
 from autotune.engines.worker import EngineSpec
 from autotune.models.folder import HfModel
 from autotune.models.support import FolderSupport
@@ -33,7 +33,7 @@ class EngineAdapter(ABC):
     # Runs on NVIDIA GPUs only: a machine without one cannot tune with it.
     needs_cuda: ClassVar[bool] = False
     # What "speculation off at a concurrency" means in the engine's speculative server
-    # (autotune.engines.offstate); None for an engine that serves nothing (the embedded one).
+    # (autotune.analysis.offstate); None for an engine that serves nothing (the embedded one).
     off_rule: ClassVar[OffRule | None] = None
 
     def require_installed(self) -> None:

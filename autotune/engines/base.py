@@ -8,9 +8,12 @@ embedded PyTorch engine and a TensorRT-LLM engine are interchangeable.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
+from autotune.analysis.categories import acceptance_by_category
+from autotune.analysis.steady import RequestResult, tpot_ms, ttft_ms, window_figures
 from autotune.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -30,7 +33,7 @@ class EngineConfig:
     (0 for none); ``draft``: the draft model for method draft, a model path or ``"builtin"``
     (None means the built-in draft). ``off_state``: a speculative method at depth 0, "K = 0 inside
     a speculative server" (the drafter loaded and kept in step, no token drafted: what a vLLM server
-    runs where its schedule says 0, :mod:`autotune.engines.offstate`); only engines whose adapter's
+    runs where its schedule says 0, :mod:`autotune.analysis.offstate`); only engines whose adapter's
     off rule asks for it to be measured run it.
     """
 
@@ -98,7 +101,7 @@ class RunCounters:
 class Measurement(RunCounters):
     """What one run of a workload measured.
 
-    Throughput and latency over the run's steady window (:mod:`autotune.engines.steady`, ``vllm bench
+    Throughput and latency over the run's steady window (:mod:`autotune.analysis.steady`, ``vllm bench
     serve``'s definitions): ``tokens_per_s`` = tokens that arrived inside the window / its length;
     ``requests_per_s``; TTFT = first token - send, TPOT = (last token - first token) / (tokens - 1),
     percentiles over the requests sent and finished inside the window. ``wall_time_s``: the whole run,
@@ -147,7 +150,7 @@ class Measurement(RunCounters):
     tpot_ms_p99: float | None
     acceptance_rate: float | None  # the rest of the counters come from RunCounters
     engine: str = "embedded"
-    # The steady window the figures come from (autotune.engines.steady): its start and length in
+    # The steady window the figures come from (autotune.analysis.steady): its start and length in
     # seconds, mean occupancy (in flight / concurrency), requests finished inside it, and whether the
     # run reached a steady state (False: too short, figures over the whole run). None: a measurement
     # stored before the window existed (its figures include the drain).
@@ -211,3 +214,60 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Release models and memory."""
+
+
+def measurement_of_run(
+    config: EngineConfig,
+    workload: Workload,
+    results: Sequence[RequestResult],
+    counters: RunCounters,
+    *,
+    concurrency: int,
+    temperature: float | None,
+    seed: int,
+    wall_time_s: float,
+    device: str,
+    engine: str,
+) -> Measurement:
+    """The :class:`Measurement` of one run of ``workload`` (``results`` in request order) at
+    ``concurrency`` requests in flight: throughput and latencies over the steady window (module doc), the
+    same way for every engine; the per-request lists cover every request of the run."""
+    figures = window_figures(results, concurrency)
+    window = figures.window
+    return Measurement(
+        method=config.method,
+        depth=config.depth,
+        concurrency=concurrency,
+        draft=config.draft_model,
+        temperature=temperature,
+        seed=seed,
+        device=device,
+        workload_name=workload.label,
+        workload_sha256=workload.sha256,
+        n_requests=len(results),
+        output_tokens=sum(len(r.tokens) for r in results),
+        wall_time_s=wall_time_s,
+        tokens_per_s=figures.tokens_per_s,
+        requests_per_s=figures.requests_per_s,
+        ttft_ms_p50=figures.ttft_ms[0],
+        ttft_ms_p90=figures.ttft_ms[1],
+        ttft_ms_p99=figures.ttft_ms[2],
+        tpot_ms_p50=figures.tpot_ms[0],
+        tpot_ms_p90=figures.tpot_ms[1],
+        tpot_ms_p99=figures.tpot_ms[2],
+        acceptance_rate=counters.accepted_tokens / counters.drafted_tokens if counters.drafted_tokens else None,
+        engine=engine,
+        window_start_s=window.start_s,
+        window_s=window.length_s,
+        occupancy=window.occupancy,
+        window_requests=window.requests,
+        steady=window.steady,
+        request_ttft_ms=[ttft_ms(r) for r in results],
+        request_tpot_ms=[tpot_ms(r) for r in results],
+        request_tokens=[len(r.tokens) for r in results],
+        acceptance_by_category=acceptance_by_category(
+            [q.category for q in workload.requests], list(workload.requests), [len(r.tokens) for r in results],
+            [r.token_times_s for r in results]) if len(workload.requests) == len(results) else None,
+        outputs=[list(r.tokens) for r in results],
+        **asdict(counters),
+    )

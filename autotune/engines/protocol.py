@@ -8,7 +8,7 @@ Given an :class:`~autotune.engines.base.Engine` (embedded, TensorRT-LLM, or any 
    workload's first requests once (GuideLLM drops its warm-up; Perf Analyzer discards the first
    window).
 2. **Rounds.** Each round measures every active configuration once over the workload's
-   steady-state stream (:mod:`autotune.engines.steady`: C requests kept in flight, figures over the
+   steady-state stream (:mod:`autotune.analysis.steady`: C requests kept in flight, figures over the
    window between ramp-up and drain), the baseline (no speculation at the same concurrency) included, in alternating order (A B C, then
    C B A: a linear drift of the machine cancels out of the pairs). A speedup is the geometric mean
    of the per-round ratios with its paired interval
@@ -41,9 +41,9 @@ from typing import Any
 
 from autotune.analysis.intervals import Estimate, mean_interval, paired_by_round, paired_ratio_interval
 from autotune.analysis.plausibility import implausible_speedup
+from autotune.analysis.steady import request_stream
 from autotune.engines import noise
 from autotune.engines.base import Engine, EngineConfig, Measurement
-from autotune.engines.steady import request_stream
 from autotune.errors import ConfigurationError, EngineError
 from autotune.workload import Workload
 
@@ -351,7 +351,7 @@ def _measure_pass(engine: Engine, config: EngineConfig, workload: Workload, conc
 def measure_pass(engine: Engine, workload: Workload, concurrency: int, temperature: float | None = None,
                  seed: int = 0) -> Pass:
     """One pass of the loaded configuration over the workload's steady-state stream at concurrency
-    ``concurrency`` (:mod:`autotune.engines.steady`), with the background load around it (the
+    ``concurrency`` (:mod:`autotune.analysis.steady`), with the background load around it (the
     screening trials get the same disturbance check as the protocol's rounds)."""
     stream = request_stream(workload, concurrency)
     before = noise.snapshot()

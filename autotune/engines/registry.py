@@ -22,6 +22,8 @@ ADAPTERS: dict[str, EngineAdapter] = {
     adapter.name: adapter for adapter in (EmbeddedAdapter(), TrtLlmAdapter(), VllmAdapter())
 }
 ENGINES = tuple(ADAPTERS)
+# The engines that run Hugging Face model folders (the preflight's engines).
+FOLDER_ENGINES = tuple(name for name, adapter in ADAPTERS.items() if adapter.runs_model_folders)
 
 
 def engine_adapter(name: str) -> EngineAdapter:
@@ -44,9 +46,8 @@ def folder_support(name: str) -> FolderSupport:
     Imports neither tensorrt_llm nor vllm: the rules are tables and config.json look-ups."""
     support = engine_adapter(name).folder_support()
     if support is None:
-        folder_engines = [adapter.name for adapter in ADAPTERS.values() if adapter.runs_model_folders]
         raise ConfigurationError(f"engine {name!r} does not run Hugging Face model folders; "
-                                 f"use --engine {' or '.join(folder_engines)}")
+                                 f"use --engine {' or '.join(FOLDER_ENGINES)}")
     return support
 
 

@@ -1,4 +1,4 @@
-"""Queued tunes (issue 23): submit, list, read and cancel jobs, and run them, the same way on both
+"""Queued tunes: submit, list, read and cancel jobs, and run them, the same way on both
 backends (DESIGN.md §11).
 
 Every job is a row of ``autotune_jobs`` (:mod:`.records`): its request, status, progress, log

@@ -3,12 +3,12 @@
 The textbook speedup Omega / (depth * c + 1) assumes every step is full and verifying depth + 1
 tokens costs one step; on our CPU that misses by up to a third (docs/benchmarks.md). So the model
 replays the run the way the engines run it: the workload's stream at concurrency C
-(:mod:`autotune.engines.steady`: the requests cycled to at least 4 x C), C slots, each free slot
+(:mod:`autotune.analysis.steady`: the requests cycled to at least 4 x C), C slots, each free slot
 filled the moment a request finishes by a batched prefill (which yields each request's first
 token), then steps in which every active row gains Omega tokens on average, until its output length
 is reached. A step with ``b`` active rows costs ``step_s(b)``, and a row cannot gain more than it
 still needs (the last step is cut). The figures are the steady window's, computed by the same
-functions as a measurement's (:func:`autotune.engines.steady.window_figures`); inside a request,
+functions as a measurement's (:func:`autotune.analysis.steady.window_figures`); inside a request,
 tokens after the first arrive at an even rate.
 
 Output lengths are the requests' generated token counts, the same for every lossless configuration
@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from autotune.engines.steady import WindowFigures, stream_indices, window_figures
+from autotune.analysis.steady import WindowFigures, stream_indices, window_figures
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@
     best = profiles.best_profile(None, "builtin-target", hardware="current", concurrency=8)
     print(best.deployment().label(), best.operating_point.tokens_per_s)
 
-Exporting to serving configs lives in :mod:`autotune.serving`, the HTML report in
-:mod:`autotune.report`.
+:mod:`.analysis` reads a profile's trials (the best configuration per concurrency, the serving
+schedule, the Pareto front). Exporting to serving configs lives in :mod:`autotune.serving`, the
+HTML report in :mod:`autotune.report`.
 """
 
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo

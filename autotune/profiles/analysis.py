@@ -1,4 +1,4 @@
-"""Reading a profile's trials: the best configuration per concurrency and the serving plan derived
+"""Reading a profile's trials: the best configuration per concurrency and the serving schedule derived
 from it (the verdict per method and the Pareto front are :mod:`autotune.analysis.decision`'s).
 Pure functions over profile dataclasses.
 """
@@ -74,16 +74,16 @@ def _same_draft(row: dict[str, Any], profile: DeploymentProfile) -> bool:
 
 
 @dataclass(frozen=True)
-class ServingPlan:
+class ServingSchedule:
     """Batch limits and speculation schedule for a serving engine.
 
     ``concurrencies``: every concurrency the study measured (any method). ``depths``: draft length per concurrency, made non-increasing (a depth measured best at a larger
     batch is kept for the smaller ones: serving engines require every scheduled draft length to be
     <= the batch-1 one, and the profile's own depth must survive). ``max_concurrency``: speculation
     off above this concurrency (when the draft length is otherwise constant); ``draft_len_schedule``:
-    when the draft length varies. At most one of the two is set. ``off_states``: for a plan written
-    for one engine (:func:`autotune.serving.offstate.deployed_plan`), what its server runs at each
-    concurrency where speculation lost (:class:`autotune.serving.offstate.OffState` by concurrency).
+    when the draft length varies. At most one of the two is set. ``off_states``: for a schedule written
+    for one engine (:func:`autotune.serving.off_depths.deployed_schedule`), what its server runs at each
+    concurrency where speculation lost (:class:`autotune.serving.off_depths.OffState` by concurrency).
     """
 
     max_batch_size: int
@@ -107,10 +107,10 @@ class ServingPlan:
         return asdict(self)
 
 
-def serving_plan(profile: DeploymentProfile, served: Mapping[int, int] | None = None) -> ServingPlan:
-    """The plan for ``profile``: the largest concurrency the study measured is the server's limit.
+def serving_schedule(profile: DeploymentProfile, served: Mapping[int, int] | None = None) -> ServingSchedule:
+    """The schedule for ``profile``: the largest concurrency the study measured is the server's limit.
     ``served``: concurrency -> the draft length an engine's server runs where speculation lost
-    (instead of 0; :func:`autotune.serving.offstate.deployed_plan`)."""
+    (instead of 0; :func:`autotune.serving.off_depths.deployed_schedule`)."""
     measured = {**speculation_depths(profile), **(served or {})}
     concurrencies = sorted({
         profile.concurrency,
@@ -119,7 +119,7 @@ def serving_plan(profile: DeploymentProfile, served: Mapping[int, int] | None = 
     })
     max_batch_size = concurrencies[-1]
     if profile.method == "none":
-        return ServingPlan(max_batch_size, concurrencies, 0, {}, None, None)
+        return ServingSchedule(max_batch_size, concurrencies, 0, {}, None, None)
     if 1 not in measured:  # engines read the schedule from concurrency 1 upward
         measured = {1: measured[min(measured)], **measured}
     depths: dict[int, int] = {}
@@ -134,7 +134,7 @@ def serving_plan(profile: DeploymentProfile, served: Mapping[int, int] | None = 
     turns_off = len(speculative) < len(depths)
     schedule = _up_to_first_zero(depths) if varying else None
     max_concurrency = max(speculative) if turns_off and not varying else None
-    return ServingPlan(max_batch_size, concurrencies, max_draft_len, depths, max_concurrency, schedule)
+    return ServingSchedule(max_batch_size, concurrencies, max_draft_len, depths, max_concurrency, schedule)
 
 
 def _up_to_first_zero(depths: dict[int, int]) -> dict[int, int]:

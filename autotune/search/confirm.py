@@ -21,7 +21,7 @@ study ends by confirming, at each concurrency:
   values (``predicted``, from :func:`autotune.search.guide.point_predictions`, called by the
   tuner): this module never builds a model.
 * **The floor where none wins**: an engine whose server cannot switch a kind off (TensorRT-LLM's
-  one-model MTP / EAGLE-3: :class:`autotune.engines.offstate.OffRule`, the adapter's ``off_rule``)
+  one-model MTP / EAGLE-3: :class:`autotune.analysis.offstate.OffRule`, the adapter's ``off_rule``)
   serves it at draft length 1 where none leads; so at a concurrency whose screening leader is the
   baseline, depth 1 of every such screened configuration joins the finalists (beyond
   ``MAX_FINALISTS``), and the export carries that measured floor against none. ``floor`` (from the

@@ -60,7 +60,7 @@ from optuna.trial import TrialState
 from sqlalchemy import select
 
 from autotune.analysis import decision
-from autotune.analysis.decision import OFF_STATE_KEY
+from autotune.analysis.offstate import OFF_STATE_KEY
 from autotune.periodic import repeating
 from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure

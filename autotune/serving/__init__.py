@@ -16,7 +16,7 @@ Decision on missing equivalents: every method maps to every engine, so nothing i
 engine cannot express (SGLang has no per-concurrency speculation switch) is said in a comment at the
 top of the script, with the concurrency above which speculation lost. Where speculation lost, the
 TensorRT-LLM and vLLM exports serve what their engine's server runs instead of none
-(:mod:`.offstate`, the engine adapter's ``off_rule``). How values are quoted and
+(:mod:`.off_depths`, the engine adapter's ``off_rule``). How values are quoted and
 comments kept to one line: :mod:`.text`.
 """
 
@@ -29,11 +29,11 @@ from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rule
 from autotune.engines.vllm.mapping import VLLM_OFF_RULE
 from autotune.errors import ConfigurationError
 from autotune.profiles import transfer
-from autotune.profiles.analysis import serving_plan
+from autotune.profiles.analysis import serving_schedule
 from autotune.profiles.data import DeploymentProfile
 from autotune.profiles.files import write_atomic
 from autotune.profiles.query import show_profile
-from autotune.serving.offstate import deployed_plan
+from autotune.serving.off_depths import deployed_schedule
 from autotune.serving.sglang import sglang_script
 from autotune.serving.speculation import with_draft_config
 from autotune.serving.text import slugify
@@ -67,14 +67,14 @@ def export_profile(profile: DeploymentProfile, fmt: str, trtllm_version: str = D
     profile.validate()
     if fmt == "json":
         return transfer.dumps(profile)
-    plan = deployed_plan(profile, OFF_RULES[fmt]) if fmt in OFF_RULES else serving_plan(profile)
+    schedule = deployed_schedule(profile, OFF_RULES[fmt]) if fmt in OFF_RULES else serving_schedule(profile)
     if fmt == "trtllm":
-        return trtllm_yaml(profile, plan, rules)
+        return trtllm_yaml(profile, schedule, rules)
     if fmt == "trtllm-bench":
-        return trtllm_bench_script(profile, plan, rules.version)
+        return trtllm_bench_script(profile, schedule, rules.version)
     if fmt == "vllm":
-        return vllm_script(profile, plan)
-    return sglang_script(profile, plan)
+        return vllm_script(profile, schedule)
+    return sglang_script(profile, schedule)
 
 
 def check_format(fmt: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autotune.profiles.analysis import ServingPlan
+from autotune.profiles.analysis import ServingSchedule
 from autotune.profiles.data import DeploymentProfile
 
 
@@ -28,11 +28,11 @@ def schedule_notes(profile: DeploymentProfile) -> list[str]:
     return lines
 
 
-def unscheduled_notes(plan: ServingPlan, engine: str, predicted: bool = False) -> list[str]:
+def unscheduled_notes(schedule: ServingSchedule, engine: str, predicted: bool = False) -> list[str]:
     """What ``engine`` cannot express: speculation switched off or shortened by concurrency."""
-    if plan.max_concurrency is None and plan.draft_len_schedule is None:
+    if schedule.max_concurrency is None and schedule.draft_len_schedule is None:
         return []
-    measured = ", ".join(f"{b}: {d}" for b, d in plan.depths.items())
+    measured = ", ".join(f"{b}: {d}" for b, d in schedule.depths.items())
     return [
         f"{engine} speculates at every concurrency with the same draft length; autotune "
         f"{'predicted' if predicted else 'measured'} the best",

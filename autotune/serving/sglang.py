@@ -10,7 +10,7 @@ express is said in a comment at the top of the script, with the measured draft l
 from __future__ import annotations
 
 from autotune.models.kind import DRAFT_TARGET, EAGLE3
-from autotune.profiles.analysis import ServingPlan
+from autotune.profiles.analysis import ServingSchedule
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header
 from autotune.serving.parallel import planned_parallelism
@@ -22,20 +22,20 @@ from autotune.serving.text import ShellVar, option, script
 SGLANG_ALGORITHMS = {"mtp": "NEXTN", "ngram": "NGRAM", DRAFT_TARGET: "STANDALONE", EAGLE3: "EAGLE3"}
 
 
-def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
+def sglang_script(profile: DeploymentProfile, schedule: ServingSchedule) -> str:
     """``python -m sglang.launch_server`` with the profile's speculative flags and batch limits."""
     lines = [
         ["python", "-m", "sglang.launch_server"],
         option("--model-path", serving_model(profile.target)),
-        ["--max-running-requests", str(plan.max_batch_size)],
-        ["--cuda-graph-max-bs", str(plan.max_batch_size)],
+        ["--max-running-requests", str(schedule.max_batch_size)],
+        ["--cuda-graph-max-bs", str(schedule.max_batch_size)],
     ]
     parallel = planned_parallelism(profile)
     if parallel is not None:
         lines.append(["--tp-size", str(parallel.tp), *(["--ep-size", str(parallel.ep)] if parallel.ep > 1 else [])])
     notes = header(profile)
     if profile.method != "none":
-        depth = plan.max_draft_len
+        depth = schedule.max_draft_len
         kind = engine_kind(profile, "SGLang", SGLANG_ALGORITHMS)
         lines.append(["--speculative-algorithm", SGLANG_ALGORITHMS[kind]])
         if profile.method == "ngram":
@@ -50,5 +50,5 @@ def sglang_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
             if kind == DRAFT_TARGET:
                 notes.append("STANDALONE (a separate draft model) needs SGLang >= 0.5.")
     lines.append([ShellVar("@")])
-    unscheduled = unscheduled_notes(plan, "SGLang", bool(profile.details.get("predicted")))
+    unscheduled = unscheduled_notes(schedule, "SGLang", bool(profile.details.get("predicted")))
     return script(notes + unscheduled + schedule_notes(profile) + builtin_notes(profile), lines)

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autotune.engines.base import EngineConfig
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
 from autotune.errors import ConfigurationError
 from autotune.models.kind import EAGLE_LEGACY, speculative_kind_of
 from autotune.profiles.data import DeploymentProfile, ModelInfo

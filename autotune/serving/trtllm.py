@@ -4,7 +4,7 @@ script that re-measures the profile with the same YAML.
 The speculative block is the engine adapter's own (:func:`autotune.engines.trtllm.mapping.yaml_speculative_config`,
 what :func:`~autotune.engines.trtllm.mapping.llm_arguments` hands the LLM when it measures); this
 writer adds the batch limits and the per-concurrency schedule (``draft_len_schedule`` or
-``max_concurrency``) of the plan as TensorRT-LLM serves it (:func:`autotune.serving.offstate.deployed_plan`
+``max_concurrency``) of the serving schedule as TensorRT-LLM serves it (:func:`autotune.serving.off_depths.deployed_schedule`
 with the adapter's :data:`~autotune.engines.trtllm.mapping.TRTLLM_OFF_RULE`): one-model MTP and
 EAGLE-3 never get a draft length of 0 nor ``max_concurrency``.
 
@@ -27,15 +27,14 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from autotune.engines.trtllm.mapping import (
-    DEFAULT_MAX_NUM_TOKENS, KV_CACHE_FRACTION, TRTLLM_OFF_RULE, yaml_speculative_config,
-)
+from autotune.engines.limits import DEFAULT_MAX_NUM_TOKENS
+from autotune.engines.trtllm.mapping import KV_CACHE_FRACTION, TRTLLM_OFF_RULE, yaml_speculative_config
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, TrtllmRules, trtllm_rules
 from autotune.models.kind import EAGLE3
-from autotune.profiles.analysis import ServingPlan
+from autotune.profiles.analysis import ServingSchedule
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header
-from autotune.serving.offstate import deployed_plan, off_notes
+from autotune.serving.off_depths import deployed_schedule, off_notes
 from autotune.serving.parallel import planned_parallelism
 from autotune.serving.schedule import schedule_notes
 from autotune.serving.speculation import engine_kind, max_ngram, measured_config, serving_model, speculative_kind
@@ -46,24 +45,24 @@ from autotune.serving.text import ShellVar, command, comments, option, slugify, 
 KV_BLOCK_REUSE = {"none": True, "mtp": True, "ngram": True, "draft": False}
 
 
-def trtllm_yaml(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRules) -> str:
+def trtllm_yaml(profile: DeploymentProfile, schedule: ServingSchedule, rules: TrtllmRules) -> str:
     """The ``trtllm`` export: comments on how to serve and measure it, then :func:`trtllm_config`."""
-    return comments(_trtllm_notes(profile, plan, rules)) + yaml_text(trtllm_config(profile, plan, rules.version))
+    return comments(_trtllm_notes(profile, schedule, rules)) + yaml_text(trtllm_config(profile, schedule, rules.version))
 
 
-def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None,
+def trtllm_config(profile: DeploymentProfile, schedule: ServingSchedule | None = None,
                   version: str = DEFAULT_TRTLLM_VERSION) -> dict[str, Any]:
     """The ``--extra_llm_api_options`` mapping (LLM API arguments) for ``profile``, for TensorRT-LLM
-    ``version``; ``plan``: by default the profile's as TensorRT-LLM serves it."""
+    ``version``; ``schedule``: by default the profile's as TensorRT-LLM serves it."""
     rules = trtllm_rules(version)
-    plan = plan or deployed_plan(profile, TRTLLM_OFF_RULE)
-    graph_sizes = plan.cuda_graph_batch_sizes
+    schedule = schedule or deployed_schedule(profile, TRTLLM_OFF_RULE)
+    graph_sizes = schedule.cuda_graph_batch_sizes
     graphs: dict[str, Any] = {"enable_padding": True, "batch_sizes": graph_sizes}
     if rules.graph_max_batch_size:
         graphs["max_batch_size"] = max(graph_sizes)  # CudaGraphConfig: must equal max(batch_sizes)
     config: dict[str, Any] = {
-        "max_batch_size": plan.max_batch_size,
-        "max_num_tokens": plan.max_num_tokens(DEFAULT_MAX_NUM_TOKENS),
+        "max_batch_size": schedule.max_batch_size,
+        "max_num_tokens": schedule.max_num_tokens(DEFAULT_MAX_NUM_TOKENS),
         "kv_cache_config": {
             "free_gpu_memory_fraction": KV_CACHE_FRACTION[profile.method],
             "enable_block_reuse": KV_BLOCK_REUSE[profile.method],
@@ -71,7 +70,7 @@ def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None,
         "cuda_graph_config": graphs,
     }
     if profile.method != "none":
-        config["speculative_config"] = trtllm_speculative_config(profile, plan, rules.version)
+        config["speculative_config"] = trtllm_speculative_config(profile, schedule, rules.version)
     parallel = planned_parallelism(profile)
     if parallel is not None:
         config["tensor_parallel_size"] = parallel.tp
@@ -80,57 +79,57 @@ def trtllm_config(profile: DeploymentProfile, plan: ServingPlan | None = None,
     return config
 
 
-def trtllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan,
+def trtllm_speculative_config(profile: DeploymentProfile, schedule: ServingSchedule,
                               version: str = DEFAULT_TRTLLM_VERSION) -> dict[str, Any]:
     """``speculative_config``: the engine adapter's block for the profile's configuration at the
-    plan's draft length, then the per-concurrency schedule this ``version`` can read."""
+    schedule's draft length, then the per-concurrency schedule this ``version`` can read."""
     rules = trtllm_rules(version)
     kind = engine_kind(profile, "TensorRT-LLM", rules.decoding_types)
     # Without draft_len_schedule (1.0) one draft length serves every concurrency: the profile's own.
-    depth = plan.max_draft_len if rules.schedule else profile.depth
+    depth = schedule.max_draft_len if rules.schedule else profile.depth
     spec = yaml_speculative_config(measured_config(profile, depth), kind, max_ngram(profile), rules.version)
-    schedule = trtllm_draft_len_schedule(plan, rules.version)
-    if schedule is not None:
-        spec["draft_len_schedule"] = schedule
+    draft_lens = trtllm_draft_len_schedule(schedule, rules.version)
+    if draft_lens is not None:
+        spec["draft_len_schedule"] = draft_lens
     else:  # never both: main refuses max_concurrency with draft_len_schedule
-        cutoff = plan.max_concurrency if rules.schedule else _last_speculative_concurrency(plan)
+        cutoff = schedule.max_concurrency if rules.schedule else _last_speculative_concurrency(schedule)
         if cutoff is not None:
             spec["max_concurrency"] = cutoff
     return spec
 
 
-def trtllm_draft_len_schedule(plan: ServingPlan, version: str = DEFAULT_TRTLLM_VERSION) -> dict[int, int] | None:
-    """``draft_len_schedule`` for ``plan`` (None where the draft length does not vary, or the
+def trtllm_draft_len_schedule(schedule: ServingSchedule, version: str = DEFAULT_TRTLLM_VERSION) -> dict[int, int] | None:
+    """``draft_len_schedule`` for ``schedule`` (None where the draft length does not vary, or the
     version has no such field).
 
     One key per concurrency the profile covers (every concurrency the study measured, and those of
-    the plan's depths), up to the first where speculation is off: each key's value is the depth
+    the schedule's depths), up to the first where speculation is off: each key's value is the depth
     measured there, or between two measured depths the smaller concurrency's one (as vLLM fills its
     gaps). 1.2 reads a key from its concurrency up and requires key 1; main reads it up to its
     concurrency and gives 0 above the largest key. With a key at every covered concurrency both read the
-    measured depth at each of them, and the largest key is the plan's largest concurrency (or the
+    measured depth at each of them, and the largest key is the schedule's largest concurrency (or the
     first zero), so no covered concurrency falls to main's implicit 0; 1 is always a key and maps to
     ``max_draft_len`` (1.2: schedule[1], main: the smallest key).
     """
-    if trtllm_rules(version).schedule is None or plan.draft_len_schedule is None:
+    if trtllm_rules(version).schedule is None or schedule.draft_len_schedule is None:
         return None
-    measured = sorted(plan.depths)
-    schedule: dict[int, int] = {}
-    for concurrency in sorted({1, *plan.concurrencies, *plan.depths}):
-        depth = plan.depths[max(b for b in measured if b <= concurrency)]
-        schedule[concurrency] = depth
+    measured = sorted(schedule.depths)
+    draft_lens: dict[int, int] = {}
+    for concurrency in sorted({1, *schedule.concurrencies, *schedule.depths}):
+        depth = schedule.depths[max(b for b in measured if b <= concurrency)]
+        draft_lens[concurrency] = depth
         if depth == 0:
             break
-    return schedule
+    return draft_lens
 
 
-def _last_speculative_concurrency(plan: ServingPlan) -> int | None:
+def _last_speculative_concurrency(schedule: ServingSchedule) -> int | None:
     """The largest concurrency below the first one where speculation is off (None if it never is)."""
-    speculative = [b for b, d in plan.depths.items() if d > 0]
-    return max(speculative) if speculative and len(speculative) < len(plan.depths) else None
+    speculative = [b for b, d in schedule.depths.items() if d > 0]
+    return max(speculative) if speculative and len(speculative) < len(schedule.depths) else None
 
 
-def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRules) -> list[str]:
+def _trtllm_notes(profile: DeploymentProfile, schedule: ServingSchedule, rules: TrtllmRules) -> list[str]:
     measure = (f"autotune export {profile.id} --format trtllm-bench" if not profile.details.get("predicted")
                else "trtllm-bench --extra_llm_api_options THIS_FILE, or `autotune tune` on the machine")
     notes = header(profile) + [
@@ -138,11 +137,9 @@ def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRu
         f"Measure:  {measure}  (trtllm-bench reads the same file)",
         f"MODEL = {shlex.quote(serving_model(profile.target))}",  # quoted as the shell needs it, ready to paste
         f"Written for TensorRT-LLM {rules.version} (autotune export --trtllm-version: 1.0, 1.2 or main); keys and values",
-        # Still names the module this writer came from: exports stay byte-identical across the split
-        # into autotune/serving/ (issue 20); point it here with the next change of the output.
-        f"follow its tensorrt_llm/llmapi/llm_args.py: {rules.source}; see autotune/export.py.",
+        f"follow its tensorrt_llm/llmapi/llm_args.py: {rules.source}; see autotune/serving/trtllm.py.",
     ]
-    spec = trtllm_speculative_config(profile, plan, rules.version) if profile.method != "none" else {}
+    spec = trtllm_speculative_config(profile, schedule, rules.version) if profile.method != "none" else {}
     if "draft_len_schedule" in spec:
         reading = ("a key holds from its concurrency up to the next key" if rules.schedule == "lower" else
                    "a key holds from the previous key + 1 up to its concurrency; none above the largest key")
@@ -150,7 +147,7 @@ def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRu
             f"draft_len_schedule: draft length at every concurrency the study covers (TensorRT-LLM {rules.version}: {reading}).",
             "Other versions read the keys differently between them but the same at them: export for the version you run.",
         ]
-    elif plan.draft_len_schedule is not None:
+    elif schedule.draft_len_schedule is not None:
         notes += [
             f"TensorRT-LLM {rules.version} has no draft_len_schedule: draft length {spec.get('max_draft_len')} (the profile's own)",
             "at every concurrency; the measured draft length per concurrency is listed below.",
@@ -159,20 +156,20 @@ def _trtllm_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRu
         notes.append(f"max_concurrency: speculation off above concurrency {spec['max_concurrency']} (it did not beat none there).")
     if speculative_kind(profile) == EAGLE3 and rules.version == "1.0":
         notes.append("EAGLE-3 draft: TensorRT-LLM 1.0 has no Eagle3 decoding type; Eagle with eagle3_one_model runs it.")
-    return notes + schedule_notes(profile) + _off_notes(profile, plan, rules) + builtin_notes(profile)
+    return notes + schedule_notes(profile) + _off_notes(profile, schedule, rules) + builtin_notes(profile)
 
 
-def _off_notes(profile: DeploymentProfile, plan: ServingPlan, rules: TrtllmRules) -> list[str]:
+def _off_notes(profile: DeploymentProfile, schedule: ServingSchedule, rules: TrtllmRules) -> list[str]:
     """What runs where none won: the off state per concurrency, except on a version without
     draft_len_schedule, where a kind that cannot be switched off runs the profile's own depth there."""
-    floored = sorted(b for b, state in plan.off_states.items() if state.depth > 0)
+    floored = sorted(b for b, state in schedule.off_states.items() if state.depth > 0)
     if rules.schedule is None and floored:
         return [f"Where none won ({', '.join(map(str, floored))}), TensorRT-LLM {rules.version} serves draft length "
                 f"{profile.depth} too, unmeasured against none there: {TRTLLM_OFF_RULE.source}."]
-    return off_notes(profile, plan, TRTLLM_OFF_RULE)
+    return off_notes(profile, schedule, TRTLLM_OFF_RULE)
 
 
-def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: str = DEFAULT_TRTLLM_VERSION) -> str:
+def trtllm_bench_script(profile: DeploymentProfile, schedule: ServingSchedule, version: str = DEFAULT_TRTLLM_VERSION) -> str:
     """A bash script that writes the YAML and re-measures the profile with ``trtllm-bench``."""
     target = profile.target
     lines = [["trtllm-bench", *option("--model", target.name)]]
@@ -180,7 +177,7 @@ def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: 
         lines.append(option("--model_path", target.source))
     lines += [
         ["throughput"], ["--backend", "pytorch"], ["--dataset", ShellVar("DATASET")],
-        ["--extra_llm_api_options", ShellVar("CONFIG")], ["--max_batch_size", str(plan.max_batch_size)],
+        ["--extra_llm_api_options", ShellVar("CONFIG")], ["--max_batch_size", str(schedule.max_batch_size)],
         ["--concurrency", str(profile.concurrency)], ["--streaming"], ["--report_json", ShellVar("REPORT_JSON")],
     ]
     parallel = planned_parallelism(profile)
@@ -203,7 +200,7 @@ def trtllm_bench_script(profile: DeploymentProfile, plan: ServingPlan, version: 
         'CONFIG="$(mktemp --suffix=.yaml)"',
         "trap 'rm -f \"$CONFIG\"' EXIT",
         "cat > \"$CONFIG\" <<'YAML'",
-        yaml_text(trtllm_config(profile, plan, version)).rstrip("\n"),
+        yaml_text(trtllm_config(profile, schedule, version)).rstrip("\n"),
         "YAML",
         command(lines),
         "",

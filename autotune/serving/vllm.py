@@ -2,8 +2,8 @@
 
 The speculative block is the engine adapter's own (:func:`autotune.engines.vllm.mapping.speculative_fields`,
 what :func:`~autotune.engines.vllm.mapping.engine_arguments` hands ``EngineArgs`` when it measures);
-this writer adds the per-concurrency schedule ``num_speculative_tokens_per_batch_size`` of the plan as
-vLLM serves it (:func:`autotune.serving.offstate.deployed_plan` with the adapter's
+this writer adds the per-concurrency schedule ``num_speculative_tokens_per_batch_size`` of the serving schedule as
+vLLM serves it (:func:`autotune.serving.off_depths.deployed_schedule` with the adapter's
 :data:`~autotune.engines.vllm.mapping.VLLM_OFF_RULE`): K = 0 is written only where a row measured it,
 since the drafter still runs there.
 
@@ -22,27 +22,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NUM_TOKENS
+from autotune.engines.limits import DEFAULT_MAX_NUM_TOKENS
 from autotune.engines.vllm.mapping import SPECULATIVE_METHODS, VLLM_OFF_RULE, speculative_fields
-from autotune.profiles.analysis import ServingPlan
+from autotune.profiles.analysis import ServingSchedule
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.header import builtin_notes, header
-from autotune.serving.offstate import off_notes
+from autotune.serving.off_depths import off_notes
 from autotune.serving.parallel import planned_parallelism
 from autotune.serving.schedule import schedule_notes
 from autotune.serving.speculation import engine_kind, max_ngram, measured_config, serving_model
 from autotune.serving.text import ShellVar, option, script
 
 
-def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
+def vllm_script(profile: DeploymentProfile, schedule: ServingSchedule) -> str:
     """``vllm serve`` with the profile's speculative config and batch limits; the script's own
     arguments go on to ``vllm serve``."""
     model = serving_model(profile.target)
     # vllm serve reads a positional model starting with "-" as an option; --model is the same field.
     lines = [
         ["vllm", "serve", *([model] if not model.startswith("-") else option("--model", model))],
-        ["--max-num-seqs", str(plan.max_batch_size)],
-        ["--max-num-batched-tokens", str(plan.max_num_tokens(DEFAULT_MAX_NUM_TOKENS))],
+        ["--max-num-seqs", str(schedule.max_batch_size)],
+        ["--max-num-batched-tokens", str(schedule.max_num_tokens(DEFAULT_MAX_NUM_TOKENS))],
     ]
     parallel = planned_parallelism(profile)
     if parallel is not None:
@@ -57,7 +57,7 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
         notes.append(f"Planned with experts split over {parallel.ep} of {parallel.tp} GPUs: vLLM's expert parallelism "
                      "splits them over all of them (--enable-expert-parallel) or none.")
     if profile.method != "none":
-        spec = vllm_speculative_config(profile, plan)
+        spec = vllm_speculative_config(profile, schedule)
         lines.append(["--speculative-config", json.dumps(spec, separators=(", ", ": "))])
         if "num_speculative_tokens_per_batch_size" in spec:
             notes += [
@@ -66,23 +66,23 @@ def vllm_script(profile: DeploymentProfile, plan: ServingPlan) -> str:
                 "without the field refuses the key (extra fields are forbidden): delete it there.",
             ]
     lines.append([ShellVar("@")])
-    return script(notes + schedule_notes(profile) + off_notes(profile, plan, VLLM_OFF_RULE) + builtin_notes(profile),
+    return script(notes + schedule_notes(profile) + off_notes(profile, schedule, VLLM_OFF_RULE) + builtin_notes(profile),
                   lines)
 
 
-def vllm_speculative_config(profile: DeploymentProfile, plan: ServingPlan) -> dict[str, Any]:
+def vllm_speculative_config(profile: DeploymentProfile, schedule: ServingSchedule) -> dict[str, Any]:
     """vLLM's ``SpeculativeConfig`` fields: the engine adapter's for the profile's configuration at
-    the plan's largest draft length, then the per-concurrency schedule."""
+    the schedule's largest draft length, then the per-concurrency schedule."""
     kind = engine_kind(profile, "vLLM", SPECULATIVE_METHODS)
-    spec = speculative_fields(measured_config(profile, plan.max_draft_len), kind, max_ngram(profile))
-    schedule = vllm_batch_schedule(plan)
-    if schedule is not None:
-        spec["num_speculative_tokens_per_batch_size"] = schedule
+    spec = speculative_fields(measured_config(profile, schedule.max_draft_len), kind, max_ngram(profile))
+    per_batch = vllm_batch_schedule(schedule)
+    if per_batch is not None:
+        spec["num_speculative_tokens_per_batch_size"] = per_batch
     return spec
 
 
-def vllm_batch_schedule(plan: ServingPlan) -> list[list[int]] | None:
-    """``num_speculative_tokens_per_batch_size`` for ``plan``: ``[[first, last, depth], ...]``
+def vllm_batch_schedule(schedule: ServingSchedule) -> list[list[int]] | None:
+    """``num_speculative_tokens_per_batch_size`` for ``schedule``: ``[[first, last, depth], ...]``
     covering every concurrency from 1 to the server's --max-num-seqs, or None where the draft
     length is the same at every concurrency (``num_speculative_tokens`` alone says it).
 
@@ -92,17 +92,17 @@ def vllm_batch_schedule(plan: ServingPlan) -> list[list[int]] | None:
     requests in the step. Here the ranges leave no gap: each measured depth holds from its
     concurrency up to the concurrency before the next measured one (as vLLM's own gap rule would), the last
     one up to the largest concurrency the study measured, the server's --max-num-seqs. Neighbouring
-    ranges of the same depth are merged; depth 0 (only where the plan's off state measured it) runs
+    ranges of the same depth are merged; depth 0 (only where the schedule's off state measured it) runs
     the drafter with no draft tokens.
     """
-    if len(set(plan.depths.values())) <= 1:
+    if len(set(schedule.depths.values())) <= 1:
         return None
-    starts = sorted(plan.depths)
-    assert starts[0] == 1, "serving_plan puts concurrency 1 in every schedule"
+    starts = sorted(schedule.depths)
+    assert starts[0] == 1, "serving_schedule puts concurrency 1 in every schedule"
     ranges: list[list[int]] = []
     for i, start in enumerate(starts):
-        end = starts[i + 1] - 1 if i + 1 < len(starts) else max(plan.max_batch_size, start)
-        depth = plan.depths[start]
+        end = starts[i + 1] - 1 if i + 1 < len(starts) else max(schedule.max_batch_size, start)
+        depth = schedule.depths[start]
         if ranges and ranges[-1][2] == depth:
             ranges[-1][1] = end
         else:

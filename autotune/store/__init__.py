@@ -1,4 +1,10 @@
-"""The profile database: schema (models), connection (database), migrations (migrate), queries (repository).
+"""The profile database: the SQL tables (:mod:`.models`), the connection (:mod:`.database`), Alembic
+migrations from code (:mod:`.migrate`), and the writes and queries, one module per concern:
+:mod:`.repository` (hardware, models, profiles), :mod:`.results` (studies and their trials),
+:mod:`.performance` (acceptance and cost profiles), :mod:`.profile_queries` (``autotune profiles``),
+:mod:`.plan_queries` (``autotune plan``), :mod:`.validations` (``autotune validate`` runs);
+:mod:`.locks`, :mod:`.rows`, :mod:`.shared` and :mod:`.redact` keep concurrent writers and a
+long-running server safe.
 
 This package imports no torch, optuna or engine code.
 """

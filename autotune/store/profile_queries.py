@@ -208,7 +208,7 @@ def _fits(study: str, by_concurrency: bool, by_tpot: bool) -> str:
     the SQL expression ``study`` gives."""
     m = MeasurementRecord
     # A speculative method at depth 0 is a K = 0 row (drafter loaded, nothing drafted: the off state
-    # an engine's server runs where none won, autotune/engines/offstate.py): measured to price that
+    # an engine's server runs where none won, autotune/analysis/offstate.py): measured to price that
     # off state, never a configuration to deploy, so never an answer here.
     conditions = [f"{m.study_id.key} = {study}", f"{m.state.key} = :state", f"{m.phase.key} = :phase",
                   f"{m.tokens_per_s.key} IS NOT NULL", f"({m.method.key} = 'none' OR {m.depth.key} > 0)"]

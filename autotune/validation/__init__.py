@@ -1,17 +1,18 @@
 """``autotune validate``: serve a profile's export as written and check its figures under load.
 
-A study measures lock-step batches of equal requests; a server batches ragged requests with prefills
-between decode steps. This package starts the exported ``vllm serve`` script (the bytes ``autotune
+A study measures each configuration through the engine it tuned with; what a team deploys is the
+exported server. This package starts the exported ``vllm serve`` script (the bytes ``autotune
 export --format vllm`` writes) next to two reference servers — the best single fixed depth and no
-speculation — drives each with vLLM's own load generator (``vllm bench serve``) at the profile's
-concurrency levels as concurrency levels, and reports every figure with its interval over the runs, with the gap
-between the tuned and the served throughput (docs/validation.md).
+speculation — drives each with our load generator (:func:`autotune.engines.vllm.client.run_stream`:
+the steady-state stream a study measures, :mod:`autotune.analysis.steady`) at the profile's
+concurrency levels in alternating rounds, and reports every figure with its interval over the runs,
+with the gap between the tuned and the served throughput (docs/validation.md).
 
 One responsibility per module: :mod:`.install` finds vLLM's executables, :mod:`.variants` writes
-the three servers' scripts, :mod:`.server` starts and always stops one, :mod:`.loadgen` builds the
-``vllm bench serve`` command and reads its result file, :mod:`.metrics` reads the server's
-speculative-decoding counters, :mod:`.figures` turns runs into estimates, :mod:`.results` holds
-the result and its JSON shape, :mod:`.runner` runs it all and stores the result.
+the three servers' scripts, :mod:`.metrics` reads the server's speculative-decoding counters,
+:mod:`.figures` turns runs into estimates, :mod:`.results` holds the result and its JSON shape,
+:mod:`.table` prints it, :mod:`.progress` says what runs, and :mod:`.runner` runs it all (servers
+started and watched by :class:`autotune.engines.vllm.server.Server`) and stores the result.
 """
 
 from autotune.validation.results import PointResult, ServerResult, ValidationResult

@@ -1,5 +1,5 @@
 """From runs to results: one run's figures over its steady window (:func:`run_figures`, the
-definitions of :mod:`autotune.engines.steady`, the same as a study's); each figure of a (server, concurrency) point as the mean over its runs with
+definitions of :mod:`autotune.analysis.steady`, the same as a study's); each figure of a (server, concurrency) point as the mean over its runs with
 a 95 % Student-t interval (:func:`autotune.analysis.intervals.mean_interval`, the project's one
 construction for independent repetitions); the schedule server against each reference server as a
 paired ratio over the rounds they ran in together (:func:`~autotune.analysis.intervals.
@@ -23,7 +23,7 @@ from typing import Any
 
 from autotune.analysis.decision import PRACTICAL_MARGIN
 from autotune.analysis.intervals import Estimate, mean_interval, paired_ratio_interval
-from autotune.engines.steady import RequestResult, tpot_ms, ttft_ms, window_figures
+from autotune.analysis.steady import RequestResult, tpot_ms, ttft_ms, window_figures
 from autotune.validation.metrics import SpecCounters
 
 GOODPUT_KEYS = ("tpot_ms", "ttft_ms")  # the profile's SLO limits goodput checks
@@ -60,7 +60,7 @@ class RunFigures:
 
 
 def run_figures(results: Sequence[RequestResult], concurrency: int, slo: dict[str, Any]) -> RunFigures:
-    """The figures of one run (:func:`autotune.engines.steady.window_figures`), goodput under ``slo``."""
+    """The figures of one run (:func:`autotune.analysis.steady.window_figures`), goodput under ``slo``."""
     figures = window_figures(results, concurrency)
     window = figures.window
     limits = {key: float(slo[key]) for key in GOODPUT_KEYS if slo.get(key)}

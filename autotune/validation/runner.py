@@ -32,13 +32,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotune.engines.steady import request_stream
+from autotune.analysis.steady import request_stream
 from autotune.engines.vllm.mapping import VLLM_OFF_RULE
 from autotune.engines.vllm.memory import EngineMemory, engine_memory
 from autotune.errors import ConfigurationError, WorkloadError
 from autotune.models.folder import read_model
 from autotune.profiles.data import DeploymentProfile
-from autotune.serving.offstate import deployed_plan
+from autotune.serving.off_depths import deployed_schedule
 from autotune.engines.vllm.client import completion_bodies, run_stream
 from autotune.engines.vllm.server import DEFAULT_START_TIMEOUT_S, HOST, Server, check_port_free, free_port
 from autotune.validation.figures import Comparison, RunFigures, compare, estimates, run_figures, tuned_gap
@@ -130,10 +130,10 @@ def server_memory(profile: DeploymentProfile, servers: int, on_cpu: bool) -> Eng
     """Each server's memory (:func:`autotune.engines.vllm.memory.engine_memory`), sized for the
     profile's speculative configuration (the largest of the three) at its --max-num-seqs, for all
     ``servers`` up at once where the machine holds them, else for one at a time."""
-    plan = deployed_plan(profile, VLLM_OFF_RULE)
+    deployed = deployed_schedule(profile, VLLM_OFF_RULE)
     target = read_model(profile.target.source, "target")
     draft = read_model(profile.draft.source, "draft") if profile.method == "draft" and profile.draft else None
-    return engine_memory(profile.method, target, draft, plan.max_batch_size, engines=servers, on_cpu=on_cpu,
+    return engine_memory(profile.method, target, draft, deployed.max_batch_size, engines=servers, on_cpu=on_cpu,
                          server=True)
 
 
@@ -148,7 +148,7 @@ def comparisons(profile: DeploymentProfile, servers: Sequence[ServerResult], lev
     schedule = next((s for s in servers if s.name == SCHEDULE), None)
     if schedule is None:
         return []
-    plan = deployed_plan(profile, VLLM_OFF_RULE)
+    deployed = deployed_schedule(profile, VLLM_OFF_RULE)
     out = []
     for other in (s for s in servers if s is not schedule):
         fixed_depth = next(v.depth for v in server_variants(profile) if v.name == other.name)
@@ -157,7 +157,7 @@ def comparisons(profile: DeploymentProfile, servers: Sequence[ServerResult], lev
             if mine is None or theirs is None:
                 continue
             out.append(compare(level, other.name, _tokens(mine), _tokens(theirs),
-                               differ=other.name != FIXED or schedule_depth(plan, level) != fixed_depth))
+                               differ=other.name != FIXED or schedule_depth(deployed, level) != fixed_depth))
     return out
 
 
@@ -209,12 +209,12 @@ def serving_concurrencies(profile: DeploymentProfile) -> list[int]:
 def tuned_tokens_per_s(profile: DeploymentProfile, concurrency: int) -> float | None:
     """The study's figure for what the schedule server runs at ``concurrency``: its table's tokens/s
     there, and where none won and the server runs a measured off state instead (vLLM's K = 0, or a
-    measured depth: :func:`autotune.serving.offstate.off_states`), none's figure times that off
+    measured depth: :func:`autotune.serving.off_depths.off_states`), none's figure times that off
     state's measured ratio to none (the served K = 0 is compared with K = 0's figure, not with
     none's). None where the study did not measure that concurrency."""
     figure = next((float(row["tokens_per_s"]) for row in profile.per_concurrency
                    if row.get("concurrency") == concurrency and row.get("tokens_per_s") is not None), None)
-    state = deployed_plan(profile, VLLM_OFF_RULE).off_states.get(concurrency) if profile.method != "none" else None
+    state = deployed_schedule(profile, VLLM_OFF_RULE).off_states.get(concurrency) if profile.method != "none" else None
     if figure is None or state is None or state.vs_none is None:
         return figure
     return figure * state.vs_none.value

@@ -22,10 +22,10 @@ from dataclasses import dataclass, replace
 
 from autotune.analysis import decision
 from autotune.engines.vllm.mapping import VLLM_OFF_RULE
-from autotune.profiles.analysis import ServingPlan, series_key
+from autotune.profiles.analysis import ServingSchedule, series_key
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving import export_profile
-from autotune.serving.offstate import deployed_plan
+from autotune.serving.off_depths import deployed_schedule
 from autotune.serving.vllm import vllm_script
 
 SCHEDULE, FIXED, NONE = "schedule", "fixed", "none"
@@ -47,37 +47,37 @@ class ServerVariant:
 def server_variants(profile: DeploymentProfile) -> list[ServerVariant]:
     """The schedule, fixed-depth and none servers of a speculative ``profile``, in that order; a
     profile of method none has the none server only (there is nothing else to compare)."""
-    plan = deployed_plan(profile, VLLM_OFF_RULE)
+    schedule = deployed_schedule(profile, VLLM_OFF_RULE)
     none_profile = replace(profile, method="none", depth=0, draft=None)
-    none = ServerVariant(NONE, "none", vllm_script(none_profile, _none_plan(plan)), 0)
+    none = ServerVariant(NONE, "none", vllm_script(none_profile, _none_schedule(schedule)), 0)
     if profile.method == "none":
         return [none]
-    depths = sorted(set(plan.depths.values()), reverse=True)
+    depths = sorted(set(schedule.depths.values()), reverse=True)
     schedule_label = f"{profile.method}@{depths[0]}" if len(depths) == 1 else \
-        f"{profile.method} schedule " + ", ".join(f"c{b}:{d}" for b, d in sorted(plan.depths.items()))
+        f"{profile.method} schedule " + ", ".join(f"c{b}:{d}" for b, d in sorted(schedule.depths.items()))
     depth = best_fixed_depth(profile)
     return [
         ServerVariant(SCHEDULE, schedule_label, export_profile(profile, "vllm"), None),
-        ServerVariant(FIXED, f"{profile.method}@{depth}", vllm_script(profile, fixed_plan(plan, depth)), depth),
+        ServerVariant(FIXED, f"{profile.method}@{depth}", vllm_script(profile, fixed_schedule(schedule, depth)), depth),
         none,
     ]
 
 
-def schedule_depth(plan: ServingPlan, concurrency: int) -> int:
-    """The draft length the schedule server runs with ``concurrency`` requests in flight: the plan's
+def schedule_depth(schedule: ServingSchedule, concurrency: int) -> int:
+    """The draft length the schedule server runs with ``concurrency`` requests in flight: the schedule's
     depth at the largest concurrency it lists up to ``concurrency`` (each holds up to the next one,
     as the export writes its ranges: autotune/serving/vllm.py ``vllm_batch_schedule``)."""
-    listed = [b for b in plan.depths if b <= concurrency] or [min(plan.depths)]
-    return plan.depths[max(listed)]
+    listed = [b for b in schedule.depths if b <= concurrency] or [min(schedule.depths)]
+    return schedule.depths[max(listed)]
 
 
-def fixed_plan(plan: ServingPlan, depth: int) -> ServingPlan:
-    """``plan``'s server limits with draft length ``depth`` at every concurrency."""
-    return ServingPlan(plan.max_batch_size, plan.concurrencies, depth, {1: depth}, None, None)
+def fixed_schedule(schedule: ServingSchedule, depth: int) -> ServingSchedule:
+    """``schedule``'s server limits with draft length ``depth`` at every concurrency."""
+    return ServingSchedule(schedule.max_batch_size, schedule.concurrencies, depth, {1: depth}, None, None)
 
 
-def _none_plan(plan: ServingPlan) -> ServingPlan:
-    return ServingPlan(plan.max_batch_size, plan.concurrencies, 0, {}, None, None)
+def _none_schedule(schedule: ServingSchedule) -> ServingSchedule:
+    return ServingSchedule(schedule.max_batch_size, schedule.concurrencies, 0, {}, None, None)
 
 
 def best_fixed_depth(profile: DeploymentProfile) -> int:

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from autotune.analysis.categories import UNCATEGORIZED, acceptance_by_category, decode_steps, ratio_estimate
+from autotune.analysis.steady import request_stream
 from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.embedded.engine import EmbeddedEngine
-from autotune.engines.steady import request_stream
 from autotune.workload import Request, Workload, shipped_workload
 
 MAX_TOKENS = 16

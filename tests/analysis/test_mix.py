@@ -19,9 +19,9 @@ from autotune.analysis.mix import (
     own_mix,
     parse_mix,
 )
+from autotune.analysis.steady import request_stream
 from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.embedded.engine import EmbeddedEngine
-from autotune.engines.steady import request_stream
 from autotune.errors import ConfigurationError
 from autotune.workload import Request, Workload, shipped_workload
 

@@ -2,8 +2,8 @@
 
 import pytest
 
+from autotune.analysis.steady import latency_percentiles
 from autotune.engines.base import MAX_DEPTH, EngineConfig, Measurement, validate_run_options
-from autotune.engines.steady import latency_percentiles
 from autotune.errors import ConfigurationError
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from autotune.analysis import decision
 from autotune.engines.base import EngineConfig
-from autotune.engines.offstate import OFF_STATE_KEY
+from autotune.analysis.offstate import OFF_STATE_KEY
 from autotune.engines.vllm.mapping import engine_arguments
 from autotune.errors import ConfigurationError
 from autotune.search.space import Candidate
@@ -46,4 +46,4 @@ def test_a_k_0_row_never_decides() -> None:
     rows = [row("none", 0, 100.0), row("draft", 2, 90.0), row("draft", 0, 500.0, off_state=True)]
     assert [r.depth for r in decision.deciding_rows(rows)] == [0, 2]
     assert decision.decide_at(decision.deciding_rows(rows), 4).recommended.method == "none"
-    assert len(decision.complete(rows)) == 3  # still there for the off state's price (serving/offstate.py)
+    assert len(decision.complete(rows)) == 3  # still there for the off state's price (serving/off_depths.py)

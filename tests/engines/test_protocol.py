@@ -19,7 +19,7 @@ from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.protocol import (
     BASELINE, EngineFault, ProtocolOptions, ProtocolResult, RepeatedMeasurement, compare_samples, measure_repeatedly,
 )
-from autotune.engines.steady import request_stream
+from autotune.analysis.steady import request_stream
 from autotune.errors import ConfigurationError, EngineError
 from autotune.workload import Request, Workload
 

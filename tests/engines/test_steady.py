@@ -10,7 +10,7 @@ import pytest
 from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.engines.protocol import measure_pass
-from autotune.engines.steady import (
+from autotune.analysis.steady import (
     STREAM_FACTOR,
     RequestResult,
     request_stream,

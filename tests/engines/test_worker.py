@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from autotune.analysis.steady import stream_length
 from autotune.engines import noise
 from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.builtin import save_model
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.engines.embedded.model import CausalLM, ModelConfig
 from autotune.engines.protocol import ProtocolOptions
-from autotune.engines.steady import stream_length
 from autotune.engines.worker import EngineSpec, EngineWorker, WorkerFailure, workload_from_data, workload_to_data
 from autotune.errors import EngineError
 from autotune.workload import Request, Workload

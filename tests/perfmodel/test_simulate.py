@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.engines.steady import stream_length
+from autotune.analysis.steady import stream_length
 from autotune.perfmodel.simulate import simulate
 
 

@@ -6,7 +6,7 @@ differs: LATERAL)."""
 from __future__ import annotations
 
 import profile_factory as factory
-from autotune.engines.offstate import OFF_STATE_KEY
+from autotune.analysis.offstate import OFF_STATE_KEY
 from autotune.profiles import query
 from autotune.profiles.query import best_profile
 from autotune.store import open_database

@@ -1,4 +1,4 @@
-"""Reading trials: serving plan (schedule / max_concurrency), Pareto front."""
+"""Reading trials: serving schedule (draft_len_schedule / max_concurrency), Pareto front."""
 
 from __future__ import annotations
 
@@ -31,38 +31,38 @@ def confirmed(method: str, depth: int, concurrency: int, tokens_per_s: float, sp
 
 def test_schedule_from_the_per_batch_table() -> None:
     profile = factory.profile_data("mtp", 4, 1, {1: ("mtp", 4), 4: ("mtp", 2), 8: ("none", 0), 16: ("none", 0)})
-    plan = analysis.serving_plan(profile)
-    assert plan.draft_len_schedule == {1: 4, 4: 2, 8: 0}  # zeros after the first add nothing
-    assert plan.max_concurrency is None
-    assert plan.max_draft_len == 4 and plan.max_batch_size == 16
-    assert plan.cuda_graph_batch_sizes == [1, 4, 8, 16]
+    schedule = analysis.serving_schedule(profile)
+    assert schedule.draft_len_schedule == {1: 4, 4: 2, 8: 0}  # zeros after the first add nothing
+    assert schedule.max_concurrency is None
+    assert schedule.max_draft_len == 4 and schedule.max_batch_size == 16
+    assert schedule.cuda_graph_batch_sizes == [1, 4, 8, 16]
 
 
 def test_constant_depth_that_switches_off_becomes_max_concurrency() -> None:
     profile = factory.profile_data("ngram", 2, 2, {1: ("ngram", 2), 2: ("ngram", 2), 4: ("ngram", 2), 8: ("none", 0)})
-    plan = analysis.serving_plan(profile)
-    assert plan.max_concurrency == 4
-    assert plan.draft_len_schedule is None
+    schedule = analysis.serving_schedule(profile)
+    assert schedule.max_concurrency == 4
+    assert schedule.draft_len_schedule is None
 
 
 def test_constant_depth_everywhere_needs_neither() -> None:
-    plan = analysis.serving_plan(factory.profile_data("mtp", 2, 4, {1: ("mtp", 2), 4: ("mtp", 2), 8: ("mtp", 2)}))
-    assert plan.max_concurrency is None and plan.draft_len_schedule is None
-    assert plan.depths == {1: 2, 4: 2, 8: 2}
+    schedule = analysis.serving_schedule(factory.profile_data("mtp", 2, 4, {1: ("mtp", 2), 4: ("mtp", 2), 8: ("mtp", 2)}))
+    assert schedule.max_concurrency is None and schedule.draft_len_schedule is None
+    assert schedule.depths == {1: 2, 4: 2, 8: 2}
 
 
 def test_schedule_is_made_non_increasing_keeping_the_profiles_own_depth() -> None:
     # Noise: depth 2 measured best at batch 1 but 3 at batch 4 (the profile's operating point).
     profile = factory.profile_data("mtp", 3, 4, {1: ("mtp", 2), 4: ("mtp", 2), 8: ("mtp", 1)})
-    plan = analysis.serving_plan(profile)
-    assert plan.depths == {1: 3, 4: 3, 8: 1}
-    assert plan.draft_len_schedule == {1: 3, 4: 3, 8: 1}
-    assert plan.max_draft_len == 3
+    schedule = analysis.serving_schedule(profile)
+    assert schedule.depths == {1: 3, 4: 3, 8: 1}
+    assert schedule.draft_len_schedule == {1: 3, 4: 3, 8: 1}
+    assert schedule.max_draft_len == 3
 
 
 def test_missing_concurrency_one_is_added_with_the_smallest_measured_depth() -> None:
-    plan = analysis.serving_plan(factory.profile_data("mtp", 3, 2, {2: ("mtp", 3), 8: ("mtp", 1)}))
-    assert plan.draft_len_schedule == {1: 3, 2: 3, 8: 1}
+    schedule = analysis.serving_schedule(factory.profile_data("mtp", 3, 2, {2: ("mtp", 3), 8: ("mtp", 1)}))
+    assert schedule.draft_len_schedule == {1: 3, 2: 3, 8: 1}
 
 
 def test_another_speculative_winner_falls_back_to_the_profiles_method_trials() -> None:
@@ -85,15 +85,15 @@ def test_fallback_needs_a_speedup_that_clears_one_at_95_percent() -> None:
 
 
 def test_method_none_has_no_schedule() -> None:
-    plan = analysis.serving_plan(factory.profile_data("none", 0, 8, {1: ("mtp", 2), 8: ("none", 0)}))
-    assert (plan.max_draft_len, plan.depths, plan.draft_len_schedule, plan.max_concurrency) == (0, {}, None, None)
-    assert plan.max_batch_size == 8
+    schedule = analysis.serving_schedule(factory.profile_data("none", 0, 8, {1: ("mtp", 2), 8: ("none", 0)}))
+    assert (schedule.max_draft_len, schedule.depths, schedule.draft_len_schedule, schedule.max_concurrency) == (0, {}, None, None)
+    assert schedule.max_batch_size == 8
 
 
 def test_max_num_tokens_covers_every_sequence_verifying_its_drafts() -> None:
-    plan = analysis.serving_plan(factory.profile_data("mtp", 4, 1, {1: ("mtp", 4), 4096: ("mtp", 1)}))
-    assert plan.max_num_tokens(8192) == 4096 * (1 + 4)
-    assert plan.max_num_tokens(8192) >= plan.max_batch_size * (1 + plan.max_draft_len)
+    schedule = analysis.serving_schedule(factory.profile_data("mtp", 4, 1, {1: ("mtp", 4), 4096: ("mtp", 1)}))
+    assert schedule.max_num_tokens(8192) == 4096 * (1 + 4)
+    assert schedule.max_num_tokens(8192) >= schedule.max_batch_size * (1 + schedule.max_draft_len)
 
 
 def test_pareto_front_keeps_only_undominated_trials() -> None:

@@ -19,8 +19,8 @@ from autotune import serving
 from autotune.errors import ConfigurationError
 from autotune.profiles import OutputExistsError, ProfileNotFoundError, show_profile
 from autotune.engines.vllm.mapping import VLLM_OFF_RULE
-from autotune.profiles.analysis import serving_plan
-from autotune.serving.offstate import deployed_plan
+from autotune.profiles.analysis import serving_schedule
+from autotune.serving.off_depths import deployed_schedule
 from autotune.serving.vllm import vllm_batch_schedule
 
 # Field names per class, read in NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py (1.0 release, 1.2
@@ -259,33 +259,33 @@ def test_vllm_script(method: str, tmp_path: Path) -> None:
     assert args[-4:] == ["--host", "127.0.0.1", "--port", "8123"]  # the script's arguments go on to vllm serve
     args = args[:-4]
     assert flags(args) <= VLLM_FLAGS
-    plan = deployed_plan(profile, VLLM_OFF_RULE)
-    assert args[args.index("--max-num-seqs") + 1] == str(plan.max_batch_size)
+    deployed = deployed_schedule(profile, VLLM_OFF_RULE)
+    assert args[args.index("--max-num-seqs") + 1] == str(deployed.max_batch_size)
     if method == "none":
         assert "--speculative-config" not in args
         return
     spec = json.loads(args[args.index("--speculative-config") + 1])
     assert set(spec) <= VLLM_SPEC_FIELDS and spec["method"] in VLLM_METHODS
-    assert spec["num_speculative_tokens"] == plan.max_draft_len
+    assert spec["num_speculative_tokens"] == deployed.max_draft_len
     expected = {"mtp": {}, "draft": {"model": "/models/tiny-draft"}, "ngram": {"prompt_lookup_max": 4, "prompt_lookup_min": 1}}
     rest = {k: v for k, v in spec.items() if k not in ("method", "num_speculative_tokens", "num_speculative_tokens_per_batch_size")}
     assert rest == expected[method]
     schedule = spec.get("num_speculative_tokens_per_batch_size")
     if schedule is None:
-        assert len(set(plan.depths.values())) == 1
+        assert len(set(deployed.depths.values())) == 1
         return
     # Every concurrency up to --max-num-seqs lies in a range (none is left to vLLM's gap rule), and
     # vLLM reads the measured depth at each measured concurrency.
     covered = [b for first, last, _ in schedule for b in range(first, last + 1)]
-    assert covered == list(range(1, plan.max_batch_size + 1))
-    lookup = vllm_lookup(schedule, plan.max_batch_size, spec["num_speculative_tokens"])
-    assert {b: lookup[b] for b in plan.depths} == plan.depths
+    assert covered == list(range(1, deployed.max_batch_size + 1))
+    lookup = vllm_lookup(schedule, deployed.max_batch_size, spec["num_speculative_tokens"])
+    assert {b: lookup[b] for b in deployed.depths} == deployed.depths
 
 
 def test_vllm_schedules_the_draft_length_per_concurrency() -> None:
     """The measured draft length per concurrency (mtp: {1: 4, 2: 4, 4: 2, 8: 0, 16: 0}) as vLLM's
     inclusive ranges, each depth held up to the next measured concurrency; where none won and K = 0
-    was not measured, depth 1 (K = 0 still runs the drafter: tests/serving/test_offstate.py)."""
+    was not measured, depth 1 (K = 0 still runs the drafter: tests/serving/test_off_depths.py)."""
     def schedule(name: str):  # noqa: ANN202
         spec = json.loads(command_words(serving.export_profile(PROFILES[name], "vllm"), "vllm")[-2])
         return spec.get("num_speculative_tokens_per_batch_size")
@@ -294,7 +294,7 @@ def test_vllm_schedules_the_draft_length_per_concurrency() -> None:
     assert schedule("draft") == [[1, 7, 2], [8, 8, 1]]  # none won from concurrency 8: floored, K = 0 unmeasured
     assert schedule("ngram") is None  # depth 3 at every measured concurrency
     one = factory.profile_data("mtp", 3, 1, {4: ("mtp", 3), 8: ("mtp", 1)})
-    assert vllm_batch_schedule(serving_plan(one)) == [[1, 7, 3], [8, 8, 1]]  # concurrency 1 added by the plan
+    assert vllm_batch_schedule(serving_schedule(one)) == [[1, 7, 3], [8, 8, 1]]  # concurrency 1 added by the schedule
     text = serving.export_profile(PROFILES["mtp"], "vllm")
     assert "speculates at every concurrency" not in text and "num_speculative_tokens_per_batch_size: [first" in text
 
@@ -338,12 +338,12 @@ print(json.dumps(out))
     assert result.returncode == 0, result.stderr[-3000:]
     parsed = json.loads(result.stdout.strip().splitlines()[-1])
     for method, profile in PROFILES.items():
-        plan = deployed_plan(profile, VLLM_OFF_RULE)
+        deployed = deployed_schedule(profile, VLLM_OFF_RULE)
         assert parsed[method]["model"] == "/models/tiny-target"
-        assert parsed[method]["max_num_seqs"] == plan.max_batch_size and parsed[method]["unknown"] == []
+        assert parsed[method]["max_num_seqs"] == deployed.max_batch_size and parsed[method]["unknown"] == []
         lookup = parsed[method]["lookup"]
         if lookup is not None:
-            assert {b: lookup[b] for b in plan.depths} == plan.depths
+            assert {b: lookup[b] for b in deployed.depths} == deployed.depths
 
 
 def test_every_exported_value_is_shell_quoted(tmp_path: Path) -> None:
@@ -382,7 +382,7 @@ def test_sglang_script(method: str, tmp_path: Path) -> None:
         assert "--speculative-algorithm" not in args
         return
     assert args[args.index("--speculative-algorithm") + 1] in SGLANG_ALGORITHMS
-    depth = serving_plan(profile).max_draft_len
+    depth = serving_schedule(profile).max_draft_len
     assert args[args.index("--speculative-num-draft-tokens") + 1] == str(depth + 1)
     assert ("--speculative-draft-model-path" in args) == (method == "draft")
 

@@ -33,8 +33,8 @@ from autotune.cli import cli
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
 from autotune.errors import ConfigurationError
 from autotune.engines.trtllm.mapping import TRTLLM_OFF_RULE
-from autotune.profiles.analysis import serving_plan
-from autotune.serving.offstate import deployed_plan
+from autotune.profiles.analysis import serving_schedule
+from autotune.serving.off_depths import deployed_schedule
 from autotune.serving.speculation import speculative_kind, with_draft_config
 
 VERSIONS = ("1.0", "1.2", "main")
@@ -131,7 +131,7 @@ def runtime_draft_len(spec: dict, version: str, concurrency: int) -> int:
 
 EAGLE3_CONFIG = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 64}
 SCHEDULED = {1: ("mtp", 4), 2: ("mtp", 4), 4: ("mtp", 2), 8: ("none", 0), 16: ("none", 0)}
-# MTP measured best up to 4, another method at 8 and 16: the plan holds depth 2 up to 16 and main
+# MTP measured best up to 4, another method at 8 and 16: the schedule holds depth 2 up to 16 and main
 # must not fall to its implicit 0 above the largest key.
 GAP = {1: ("mtp", 4), 4: ("mtp", 2), 8: ("ngram", 2), 16: ("ngram", 2)}
 
@@ -159,16 +159,16 @@ def trtllm(profile, version: str) -> dict:  # noqa: ANN001
 
 
 def intended_depths(profile) -> dict[int, int]:  # noqa: ANN001
-    """The draft length the plan means at every concurrency the profile covers: the measured one,
+    """The draft length the schedule means at every concurrency the profile covers: the measured one,
     between measured ones the smaller concurrency's, 0 from the first concurrency where it is off
     (one-model kinds: never off, floored at 1)."""
-    plan = deployed_plan(profile, TRTLLM_OFF_RULE)
-    if not plan.depths:  # method none
-        return dict.fromkeys(plan.concurrencies, 0)
+    deployed = deployed_schedule(profile, TRTLLM_OFF_RULE)
+    if not deployed.depths:  # method none
+        return dict.fromkeys(deployed.concurrencies, 0)
     depths, off = {}, False
-    for b in sorted({1, *plan.concurrencies, *plan.depths}):
-        off = off or plan.depths[max(k for k in plan.depths if k <= b)] == 0
-        depths[b] = 0 if off else plan.depths[max(k for k in plan.depths if k <= b)]
+    for b in sorted({1, *deployed.concurrencies, *deployed.depths}):
+        off = off or deployed.depths[max(k for k in deployed.depths if k <= b)] == 0
+        depths[b] = 0 if off else deployed.depths[max(k for k in deployed.depths if k <= b)]
     return depths
 
 
@@ -199,8 +199,8 @@ def test_no_covered_concurrency_falls_to_an_implicit_zero(name: str, version: st
 
 
 def test_main_reads_keys_as_upper_bounds_so_the_schedule_reaches_the_largest_concurrency() -> None:
-    plan = serving_plan(PROFILES["mtp-gap"])
-    assert plan.concurrencies == [1, 4, 8, 16] and plan.depths == {1: 4, 4: 2}
+    schedule = serving_schedule(PROFILES["mtp-gap"])
+    assert schedule.concurrencies == [1, 4, 8, 16] and schedule.depths == {1: 4, 4: 2}
     spec = trtllm(PROFILES["mtp-gap"], "main")["speculative_config"]
     assert spec["draft_len_schedule"] == {1: 4, 4: 2, 8: 2, 16: 2}
     assert [runtime_draft_len(spec, "main", b) for b in (1, 3, 4, 5, 16, 17)] == [4, 2, 2, 2, 2, 0]

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from autotune.analysis.intervals import Estimate
-from autotune.engines.steady import RequestResult
+from autotune.analysis.steady import RequestResult
 from autotune.validation.figures import MET, MISSED, Comparison, RunFigures, compare, estimates, run_figures, tuned_gap
 from autotune.validation.metrics import SpecCounters
 
@@ -52,7 +52,7 @@ def test_where_the_schedule_serves_k_0_the_tuned_figure_is_k_0s() -> None:
     compared with that measured figure, not with none's: K = 0 is what the schedule server runs."""
     from dataclasses import replace
 
-    from serving.test_offstate import kind_profile, row
+    from serving.test_off_depths import kind_profile, row
 
     from autotune.validation.runner import tuned_tokens_per_s
 

@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autotune.engines.steady import RequestResult
+from autotune.analysis.steady import RequestResult
 from autotune.engines.embedded.acceptance import sample, token_probabilities, verify_greedy, verify_sampling
 from autotune.engines.embedded.batch import DecodeState, Proposal, Rows
 from autotune.engines.embedded.model import CausalLM
 from autotune.engines.embedded.mtp import MtpProposer
-from autotune.engines.embedded.ngram import DEFAULT_MAX_NGRAM, NgramProposer
+from autotune.engines.embedded.ngram import NgramProposer
 from autotune.engines.embedded.proposers import DraftModelProposer, Proposer
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from autotune.engines.base import EngineConfig, Measurement, RunCounters
+from autotune.engines.base import EngineConfig, Measurement, RunCounters, measurement_of_run
 from autotune.engines.embedded.decoding import DecodeResult
-from autotune.engines.steady import measurement_of_run
 from autotune.workload import Workload
 
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import torch
 
 from autotune.engines.embedded.batch import DecodeState, Proposal, Rows
-
-DEFAULT_MAX_NGRAM = 3
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
 
 
 class NgramProposer:

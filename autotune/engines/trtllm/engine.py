@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autotune.engines.isolated import IsolatedEngine
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
 from autotune.engines.trtllm import require_tensorrt_llm
 from autotune.engines.trtllm.checks import check_config
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.engines.trtllm.stats import STATS_TIMEOUT_S
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError

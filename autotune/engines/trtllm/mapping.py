@@ -43,14 +43,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from autotune.analysis.offstate import OffRule
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
-from autotune.engines.offstate import OffRule
+from autotune.engines.limits import DEFAULT_MAX_NGRAM, DEFAULT_MAX_NUM_TOKENS
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.kind import DRAFT_TARGET, EAGLE3, EAGLE_LEGACY
 
-DEFAULT_MAX_NUM_TOKENS = 8192  # BaseLlmArgs.max_num_tokens default; also the prefill budget per step
-DEFAULT_MAX_NGRAM = 3  # the embedded engine's n-gram window, so both engines propose alike
 
 # Speculative kind -> TensorRT-LLM classes (first one the installed version has) and YAML decoding_type.
 SPECULATIVE_CLASSES = {

@@ -5,7 +5,7 @@
 ``"autotune.engines.trtllm.runner:TrtLlmRunner"``. ``tensorrt_llm`` is imported in :meth:`_build`
 only, i.e. in the child.
 
-A run decodes the steady-state stream it is given (:mod:`autotune.engines.steady`) with
+A run decodes the steady-state stream it is given (:mod:`autotune.analysis.steady`) with
 ``concurrency`` requests in flight, as ``trtllm-bench --concurrency`` does and as a load generator
 does against ``trtllm-serve`` (:mod:`autotune.engines.trtllm.streaming`, which cites the sources):
 each request is an ``llm.generate_async(prompt, sampling_params, streaming=True)`` sent the moment
@@ -42,11 +42,11 @@ from typing import Any, TypeVar
 from autotune.engines.base import EngineConfig, Measurement, validate_run_options
 from autotune.engines.failures import first_line, raise_out_of_memory
 from autotune.engines.forcing import timing_max_tokens, timing_rows
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
 from autotune.engines.trtllm import INSTALL_HINT
 from autotune.engines.trtllm.checks import check_config
 from autotune.engines.trtllm.mapping import (
     ADVANCED_SAMPLING_FIELD,
-    DEFAULT_MAX_NGRAM,
     ONE_MODEL_KINDS,
     SPECULATIVE_CLASSES,
     TWO_MODEL_KINDS,
@@ -129,7 +129,7 @@ class TrtLlmRunner:
 
     def measure(self, workload: Workload, concurrency: int, temperature: float | None = None, seed: int = 0) -> Measurement:
         """Run ``workload``'s requests (the protocol hands the steady-state stream) with ``concurrency``
-        in flight and measure it over its steady window (:func:`autotune.engines.steady.measurement_of_run`)."""
+        in flight and measure it over its steady window (:func:`autotune.engines.base.measurement_of_run`)."""
         if self.config is None:
             raise EngineError("no configuration loaded; call load(config) before measure()")
         validate_run_options(concurrency, temperature)

@@ -57,8 +57,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from autotune.engines.base import EngineConfig, Measurement, RunCounters
-from autotune.engines.steady import RequestResult, measurement_of_run
+from autotune.analysis.steady import RequestResult
+from autotune.engines.base import EngineConfig, Measurement, RunCounters, measurement_of_run
 from autotune.workload import Workload
 
 STATS_TIMEOUT_S = 1.0  # get_stats_async stops after this long without a new iteration

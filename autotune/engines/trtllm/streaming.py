@@ -1,5 +1,5 @@
 """How a TensorRT-LLM run keeps C requests in flight through the LLM API and times each streamed
-request, for the steady-state harness (:mod:`autotune.engines.steady`). Runs in the worker.
+request, for the steady-state harness (:mod:`autotune.analysis.steady`). Runs in the worker.
 
 What it relies on, read in NVIDIA/TensorRT-LLM's sources (none of it run on a GPU yet: the smoke
 script's first run checks it, docs/trtllm.md):

@@ -1,7 +1,7 @@
 """Our load generator: a request stream against a ``vllm serve``'s ``/v1/completions``, C requests in
 flight, every token timed as it reaches the client: what a study measures (:class:`~autotune.engines.
 vllm.runner.VllmRunner`) and what ``autotune validate`` serves, each run a list of
-:class:`~autotune.engines.steady.RequestResult` whose figures :mod:`autotune.engines.steady` computes.
+:class:`~autotune.analysis.steady.RequestResult` whose figures :mod:`autotune.analysis.steady` computes.
 
 Why ours and not ``vllm bench serve``: with speculation one streamed chunk carries several tokens, and
 ``vllm bench serve --save-detailed`` keeps per request only its chunk gaps (``itls``) and its length,
@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from autotune.engines.steady import RequestResult
+from autotune.analysis.steady import RequestResult
 from autotune.errors import EngineError
 from autotune.workload import Workload
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autotune.engines.isolated import IsolatedEngine
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
 from autotune.engines.vllm import require_vllm
 from autotune.engines.vllm.checks import check_config
-from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM
 from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
 from autotune.models.folder import HfModel, ModelFolders

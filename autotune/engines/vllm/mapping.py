@@ -22,14 +22,14 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from autotune.analysis.offstate import OffRule
 from autotune.engines.base import BUILTIN_DRAFT, EngineConfig
-from autotune.engines.offstate import OffRule
-from autotune.engines.trtllm.mapping import DEFAULT_MAX_NGRAM, DEFAULT_MAX_NUM_TOKENS
+from autotune.engines.limits import DEFAULT_MAX_NGRAM, DEFAULT_MAX_NUM_TOKENS
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 from autotune.models.kind import DRAFT_TARGET, EAGLE3
 
-__all__ = ["DEFAULT_MAX_NGRAM", "SPECULATIVE_METHODS", "VLLM_OFF_RULE", "engine_arguments", "mtp_depth_refusal",
-           "off_state_fields", "serve_arguments", "speculative_config", "speculative_fields"]
+__all__ = ["SPECULATIVE_METHODS", "VLLM_OFF_RULE", "engine_arguments", "mtp_depth_refusal", "off_state_fields",
+           "serve_arguments", "speculative_config", "speculative_fields"]
 
 # Speculative kind (the method, or for method draft what the draft folder is:
 # autotune.models.kind.draft_kind) -> vLLM's method.

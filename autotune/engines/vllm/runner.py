@@ -13,7 +13,7 @@ engine_arguments`: compiled as ``vllm serve`` is by default, vLLM's own dtype ch
 the exported step budget) and the memory :mod:`autotune.engines.vllm.memory` sets. A run sends the
 protocol's request stream with ``concurrency`` requests in flight through our load generator
 (:mod:`autotune.engines.vllm.client`, validate's too), every token timed as it reaches the client, and
-the figures are the steady window's (:mod:`autotune.engines.steady`). On our 2-core CPU the in-process
+the figures are the steady window's (:mod:`autotune.analysis.steady`). On our 2-core CPU the in-process
 engine client (``AsyncLLM`` without the API server) decoded 17 % more than ``vllm serve`` under
 ``vllm bench serve`` at concurrency 1, beyond the 10 % a study may differ from what is served; the
 server itself is what a study must measure.
@@ -52,14 +52,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autotune.engines.base import EngineConfig, Measurement, validate_run_options
+from autotune.analysis.steady import RequestResult
+from autotune.engines.base import EngineConfig, Measurement, measurement_of_run, validate_run_options
 from autotune.engines.failures import OUT_OF_MEMORY_MARKERS, first_line, raise_out_of_memory
 from autotune.engines.forcing import timing_max_tokens, timing_rows
-from autotune.engines.steady import RequestResult, measurement_of_run
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
 from autotune.engines.vllm import INSTALL_HINT
 from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.client import completion_bodies, run_stream
-from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM, engine_arguments, serve_arguments
+from autotune.engines.vllm.mapping import engine_arguments, serve_arguments
 from autotune.engines.vllm.memory import EngineMemory, available_memory_bytes, engine_memory
 from autotune.engines.vllm.server import HOST, Server, ServerDied, free_port
 from autotune.engines.vllm.stats import StepLogReader, StepTimes, TimedStep, run_counters

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autotune.analysis.steady import RequestResult
 from autotune.engines.base import RunCounters
-from autotune.engines.steady import RequestResult
 
 MEMORY_KIND_CPU = "vllm_cpu_weights_and_kv_space"
 NO_MEMORY_KIND = "unavailable"

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
+from autotune.analysis.steady import stream_length
 from autotune.engines.base import EngineConfig
 from autotune.engines.registry import create_engine, engine_spec
-from autotune.engines.steady import stream_length
 from autotune.engines.trtllm import TensorRtLlmNotInstalledError
 from autotune.engines.trtllm.engine import runner_spec
 from autotune.engines.worker import EngineWorker, WorkerFailure

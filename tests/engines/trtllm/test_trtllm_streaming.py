@@ -13,8 +13,8 @@ from itertools import accumulate
 
 import pytest
 
+from autotune.analysis.steady import RequestResult, request_stream, window_figures
 from autotune.engines.base import EngineConfig
-from autotune.engines.steady import RequestResult, request_stream, window_figures
 from autotune.engines.trtllm.streaming import keep_in_flight
 from autotune.errors import EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload

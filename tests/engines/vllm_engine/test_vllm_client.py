@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autotune.engines.steady import request_stream
+from autotune.analysis.steady import request_stream
 from autotune.engines.vllm.client import completion_bodies, run_stream
 from autotune.engines.vllm.server import free_port
 from autotune.errors import EngineError

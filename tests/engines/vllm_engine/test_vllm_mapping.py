@@ -6,7 +6,8 @@ import pytest
 
 import hf_model_factory as hf
 from autotune.engines.base import EngineConfig
-from autotune.engines.vllm.mapping import DEFAULT_MAX_NGRAM, engine_arguments, runs_mtp, speculative_config
+from autotune.engines.limits import DEFAULT_MAX_NGRAM
+from autotune.engines.vllm.mapping import engine_arguments, runs_mtp, speculative_config
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 
 DRAFT = "/models/draft"
@@ -97,7 +98,7 @@ def test_method_none_has_no_speculative_config_argument() -> None:
 
 def test_the_step_budget_holds_every_row_verifying_its_whole_draft() -> None:
     # The exported script's --max-num-batched-tokens: at least 8192, and every row's depth + 1 tokens
-    # (autotune/profiles/analysis.py ServingPlan.max_num_tokens).
+    # (autotune/profiles/analysis.py ServingSchedule.max_num_tokens).
     assert engine_arguments(EngineConfig("ngram", 7), "/t", 2048, None)["max_num_batched_tokens"] == 2048 * 8
 
 

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from autotune.engines.base import EngineConfig, RunCounters
-from autotune.engines.steady import RequestResult, measurement_of_run
+from autotune.analysis.steady import RequestResult
+from autotune.engines.base import EngineConfig, RunCounters, measurement_of_run
 from autotune.engines.vllm.stats import (
     MEMORY_KIND_CPU,
     NO_MEMORY_KIND,

@@ -36,6 +36,10 @@ to reach a steady state, and only the steady state is measured:
 A run too short for a window (fewer requests than C + 1, or a window of no length: a direct engine
 call on a few requests) is measured over the whole run, from the first send to the last finish, and
 says so (``steady`` False).
+
+Pure, on the ground floor (it imports only the workload), so that the engines and the performance
+model's replay share it without importing each other; an engine turns a run's results into its
+:class:`~autotune.engines.base.Measurement` with :func:`autotune.engines.base.measurement_of_run`.
 """
 
 from __future__ import annotations
@@ -43,14 +47,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from bisect import bisect_right
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
-from autotune.analysis.categories import acceptance_by_category
-from autotune.engines.base import EngineConfig, Measurement, RunCounters
-
-if TYPE_CHECKING:
-    from autotune.workload import Workload
+from autotune.workload import Workload
 
 # Requests per slot in a stream: with 4, the ramp-up (one prefill) and the drain (the last C
 # requests) leave about three quarters of a run inside the window, and a figure at C no longer
@@ -75,8 +75,6 @@ def stream_indices(n_requests: int, concurrency: int, factor: int = STREAM_FACTO
 def request_stream(workload: Workload, concurrency: int, factor: int = STREAM_FACTOR) -> Workload:
     """The stream a run at ``concurrency`` decodes (module doc, 1): same name and version, the
     requests cycled."""
-    from autotune.workload import Workload  # noqa: PLC0415 - workload imports nothing of engines; keep it so
-
     requests = workload.requests
     return Workload(workload.name, tuple(requests[i] for i in stream_indices(len(requests), concurrency, factor)),
                     workload.version)
@@ -223,61 +221,4 @@ def window_figures(results: Sequence[TimedRequest], concurrency: int) -> WindowF
         ttft_ms=latency_percentiles([ttft_ms(r) for r in inside]),
         tpot_ms=latency_percentiles([tpot_ms(r) for r in inside]),
         output_tokens=tokens,
-    )
-
-
-def measurement_of_run(
-    config: EngineConfig,
-    workload: Workload,
-    results: Sequence[RequestResult],
-    counters: RunCounters,
-    *,
-    concurrency: int,
-    temperature: float | None,
-    seed: int,
-    wall_time_s: float,
-    device: str,
-    engine: str,
-) -> Measurement:
-    """The :class:`Measurement` of one run of ``workload`` (``results`` in request order) at
-    ``concurrency`` requests in flight: throughput and latencies over the steady window (module doc), the
-    same way for every engine; the per-request lists cover every request of the run."""
-    figures = window_figures(results, concurrency)
-    window = figures.window
-    return Measurement(
-        method=config.method,
-        depth=config.depth,
-        concurrency=concurrency,
-        draft=config.draft_model,
-        temperature=temperature,
-        seed=seed,
-        device=device,
-        workload_name=workload.label,
-        workload_sha256=workload.sha256,
-        n_requests=len(results),
-        output_tokens=sum(len(r.tokens) for r in results),
-        wall_time_s=wall_time_s,
-        tokens_per_s=figures.tokens_per_s,
-        requests_per_s=figures.requests_per_s,
-        ttft_ms_p50=figures.ttft_ms[0],
-        ttft_ms_p90=figures.ttft_ms[1],
-        ttft_ms_p99=figures.ttft_ms[2],
-        tpot_ms_p50=figures.tpot_ms[0],
-        tpot_ms_p90=figures.tpot_ms[1],
-        tpot_ms_p99=figures.tpot_ms[2],
-        acceptance_rate=counters.accepted_tokens / counters.drafted_tokens if counters.drafted_tokens else None,
-        engine=engine,
-        window_start_s=window.start_s,
-        window_s=window.length_s,
-        occupancy=window.occupancy,
-        window_requests=window.requests,
-        steady=window.steady,
-        request_ttft_ms=[ttft_ms(r) for r in results],
-        request_tpot_ms=[tpot_ms(r) for r in results],
-        request_tokens=[len(r.tokens) for r in results],
-        acceptance_by_category=acceptance_by_category(
-            [q.category for q in workload.requests], list(workload.requests), [len(r.tokens) for r in results],
-            [r.token_times_s for r in results]) if len(workload.requests) == len(results) else None,
-        outputs=[list(r.tokens) for r in results],
-        **asdict(counters),
     )

@@ -1,5 +1,5 @@
 """Where a study found none fastest, what each engine's speculative server runs instead
-(:mod:`autotune.serving.offstate`, the adapters' ``off_rule``), and that the exports say it with the
+(:mod:`autotune.serving.off_depths`, the adapters' ``off_rule``), and that the exports say it with the
 measured figure or "unmeasured" (issue 26, item 1).
 
 TensorRT-LLM: one-model MTP / EAGLE-3 never get a draft length of 0 nor ``max_concurrency`` (PR
@@ -19,13 +19,13 @@ import yaml
 
 import profile_factory as factory
 from autotune import serving
-from autotune.engines.offstate import OFF_STATE_KEY
+from autotune.analysis.offstate import OFF_STATE_KEY
 from autotune.engines.registry import ADAPTERS
 from autotune.engines.trtllm.mapping import ONE_MODEL_KINDS, TRTLLM_OFF_RULE
 from autotune.engines.trtllm.versions import TRTLLM_VERSIONS
 from autotune.engines.vllm.mapping import VLLM_OFF_RULE
 from autotune.models.kind import DRAFT_TARGET, EAGLE3
-from autotune.serving.offstate import off_state_report, off_states
+from autotune.serving.off_depths import off_state_report, off_states
 from autotune.store.results import TrialRow
 
 EAGLE3_CONFIG = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 64}

@@ -1,24 +1,24 @@
-"""What "speculation off at concurrency b" means inside one engine's speculative server.
+"""The off state: what "speculation off at concurrency b" means inside one engine's speculative server.
 
 A study that finds no speculation (method none) fastest at some concurrency measured a server
 *without* a drafter. A speculative server cannot become that server at run time: what it runs there
 instead is the engine's own business, so each engine adapter holds an :class:`OffRule` (its
-``off_rule`` attribute) and the serving writers ask it (:mod:`autotune.serving.offstate`) rather
+``off_rule`` attribute) and the serving writers ask it (:mod:`autotune.serving.off_depths`) rather
 than testing engine names.
 
-Pure data: no engine is imported.
+Pure data on the ground floor: the study marks the rows that measured the off state
+(:data:`OFF_STATE_KEY`), the decisions keep them from deciding (:mod:`autotune.analysis.decision`),
+the engine adapters hold their :class:`OffRule`, and the serving writers price and write it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# TrialRow.extra key of a row that measured "K = 0 inside a speculative server": the method's
-# drafter loaded and running, zero draft tokens scheduled (depth 0 with a speculative method).
-# Defined with the decisions, on the ground floor, which must keep such a row from deciding.
-from autotune.analysis.decision import OFF_STATE_KEY
-
-__all__ = ["OFF_STATE_KEY", "OffRule"]
+# TrialRow.extra key of a K = 0 row: a speculative method at depth 0, its drafter loaded and kept in
+# step, no token drafted (what a speculative server runs where its schedule says 0). Such a row
+# prices that off state (autotune/serving/off_depths.py) and never decides (decision.deciding_rows).
+OFF_STATE_KEY = "off_state"
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,18 @@
 """Where a study found no speculation (method none) fastest, what a speculative server of one engine
 runs there instead, and what that costs against none where the profile measured it.
 
-The meaning of "off" is the engine adapter's (:class:`autotune.engines.offstate.OffRule`, the
+The meaning of "off" is the engine adapter's (:class:`autotune.analysis.offstate.OffRule`, the
 adapter's ``off_rule``): TensorRT-LLM's one-model kinds never run below draft length 1, vLLM's
 K = 0 still runs the drafter. At each such concurrency the server runs the fastest measured of draft
 length 0 (where the rule allows it) and every measured depth of the profile's method there (a vLLM
 study measured depth 4 at 0.89x none where K = 0 gave 0.52x); with nothing measured, 0 where allowed,
-else depth 1; then at least the depth of any larger concurrency (the plan's schedule never deepens as
+else depth 1; then at least the depth of any larger concurrency (the schedule never deepens as
 batches grow). Its figure against none comes from the profile's own rows of that configuration
 (depth 0 from a row marked ``extra["off_state"]``), and only when they were measured on that engine:
 a profile measured on another engine, or predicted by ``autotune plan``, exports its off state
 marked unmeasured.
 
-:func:`deployed_plan` is the serving plan an engine's writer uses; :func:`off_notes` the comment
+:func:`deployed_schedule` is the serving schedule an engine's writer uses; :func:`off_notes` the comment
 lines that say it; :func:`off_state_report` what ``autotune profiles show`` prints per engine.
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 
 from autotune.analysis import decision
 from autotune.analysis.intervals import Estimate
-from autotune.engines.offstate import OFF_STATE_KEY, OffRule
-from autotune.profiles.analysis import ServingPlan, serving_plan, series_key, speculation_depths
+from autotune.analysis.offstate import OFF_STATE_KEY, OffRule
+from autotune.profiles.analysis import ServingSchedule, serving_schedule, series_key, speculation_depths
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.speculation import speculative_kind
 from autotune.store.results import TrialRow
@@ -60,26 +60,26 @@ class OffState:
                 "unmeasured_because": self.why, "summary": self.text()}
 
 
-def deployed_plan(profile: DeploymentProfile, rule: OffRule) -> ServingPlan:
-    """:func:`~autotune.profiles.analysis.serving_plan` as ``rule``'s engine serves it: at each
+def deployed_schedule(profile: DeploymentProfile, rule: OffRule) -> ServingSchedule:
+    """:func:`~autotune.profiles.analysis.serving_schedule` as ``rule``'s engine serves it: at each
     concurrency where speculation lost, the draft length :func:`off_states` resolves, kept in ``off_states``."""
     states = off_states(profile, rule)
     if not states:
-        return serving_plan(profile)
-    return replace(serving_plan(profile, {b: state.depth for b, state in states.items()}), off_states=states)
+        return serving_schedule(profile)
+    return replace(serving_schedule(profile, {b: state.depth for b, state in states.items()}), off_states=states)
 
 
 def off_states(profile: DeploymentProfile, rule: OffRule) -> dict[int, OffState]:
-    """At each concurrency where the profile's plan switches speculation off, what ``rule``'s engine
+    """At each concurrency where the profile's schedule switches speculation off, what ``rule``'s engine
     runs there and its measured cost (module doc); {} where speculation never loses."""
-    lost = [b for b, depth in serving_plan(profile).depths.items() if depth == 0]
+    lost = [b for b, depth in serving_schedule(profile).depths.items() if depth == 0]
     if not lost:
         return {}
     kind = speculative_kind(profile)
     rows, why = _rows_on(profile, rule)
     chosen = {b: _off_depth(rows, b, rule.zero_allowed(kind, _row(rows, b, 0) is not None)) for b in lost}
-    # The plan keeps a depth at least as deep as any larger concurrency's: describe what it serves.
-    served = serving_plan(profile, chosen).depths
+    # The schedule keeps a depth at least as deep as any larger concurrency's: describe what it serves.
+    served = serving_schedule(profile, chosen).depths
     states = {}
     for concurrency in lost:
         depth = served[concurrency]
@@ -104,15 +104,15 @@ def _off_depth(rows: list[TrialRow], concurrency: int, zero_allowed: bool) -> in
     return max(fastest, key=lambda depth: (fastest[depth], -depth))
 
 
-def off_notes(profile: DeploymentProfile, plan: ServingPlan, rule: OffRule) -> list[str]:
+def off_notes(profile: DeploymentProfile, schedule: ServingSchedule, rule: OffRule) -> list[str]:
     """Comment lines for ``rule``'s export: why the server cannot run none where it lost, what it
     runs there with the measured figure (or "unmeasured"), and, where speculation lost at most
     measured concurrency levels, the advice to serve none and route low-load traffic to a speculative pool."""
-    if not plan.off_states:
+    if not schedule.off_states:
         return []
     lines = [f"Where none won, what this {rule.title} speculative server runs instead ({rule.source}):"]
-    lines += [f"  concurrency {b}: {state.text()}" for b, state in sorted(plan.off_states.items())]
-    return lines + _advice(profile, plan)
+    lines += [f"  concurrency {b}: {state.text()}" for b, state in sorted(schedule.off_states.items())]
+    return lines + _advice(profile, schedule)
 
 
 def off_state_report(profile: DeploymentProfile) -> dict[str, list[dict[str, Any]]]:
@@ -170,7 +170,7 @@ def _vs_none(row: TrialRow, measurements: tuple[TrialRow, ...]) -> Estimate | No
     return Estimate.single(row.tokens_per_s / max(baselines)) if baselines else None
 
 
-def _advice(profile: DeploymentProfile, plan: ServingPlan) -> list[str]:
+def _advice(profile: DeploymentProfile, schedule: ServingSchedule) -> list[str]:
     """Where speculation lost at more than half the measured concurrency levels: serve none, and route
     low-load traffic to a speculative pool, with the figures where it won."""
     measured = speculation_depths(profile)
