@@ -17,8 +17,8 @@ target's stored profile as a proxy; :mod:`autotune.planning.inputs` reads the co
 the deployment). Both take a :class:`~autotune.planning.inputs.Deployment` (tensor parallelism,
 dtypes, engine, ``--isl/--osl``) and calibrate the roofline (:mod:`autotune.perfmodel.calibration`);
 the plan says which calibration it used and warns when the assumed step overhead is more than
-:data:`~autotune.planning.predict.OVERHEAD_WARNING` of a decoding step, when acceptance is a proxy, and when the target does
-not fit (naming the smallest tensor parallelism that does).
+:data:`~autotune.planning.predict.OVERHEAD_WARNING` of a decoding step, when acceptance is a
+proxy, and when the target does not fit (naming the smallest tensor parallelism that does).
 
 Per concurrency the plan picks the configuration with the most predicted tokens/s, preferring the
 simpler one when it is within :data:`~autotune.planning.predict.SIMPLER_WITHIN` of it, and checks
@@ -33,8 +33,8 @@ between ramp-up and drain): a plan for batch 256 is about a server kept busy at 
 the 16 requests of the built-in workload. With ``--isl/--osl`` every request has those lengths, so
 the KV cache a step reads is that of real sequences at any concurrency.
 
-The modules, by layer: :mod:`~autotune.planning.options` (what is asked), :mod:`~autotune.planning.inputs`
-(configs, deployment, calibration), :mod:`~autotune.planning.stored` (the database),
+The modules, by layer: :mod:`~autotune.planning.options` (what is asked),
+:mod:`~autotune.planning.inputs` (configs, deployment, calibration), :mod:`~autotune.planning.stored` (the database),
 :mod:`~autotune.planning.requests` and :mod:`~autotune.planning.predict` (the math),
 :mod:`~autotune.planning.costs` (step-cost sources), :mod:`~autotune.planning.mix` (``--mix``),
 :mod:`~autotune.planning.tuned` and :mod:`~autotune.planning.from_config` (the two entry points),

@@ -62,7 +62,8 @@ def plan_from_config(db_url: str | None, *, hardware: str, config: str | Path, a
                            stored_calibration(db_url, hardware, deployment.engine, base))
     requests = (workload_requests(load_workload(scope.workload), deployment, False, None) if scope.workload is not None
                 else Requests([deployment.isl or DEFAULT_ISL], [deployment.osl or DEFAULT_OSL]))
-    pricing = deployment.pricing(catalog_nvml_name(hardware), target.source, {draft.info.name: draft.source} if draft else {})
+    pricing = deployment.pricing(catalog_nvml_name(hardware), target.source,
+                                 {draft.info.name: draft.source} if draft else {})
     proposals = Proposals(target.info.name, target_shape, draft_shapes, {key: curve},
                           {key: covered_depth(curve, scope.max_depth)})
     predicted = predict(spec, proposals, requests, scope.sizes, pricing)

@@ -17,8 +17,8 @@ from autotune.analysis import decision, prediction
 from autotune.analysis.intervals import Estimate
 from autotune.profiles import analysis
 from autotune.profiles.data import DeploymentProfile, utc_iso
-from autotune.render import format_error, format_estimate, format_speedup
-from autotune.report.study import StudyData, confirmed, method_verdicts, table_estimate
+from autotune.render import format_error, format_estimate, format_speedup, table_estimate
+from autotune.report.study import StudyData, confirmed, method_verdicts
 from autotune.store.results import TrialRow
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from autotune.analysis import decision, prediction
 from autotune.analysis.decision import pareto_front
 from autotune.analysis.intervals import Estimate
 from autotune.profiles import analysis
-from autotune.report.study import METHOD_COLORS, StudyData, confirmed, method_verdicts, table_estimate
+from autotune.render import table_estimate
+from autotune.report.study import METHOD_COLORS, StudyData, confirmed, method_verdicts
 from autotune.store.results import TrialRow
 
 if TYPE_CHECKING:

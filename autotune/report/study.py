@@ -1,6 +1,6 @@
 """What a study report reads from the database (:class:`StudyData`), and what it derives from the
 rows that decide (:func:`autotune.analysis.decision.deciding_rows`) for both the plots and the page:
-the per-method verdicts, whether there are intervals, and the estimates of a stored profile's table."""
+the per-method verdicts and whether there are intervals."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from autotune.analysis import decision
-from autotune.analysis.intervals import Estimate
 from autotune.errors import ProfileNotFoundError
 from autotune.profiles import analysis, records
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
@@ -108,12 +107,3 @@ def method_verdicts(data: StudyData) -> list[decision.MethodVerdict]:
 def confirmed(rows: Sequence[TrialRow]) -> bool:
     """Whether any of ``rows`` comes from a confirmation run (rows with 95 % intervals)."""
     return any(m.confirmed for m in rows)
-
-
-def table_estimate(row: dict, name: str) -> Estimate | None:
-    """The estimate ``name`` of a row of a stored per-concurrency table (None when it has none)."""
-    value = row.get(name)
-    if value is None:
-        return None
-    return Estimate(float(value), row.get(f"{name}_low"), row.get(f"{name}_high"), int(row.get("repetitions") or 1))
-
