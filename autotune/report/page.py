@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from autotune import __version__
 from autotune.analysis import decision, prediction
 from autotune.analysis.intervals import Estimate
+from autotune.analysis.summary import verdict_lines
 from autotune.profiles import analysis
 from autotune.profiles.data import DeploymentProfile, utc_iso
 from autotune.render import format_error, format_estimate, format_speedup, table_estimate
@@ -217,9 +218,9 @@ def _profile_html(profile: DeploymentProfile | None) -> str:
 
 
 def _verdict_html(verdicts: Sequence[decision.MethodVerdict]) -> str:
-    """The verdict in the words of the tuner's summary (:func:`autotune.analysis.decision.verdict_lines`),
+    """The verdict in the words of the tuner's summary (:func:`autotune.analysis.summary.verdict_lines`),
     then each method's best configuration at every concurrency it was measured at."""
-    lines = decision.verdict_lines(verdicts)
+    lines = verdict_lines(verdicts)
     if not lines:
         return "<p class='verdict'>No speculative method completed a trial in this study.</p>"
     rows = []
