@@ -29,21 +29,25 @@ class Scope:
     max_depth: int | None = None
 
     def __post_init__(self) -> None:
-        self.sizes  # noqa: B018 - checks the concurrencies
+        _checked_sizes(self.concurrencies)
         if self.max_depth is not None and not 1 <= self.max_depth <= MAX_DEPTH:
             raise ConfigurationError(f"--max-depth must be between 1 and {MAX_DEPTH}, got {self.max_depth}")
 
     @property
     def sizes(self) -> list[int] | None:
         """The concurrencies, sorted and without repeats (None when not given)."""
-        if self.concurrencies is None:
-            return None
-        sizes = sorted(set(self.concurrencies))
-        if not sizes or any(not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_CONCURRENCY
-                            for b in sizes):
-            raise ConfigurationError(f"--concurrency takes integers between 1 and {MAX_CONCURRENCY}, got "
-                                     f"{', '.join(map(str, self.concurrencies)) or 'none'}")
-        return sizes
+        return _checked_sizes(self.concurrencies)
+
+
+def _checked_sizes(concurrencies: Sequence[int] | None) -> list[int] | None:
+    """``concurrencies`` sorted and without repeats; a ConfigurationError for one out of range."""
+    if concurrencies is None:
+        return None
+    sizes = sorted(set(concurrencies))
+    if not sizes or any(not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_CONCURRENCY for b in sizes):
+        raise ConfigurationError(f"--concurrency takes integers between 1 and {MAX_CONCURRENCY}, got "
+                                 f"{', '.join(map(str, concurrencies)) or 'none'}")
+    return sizes
 
 
 @dataclass(frozen=True)
@@ -93,11 +97,13 @@ class PlanOptions:
     mix: str | Mapping[str, float] | None = None
 
     def deployment(self) -> Deployment:
+        """How the model is served (checked)."""
         return Deployment(tp=self.tp, dtype=self.dtype, kv_dtype=self.kv_dtype, engine=self.engine, isl=self.isl,
                           osl=self.osl, calibration=self.calibration, ep=self.ep, engine_version=self.engine_version,
                           step_costs=self.step_costs)
 
     def scope(self) -> Scope:
+        """What the plan replays and chooses among (checked)."""
         return Scope(self.workload, self.concurrencies, self.max_depth)
 
     def given_acceptance(self) -> GivenAcceptance:
@@ -117,5 +123,5 @@ def parse_concurrencies(text: str | None) -> tuple[int, ...] | None:
         sizes = tuple(int(part) for part in text.split(","))
     except ValueError:
         raise ConfigurationError(f"--concurrency must be comma-separated integers, got {text!r}") from None
-    Scope(concurrencies=sizes)
+    _checked_sizes(sizes)
     return sizes
