@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # these import torch, Optuna or matplotlib: load them only wh
     from autotune.hardware import HardwareProfile
     from autotune.hardware.catalog import AcceleratorSpec
     from autotune.measure import MeasureReport
-    from autotune.planning import DeploymentPlan
+    from autotune.planning import DeploymentPlan, PlanOptions
     from autotune.preflight import PreflightReport
     from autotune.profiles import BestProfile, DeploymentProfile
     from autotune.profiles.data import HardwareInfo
@@ -270,50 +270,40 @@ class PlanResult:
         return {**self.plan.to_dict(), "export": str(self.export) if self.export else None}
 
 
-def plan(db_url: str | None, *, hardware: str, model: str | None = None, config: str | Path | None = None,
-         draft_config: str | Path | None = None, acceptance: str | None = None, acceptance_length: str | None = None,
-         acceptance_from: str | None = None, workload: str | Path | None = None,
-         concurrencies: Sequence[int] | None = None, max_depth: int | None = None, tp: int = 1, dtype: str | None = None,
-         kv_dtype: str | None = None, engine: str = "trtllm", isl: int | None = None, osl: int | None = None,
-         calibration: str = "auto", step_costs: str = "auto", engine_version: str | None = None, ep: int = 1,
-         export_format: str | None = None, output: str | Path | None = None, force: bool = False,
-         mix: str | Mapping[str, float] | None = None) -> PlanResult:
-    """Predict the best configuration per concurrency on ``hardware`` (nothing is measured or written
-    to the database) of a tuned target (``model``: its stored acceptance) or of the model a
+def plan(db_url: str | None, options: PlanOptions) -> PlanResult:
+    """Predict the best configuration per concurrency on ``options.hardware`` (nothing is measured or
+    written to the database) of a tuned target (``model``: its stored acceptance) or of the model a
     config.json describes (``config``, with the acceptance given: ``acceptance`` "a1,a2,...",
     ``acceptance_length`` "L" or "L@depth", or ``acceptance_from`` a tuned target as a proxy) and,
     with ``export_format``, write it as a serving config. ``calibration``: auto, stored or assumed
-    (:mod:`autotune.planning_inputs`); ``step_costs``: auto, silicon or roofline, ``engine_version``
-    the measured data's (:mod:`autotune.planning_costs`); ``ep``: expert parallelism within ``tp``;
+    (:mod:`autotune.planning.inputs`); ``step_costs``: auto, silicon or roofline, ``engine_version``
+    the measured data's (:mod:`autotune.planning.costs`); ``ep``: expert parallelism within ``tp``;
     ``mix``: request shares by category (``"code=0.3,chat=0.7"`` or a mapping), for a tuned target
-    whose study's workload carried categories (:mod:`autotune.planning_mix`)."""
+    whose study's workload carried categories (:mod:`autotune.planning.mix`)."""
     from autotune.analysis.mix import check_shares, parse_mix
-    from autotune.perfmodel.given_acceptance import parse_length, parse_rates
     from autotune.planning import plan_deployment, plan_from_config, write_plan_export
-    from autotune.planning_inputs import Deployment
 
-    if (model is None) == (config is None):
+    if (options.model is None) == (options.config is None):
         raise ConfigurationError("plan either a tuned target (--model) or a config (--config), one of the two")
-    if model is not None and (draft_config or acceptance or acceptance_length or acceptance_from):
+    if options.model is not None and (options.draft_config or options.acceptance or options.acceptance_length
+                                      or options.acceptance_from):
         raise ConfigurationError("--draft-config and the --acceptance options go with --config; --model uses the "
                                  "acceptance stored for the target")
+    mix = options.mix
     shares = None if mix is None else parse_mix(mix) if isinstance(mix, str) else check_shares(mix)
-    if shares is not None and model is None:
+    if shares is not None and options.model is None:
         raise ConfigurationError("a mix needs a study with categories: --mix goes with --model (a target tuned on a "
                                  "workload whose requests carry a category), not with a given acceptance")
-    deployment = Deployment(tp=tp, dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl,
-                            calibration=calibration, ep=ep, engine_version=engine_version, step_costs=step_costs)
-    if model is not None:
-        predicted = plan_deployment(db_url, hardware=hardware, model=model, workload=workload,
-                                    concurrencies=concurrencies, max_depth=max_depth, deployment=deployment, mix=shares)
+    deployment = options.deployment()
+    if options.model is not None:
+        predicted = plan_deployment(db_url, hardware=options.hardware, model=options.model, scope=options.scope(),
+                                    deployment=deployment, mix=shares)
     else:
-        predicted = plan_from_config(
-            db_url, hardware=hardware, config=config, draft_config=draft_config,
-            acceptance=parse_rates(acceptance) if acceptance is not None else None,
-            acceptance_length=parse_length(acceptance_length) if acceptance_length is not None else None,
-            acceptance_from=acceptance_from, workload=workload, concurrencies=concurrencies, max_depth=max_depth,
-            deployment=deployment)
-    path = write_plan_export(predicted, export_format, output, force) if export_format else None
+        predicted = plan_from_config(db_url, hardware=options.hardware, config=options.config,
+                                     acceptance=options.given_acceptance(), draft_config=options.draft_config,
+                                     scope=options.scope(), deployment=deployment)
+    path = (write_plan_export(predicted, options.export_format, options.output, options.force)
+            if options.export_format else None)
     return PlanResult(predicted, path)
 
 

@@ -30,7 +30,7 @@ from autotune.engines.base import METHODS
 from autotune.engines.registry import ENGINES, FOLDER_ENGINES
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION
 from autotune.errors import AutotuneError
-from autotune.planning_inputs import DTYPES
+from autotune.planning.inputs import DTYPES
 from autotune.preflight import DEFAULT_SEQ_LEN
 from autotune.profiles.query import CURRENT_HARDWARE
 from autotune.serving import FORMATS
@@ -765,9 +765,7 @@ def _accelerator_names() -> str:
               help="With --model: plan for this mix of request categories, e.g. code=0.3,chat=0.7 (needs a study "
                    "on a workload with categories).")
 @json_option
-def plan_command(db_url, hardware, model, config, draft_config, acceptance, acceptance_length, acceptance_from,
-                 workload, isl, osl, tp, dtype, kv_dtype, engine, calibration, step_costs, engine_version, ep, concurrencies,
-                 max_depth, export_format, output, force, mix, as_json) -> None:
+def plan_command(db_url, as_json, **options) -> None:
     """Predict the best speculative configuration per concurrency on hardware you do not have.
 
     Acceptance comes from the profiles `autotune tune` stored for the target on the workload (it does
@@ -790,22 +788,17 @@ def plan_command(db_url, hardware, model, config, draft_config, acceptance, acce
       autotune plan --hardware h100-sxm --model autotune-byte-target --export trtllm -o h100.yaml
       autotune plan --hardware h200 --model autotune-byte-target --workload mixed.jsonl --mix code=0.3,chat=0.7
     """
-    from autotune.planning import parse_concurrencies
+    from autotune.planning import PlanOptions, parse_concurrencies
 
-    if output is not None and export_format is None:
+    if options["output"] is not None and options["export_format"] is None:
         raise OneLineError("--output names the export file: pass --export FORMAT too")
-    result = api.plan(db_url, hardware=hardware, model=model, config=config, draft_config=draft_config,
-                      acceptance=acceptance, acceptance_length=acceptance_length, acceptance_from=acceptance_from,
-                      workload=workload, concurrencies=parse_concurrencies(concurrencies), max_depth=max_depth, tp=tp,
-                      dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl, osl=osl, calibration=calibration,
-                      step_costs=step_costs, engine_version=engine_version, ep=ep,
-                      export_format=export_format, output=output, force=force, mix=mix)
+    result = api.plan(db_url, PlanOptions(**{**options, "concurrencies": parse_concurrencies(options["concurrencies"])}))
     if as_json:
         click.echo(json_shapes.dumps(result.to_dict()))
         return
     render.print_plan(result.plan)
     if result.export is not None:
-        click.echo(f"wrote {result.export} ({export_format}, marked PREDICTED)")
+        click.echo(f"wrote {result.export} ({options['export_format']}, marked PREDICTED)")
 
 
 @command(cli, "report")

@@ -11,6 +11,7 @@ import pytest
 from autotune import api
 from autotune.cli import cli
 from autotune.errors import ConfigurationError
+from autotune.planning import PlanOptions
 
 
 def test_importing_the_api_loads_no_heavy_package() -> None:
@@ -42,7 +43,7 @@ def test_an_empty_database_has_no_studies_and_no_profiles(sqlite_url: str) -> No
 
 def test_a_plan_needs_a_stored_target(sqlite_url: str) -> None:
     with pytest.raises(ConfigurationError, match="unknown target model 'nobody'"):
-        api.plan(sqlite_url, hardware="h200", model="nobody")
+        api.plan(sqlite_url, PlanOptions(hardware="h200", model="nobody"))
 
 
 def test_exporting_models_over_a_file_is_a_configuration_error(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from autotune.cli import cli
 from autotune.engines.base import METHODS
 from autotune.engines.registry import ENGINES, FOLDER_ENGINES
-from autotune.planning_inputs import DTYPES
+from autotune.planning.inputs import DTYPES
 from autotune.search.samplers import SAMPLERS
 from autotune.serving import FORMATS
 

@@ -16,8 +16,15 @@ from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import KERNEL_LATENCY_US
 from autotune.hardware.profile import Metric
 from autotune.perfmodel.calibration import BANDWIDTH_FRACTION, ENGINE_STEP_OVERHEAD_US
-from autotune.planning import SIMPLER_WITHIN, parse_concurrencies, plan_deployment, plan_from_config
-from autotune.planning_inputs import Deployment
+from autotune.planning import (
+    SIMPLER_WITHIN,
+    GivenAcceptance,
+    Scope,
+    parse_concurrencies,
+    plan_deployment,
+    plan_from_config,
+)
+from autotune.planning.inputs import Deployment
 from autotune.store import open_database, performance, repository, results
 from autotune.workload import load_workload
 
@@ -116,7 +123,7 @@ def test_plan_per_concurrency_on_a_catalog_gpu(url: str) -> None:
 
 
 def test_concurrencies_and_max_depth_are_honoured(url: str) -> None:
-    plan = plan_deployment(url, hardware="b200", model=TARGET, concurrencies=(64, 1), max_depth=2)
+    plan = plan_deployment(url, hardware="b200", model=TARGET, scope=Scope(concurrencies=(64, 1), max_depth=2))
     assert [row.concurrency for row in plan.rows] == [1, 64]
     assert all(a["depth"] <= 2 for row in plan.rows for a in row.alternatives)
 
@@ -127,25 +134,25 @@ def test_a_model_too_large_for_the_device_does_not_fit(url: str) -> None:
     assert any("does not fit" in warning and "--tp 4" in warning for warning in plan.warnings)
     with pytest.raises(ConfigurationError, match="nothing fits"):
         plan.to_profile()
-    assert not plan_deployment(url, hardware="h200", model="Llama-3-70B", concurrencies=(1,)).rows[0].fits  # 131 GiB
-    b200 = plan_deployment(url, hardware="b200", model="Llama-3-70B", concurrencies=(1, 1024))
+    assert not plan_deployment(url, hardware="h200", model="Llama-3-70B", scope=Scope(concurrencies=(1,))).rows[0].fits  # 131 GiB
+    b200 = plan_deployment(url, hardware="b200", model="Llama-3-70B", scope=Scope(concurrencies=(1, 1024)))
     small, large = b200.rows
     assert small.fits and not large.fits  # 180 GiB: the weights fit, not the KV cache of 1024 rows
     assert small.method == "ngram" and small.predicted_speedup > 1.2  # memory-bound: verifying is ~free
 
 
 def test_a_stored_cpu_probe_as_hardware(url: str) -> None:
-    plan = plan_deployment(url, hardware=CPU_NAME, model=TARGET, concurrencies=(1, 4))
+    plan = plan_deployment(url, hardware=CPU_NAME, model=TARGET, scope=Scope(concurrencies=(1, 4)))
     cost = plan.to_dict()["basis"]["cost"]
     assert (cost["memory_bw_gbps"], cost["peak_tflops"], cost["dtype"]) == (12.5, 0.15, "fp32")
     assert cost["pass_overhead_us"] > 0 and "probe" in cost["figures"]
     assert plan.hardware_origin["fingerprint"] == CPU_FINGERPRINT
-    by_prefix = plan_deployment(url, hardware=CPU_FINGERPRINT[:6], model=TARGET, concurrencies=(1,))
+    by_prefix = plan_deployment(url, hardware=CPU_FINGERPRINT[:6], model=TARGET, scope=Scope(concurrencies=(1,)))
     assert by_prefix.hardware.name == CPU_NAME
 
 
 def test_a_stored_gpu_profile_takes_the_datasheet_peaks_of_its_nvml_name(url: str) -> None:
-    plan = plan_deployment(url, hardware=H100_NAME, model=TARGET, concurrencies=(1,))
+    plan = plan_deployment(url, hardware=H100_NAME, model=TARGET, scope=Scope(concurrencies=(1,)))
     assert plan.hardware.memory_bw_gbps == 3350 and plan.hardware.bf16_tflops == 989.4
     assert plan.hardware.memory_bytes == 85_520_000_000  # as NVML reported it
 
@@ -239,7 +246,7 @@ def test_no_acceptance_for_the_workload_names_tune_and_the_stored_workloads(url:
     other = tmp_path / "other.jsonl"
     other.write_text('{"prompt": "def f():", "max_tokens": 16}\n')
     with pytest.raises(ConfigurationError) as error:
-        plan_deployment(url, hardware="h200", model=TARGET, workload=other)
+        plan_deployment(url, hardware="h200", model=TARGET, scope=Scope(workload=other))
     assert "autotune tune" in str(error.value) and "builtin@v1" in str(error.value)
 
 
@@ -250,15 +257,17 @@ LLAMA_8B = str(CONFIGS / "llama-3.1-8b.json")
 DEEPSEEK = str(CONFIGS / "deepseek-v3.json")
 
 
-def config_plan(**options):  # noqa: ANN003, ANN201 - the keyword arguments of plan_from_config
-    """A plan from a config, priced by the roofline unless ``step_costs`` says otherwise (these tests
-    check the roofline's physics; tests/test_plan_silicon.py the measured kernels')."""
+def config_plan(rates=None, concurrencies=None, **options):  # noqa: ANN001, ANN003, ANN201 - plan_from_config's
+    """A plan from a config (acceptance length 3.2 at depth 4 unless ``rates`` are given), priced by
+    the roofline unless ``step_costs`` says otherwise (these tests check the roofline's physics;
+    tests/test_plan_silicon.py the measured kernels')."""
     options.setdefault("step_costs", "roofline")
     deployment = Deployment(**{k: options.pop(k) for k in ("tp", "dtype", "kv_dtype", "engine", "isl", "osl",
                                                            "step_costs", "ep") if k in options})
-    options.setdefault("acceptance_length", (3.2, 4))
+    acceptance = GivenAcceptance(rates=rates) if rates is not None else GivenAcceptance(length=(3.2, 4))
     return plan_from_config("sqlite:///nowhere-at-all.db", hardware=options.pop("hardware", "h200"),
-                            config=options.pop("config", LLAMA_8B), deployment=deployment, **options)
+                            config=options.pop("config", LLAMA_8B), acceptance=acceptance,
+                            scope=Scope(concurrencies=concurrencies), deployment=deployment, **options)
 
 
 def test_cli_plans_llama_8b_from_its_config_without_a_database(tmp_path: Path) -> None:
@@ -316,31 +325,32 @@ def test_kv_reads_stay_at_large_batches() -> None:
 
 
 def test_deepseek_v3_mtp_from_its_config_and_the_smallest_tp_that_fits() -> None:
-    single = config_plan(config=DEEPSEEK, acceptance=[0.85, 0.7], acceptance_length=None, concurrencies=(1,))
+    single = config_plan(config=DEEPSEEK, rates=[0.85, 0.7], concurrencies=(1,))
     assert not single.rows[0].fits
     assert any("does not fit" in w and "--tp 8" in w for w in single.warnings)
-    eight = config_plan(config=DEEPSEEK, hardware="b200", acceptance=[0.85, 0.7], acceptance_length=None, tp=8,
+    eight = config_plan(config=DEEPSEEK, hardware="b200", rates=[0.85, 0.7], tp=8,
                         dtype="fp4", concurrencies=(1, 64))
     assert all(row.fits and row.method == "mtp" for row in eight.rows)
     assert eight.hardware.dtype == "fp4" and eight.to_dict()["model"]["num_mtp_modules"] == 1
 
 
 def test_overhead_warning_when_the_assumption_dominates(url: str) -> None:
-    tiny = plan_deployment(url, hardware="h200", model=TARGET, concurrencies=(1,))  # 9M parameters: all overhead
+    tiny = plan_deployment(url, hardware="h200", model=TARGET, scope=Scope(concurrencies=(1,)))  # 9M parameters: all overhead
     assert any("step overhead" in warning and "concurrency 1" in warning for warning in tiny.warnings)
     assert not any("step overhead" in warning for warning in config_plan(concurrencies=(1,)).warnings)
 
 
 def test_acceptance_from_a_tuned_target_is_a_proxy(url: str) -> None:
-    plan = plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance_from=TARGET, concurrencies=(1,))
+    plan = plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance=GivenAcceptance(proxy=TARGET),
+                            scope=Scope(concurrencies=(1,)))
     assert plan.to_dict()["acceptance_origin"] == ["proxy"]
     assert any(w.startswith("acceptance is a proxy") and TARGET in w for w in plan.warnings)
     assert plan.rows[0].method in ("ngram", "none")
 
 
 def test_a_stored_probe_of_the_same_gpu_model_calibrates_the_bandwidth(url: str) -> None:
-    plan = plan_from_config(url, hardware="h100-sxm", config=LLAMA_8B, acceptance=[0.7], concurrencies=(1,),
-                            deployment=Deployment(step_costs="roofline"))
+    plan = plan_from_config(url, hardware="h100-sxm", config=LLAMA_8B, acceptance=GivenAcceptance(rates=[0.7]),
+                            scope=Scope(concurrencies=(1,)),                             deployment=Deployment(step_costs="roofline"))
     assert plan.hardware.bandwidth_fraction == pytest.approx(2900 / 3350)
     assert "measured by probe" in plan.basis["calibration"] and H100_NAME in plan.basis["calibration"]
     assert "0.80" in config_plan(concurrencies=(1,)).basis["calibration"]  # no probe: the assumed share
@@ -352,7 +362,7 @@ def test_a_draft_config_is_the_proposer(tmp_path: Path) -> None:
     (draft / "config.json").write_text(json.dumps({
         "architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "num_hidden_layers": 16,
         "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256}))
-    plan = config_plan(draft_config=str(draft), acceptance=[0.7, 0.5], acceptance_length=None, concurrencies=(1,))
+    plan = config_plan(draft_config=str(draft), rates=[0.7, 0.5], concurrencies=(1,))
     assert {a["method"] for a in plan.rows[0].alternatives} == {"none", "draft"}
 
 

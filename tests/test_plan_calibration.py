@@ -22,8 +22,8 @@ from autotune.perfmodel.cost import CostPoint
 from autotune.perfmodel.roofline import forward_pass
 from autotune.perfmodel.step_fit import fit_step_costs
 from autotune.perfmodel.roofline import ModelShape
-from autotune.planning import plan_deployment, plan_from_config
-from autotune.planning_inputs import Deployment, read_config_model
+from autotune.planning import GivenAcceptance, Scope, plan_deployment, plan_from_config
+from autotune.planning.inputs import Deployment, read_config_model
 from autotune.store import open_database, performance, profile_queries, repository, results
 from test_plan import TARGET, TARGET_CONFIG
 from test_plan import url as tuned_url  # noqa: F401 - the tuned target's database fixture
@@ -68,7 +68,8 @@ def save_h200_profile(session, target_id: int, engine: str, points: list[dict]) 
 
 
 def plan(url: str, calibration: str = "auto", engine: str = "vllm"):  # noqa: ANN201 - a DeploymentPlan
-    return plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance_length=(3.2, 4), concurrencies=(1,),
+    return plan_from_config(url, hardware="h200", config=LLAMA_8B, acceptance=GivenAcceptance(length=(3.2, 4)),
+                            scope=Scope(concurrencies=(1,)),
                             deployment=Deployment(engine=engine, calibration=calibration, isl=64, osl=64,
                                                   step_costs="roofline"))
 
@@ -125,12 +126,12 @@ def test_a_tuned_targets_plan_uses_the_profile_of_the_gpu_model_and_engine(tuned
     with open_database(tuned_url) as db, db.session() as session:
         [target] = profile_queries.find_models(session, TARGET)
         save_h200_profile(session, target.id, "vllm", timed_points(TRUE_OVERHEAD_US, BANDWIDTH_FRACTION, 32, shape))
-    fitted = plan_deployment(tuned_url, hardware="h200", model=TARGET, concurrencies=(1,),
+    fitted = plan_deployment(tuned_url, hardware="h200", model=TARGET, scope=Scope(concurrencies=(1,)),
                              deployment=Deployment(engine="vllm"))
     assert fitted.hardware.pass_overhead_us == pytest.approx(TRUE_OVERHEAD_US, abs=1.0)
     assert "fitted to the timed cost profile 1 of autotune-byte-target on 1x NVIDIA H200" in fitted.basis["calibration"]
     assert not any("assumed step overhead" in w for w in fitted.warnings)  # measured, not assumed
-    other = plan_deployment(tuned_url, hardware="h200", model=TARGET, concurrencies=(1,))  # trtllm: no profile
+    other = plan_deployment(tuned_url, hardware="h200", model=TARGET, scope=Scope(concurrencies=(1,)))  # trtllm: no profile
     assert "no timed cost profile of the NVIDIA H200 with trtllm" in other.basis["calibration"]
 
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from autotune.cli import cli
 from autotune.errors import ConfigurationError
 from autotune.models.quantization import MXFP4_BYTES, NVFP4_BYTES
-from autotune.planning_inputs import read_config_model
+from autotune.planning.inputs import read_config_model
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 try:

@@ -16,9 +16,9 @@ from click.testing import CliRunner, Result
 from autotune.cli import cli
 from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import accelerator
-from autotune.planning import plan_from_config
-from autotune.planning_costs import Pricing
-from autotune.planning_inputs import Deployment, compute_dtype, deployment_spec, read_config_model
+from autotune.planning import GivenAcceptance, Scope, plan_from_config
+from autotune.planning.costs import Pricing
+from autotune.planning.inputs import Deployment, compute_dtype, deployment_spec, read_config_model
 
 pytest.importorskip("aiconfigurator_core", reason="the plan extra (aiconfigurator-core) is not installed")
 
@@ -35,8 +35,9 @@ def run(*args: str) -> Result:
 def silicon_plan(config: str = LLAMA_8B, hardware: str = "h200", **options):  # noqa: ANN003, ANN201
     deployment = Deployment(**{k: options.pop(k) for k in ("tp", "ep", "dtype", "engine", "isl", "osl", "step_costs",
                                                            "engine_version") if k in options})
-    options.setdefault("acceptance_length", (2.8, 3))
-    return plan_from_config(NOWHERE, hardware=hardware, config=config, deployment=deployment, **options)
+    return plan_from_config(NOWHERE, hardware=hardware, config=config, acceptance=GivenAcceptance(length=(2.8, 3)),
+                            scope=Scope(concurrencies=options.pop("concurrencies", None)), deployment=deployment,
+                            **options)
 
 
 def test_deepseek_r1_mtp_on_8_h200_is_priced_by_the_trtllm_kernels_part_by_part() -> None:

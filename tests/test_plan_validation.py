@@ -27,8 +27,10 @@ import pytest
 from autotune.hardware.catalog import accelerator, catalog_nvml_name
 from autotune.perfmodel.given_acceptance import given_curve, rates_from_length
 from autotune.planning import plan_interval, predict_configurations
-from autotune.planning_costs import Pricing
-from autotune.planning_inputs import Deployment, compute_dtype, deployment_spec, read_config_model
+from autotune.planning.predict import Proposals
+from autotune.planning.requests import Requests
+from autotune.planning.costs import Pricing
+from autotune.planning.inputs import Deployment, compute_dtype, deployment_spec, read_config_model
 
 pytest.importorskip("aiconfigurator_core", reason="the plan extra (aiconfigurator-core) prices the silicon column")
 
@@ -145,8 +147,10 @@ def predict(case: Case, source: str) -> tuple[dict[int, Predicted], str]:
     pricing = Pricing(mode=source, gpu=catalog_nvml_name(case.hardware), engine=case.engine, ep=case.ep,
                       dtype=case.dtype, target=target_model.source, drafts=sources)
     key = (case.method, "draft" if case.draft else None)
-    predictions, priced = predict_configurations(spec, target, drafts, {key: given_curve(case.method, case.rates)},
-                                                 {key: len(case.rates)}, [case.isl], [case.osl], [case.batch], pricing)
+    proposals = Proposals(target_model.info.name, target, drafts, {key: given_curve(case.method, case.rates)},
+                          {key: len(case.rates)})
+    predictions, priced = predict_configurations(spec, proposals, Requests([case.isl], [case.osl]), [case.batch],
+                                                 pricing)
     out = {}
     for (_, _, depth), p in predictions[case.batch].items():
         low, high = plan_interval(p, priced)

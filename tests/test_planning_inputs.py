@@ -11,7 +11,7 @@ import pytest
 
 from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import accelerator
-from autotune.planning_inputs import Deployment, compute_dtype, deployment_spec, read_config_model
+from autotune.planning.inputs import Deployment, compute_dtype, deployment_spec, read_config_model
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 

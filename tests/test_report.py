@@ -75,7 +75,7 @@ def test_page_states_the_profile_and_the_verdict_with_numbers(written) -> None: 
     assert "<h1>Study h100-old</h1>" in html
     assert "<td class='text'>mtp@2</td>" in html  # the chosen profile (tied with mtp@3, simpler)
     verdict = re.search(r"<p class='verdict'>(.*?)</p>", html).group(1)
-    # The tuner's verdict per method, in the words its summary uses (decision.verdict_lines).
+    # The tuner's verdict per method, in the words its summary uses (summary.verdict_lines).
     assert verdict.split("<br>") == [
         "mtp: best 2.04x [2.00, 2.08] (mtp@4 c1, acceptance 80%, +63.4 MiB).",
         "draft:tiny-draft: best 1.28x [1.25, 1.31] (draft:tiny-draft@2 c1, acceptance 65%, +528.0 MiB).",

@@ -2,7 +2,7 @@
 best configuration at each concurrency, the per-method verdict and the Pareto front.
 
 Used by the tuner (the profile it stores), the profile queries and exports (the serving schedule)
-and the report. Pure functions over rows of :class:`~autotune.store.results.TrialFigures` (stored
+and the report; :mod:`autotune.analysis.summary` says the decision in words. Pure functions over rows of :class:`~autotune.store.results.TrialFigures` (stored
 trials, or an exported profile's measurements): nothing here measures or writes.
 
 **Which rows decide.** When a study has a confirmation run (the finalists re-measured with the full
@@ -399,7 +399,7 @@ def method_verdicts(rows: Sequence[Any], method_names: Iterable[str]) -> list[Me
         verdicts.append(MethodVerdict(
             name=name, method=name.split(":")[0], draft=mine[0].draft if mine else None,
             trials=sum(1 for row in rows if method_name(row) == name and confirmation_run(row) is None),
-            best_label=_row_label(top) if top else None, best_concurrency=top.concurrency if top else None,
+            best_label=row_label(top) if top else None, best_concurrency=top.concurrency if top else None,
             best_depth=top.depth if top else None, tokens_per_s=top.tokens_per_s if top else None,
             speedup=speedup.value if speedup else None, acceptance_rate=top.acceptance_rate if top else None,
             acceptance_length=top.acceptance_length if top else None, memory_overhead_bytes=overhead,
@@ -410,7 +410,8 @@ def method_verdicts(rows: Sequence[Any], method_names: Iterable[str]) -> list[Me
     return verdicts
 
 
-def _row_label(row: Any) -> str:
+def row_label(row: Any) -> str:
+    """A row's configuration and concurrency in words (its stored label where it has one)."""
     label = getattr(row, "label", None)
     return label if isinstance(label, str) else f"{config_label(row)} c{row.concurrency}"
 
@@ -445,75 +446,3 @@ def pareto_front(trials: Iterable[Figures]) -> list[Figures]:
         if not front or trial.tokens_per_s > front[-1].tokens_per_s:
             front.append(trial)
     return front
-
-
-# -- the summary -----------------------------------------------------------------------------------
-
-
-def summary_lines(profile: ProfileChoice | None, table: list[ConcurrencyBest], verdicts: list[MethodVerdict],
-                  slo: Any) -> list[str]:
-    """A few sentences answering 'which method, at which depth and concurrency' for this machine,
-    every figure with its interval (or marked as one unconfirmed run)."""
-    if profile is None:
-        return ["No trial has completed yet."]
-    limits = ", ".join(f"{name} <= {limit:g}" for name, limit in slo.limits.items())
-    row = profile.row
-    figure = _figure(row)
-    label = _row_label(row)
-    if not limits:
-        lines = [f"Recommended: {label} ({figure})."]
-    elif profile.slo_met:
-        lines = [f"Recommended, meeting {limits}: {label} ({figure})."]
-    else:
-        measured = ", ".join(f"{name} = {getattr(row, name):.1f}" for name in slo.limits if getattr(row, name) is not None)
-        lines = [f"No configuration meets {limits}; the closest is {label} ({measured}; {figure})."]
-    if profile.decision is not None:
-        sentence = profile.decision.tie_sentence()
-        if sentence:
-            lines.append(sentence[0].upper() + sentence[1:] + ".")
-        if not profile.decision.confirmed:
-            lines.append("These are screening figures (one run each, no interval): the confirmation phase did not run.")
-    lines += verdict_lines(verdicts)
-    schedule = [b for b in table if b.label is not None]
-    if schedule:
-        lines.append("Schedule by concurrency: " + "; ".join(
-            f"c{b.concurrency} {b.label}" + (f" {_speedup_text(b.speedup, b.speedup_low, b.speedup_high)}"
-                                            if b.speedup is not None and b.method != BASELINE else "")
-            + (f" ({b.note})" if b.note else "")
-            for b in schedule
-        ) + ".")
-    return lines
-
-
-def verdict_lines(verdicts: Iterable[MethodVerdict]) -> list[str]:
-    """A sentence per speculative method that completed a trial: its best speedup with its
-    interval (or its best screened tokens/s, one run, when it never reached the confirmation),
-    acceptance and memory over the baseline; the study summary and the report both say these."""
-    lines = []
-    for verdict in verdicts:
-        if verdict.method == BASELINE or verdict.best_label is None:
-            continue
-        acceptance = f", acceptance {verdict.acceptance_rate:.0%}" if verdict.acceptance_rate is not None else ""
-        memory = (f", {verdict.memory_overhead_bytes / 2**20:+.1f} MiB"
-                  if verdict.memory_overhead_bytes is not None else "")
-        if verdict.speedup is not None:
-            lines.append(f"{verdict.name}: best {_speedup_text(verdict.speedup, verdict.speedup_low, verdict.speedup_high)} "
-                         f"({verdict.best_label}{acceptance}{memory}).")
-        else:
-            lines.append(f"{verdict.name}: not among the finalists; best screened {verdict.best_label} at "
-                         f"{verdict.tokens_per_s:.1f} tokens/s (one run){acceptance}.")
-    return lines
-
-
-def _speedup_text(value: float, low: float | None, high: float | None) -> str:
-    return f"{value:.2f}x" + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else " (one run)")
-
-
-def _figure(row: Any) -> str:
-    tokens = row.estimate("tokens_per_s")
-    width = tokens.relative_half_width
-    text = f"{row.tokens_per_s:.1f} tokens/s" + (f" ±{width:.1%}, n={tokens.n}" if width is not None else ", one run")
-    speedup = speedup_estimate(row)
-    if speedup is not None and row.method != BASELINE:
-        text += f", {_speedup_text(speedup.value, speedup.low, speedup.high)} over none"
-    return text

@@ -16,10 +16,10 @@ from autotune.analysis.decision import (
     method_verdicts,
     pareto_front,
     per_concurrency,
-    summary_lines,
 )
 from autotune.analysis.edges import Edge, row_edges, space_edges, study_edges
 from autotune.analysis.prediction import prediction_error
+from autotune.analysis.summary import summary_lines
 from autotune.engines.base import MAX_DEPTH
 from autotune.search.objective import Objective
 from autotune.search.samplers import SAMPLERS, Sampler

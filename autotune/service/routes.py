@@ -19,8 +19,8 @@ from autotune import __version__, api, json_shapes, report
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
 from autotune.errors import ConfigurationError, NotFoundError
 from autotune.perfmodel.calibration import ENGINE_STEP_OVERHEAD_US
-from autotune.planning import MAX_CONCURRENCY, MAX_DEPTH, parse_concurrencies
-from autotune.planning_inputs import DTYPES, MAX_SEQUENCE, MAX_TP
+from autotune.planning import MAX_CONCURRENCY, MAX_DEPTH, PlanOptions, parse_concurrencies
+from autotune.planning.inputs import DTYPES, MAX_SEQUENCE, MAX_TP
 from autotune.profiles.data import METHODS
 from autotune.profiles.query import MAX_ID
 from autotune.service.errors import ERROR_RESPONSES
@@ -194,9 +194,9 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
         left to the CLI: they name files on the machine that runs them."""
         concurrencies = renamed_query("concurrencies", concurrencies, "batch_sizes", batch_sizes)
         sizes = checked_query("concurrencies", parse_concurrencies, concurrencies)
-        predicted = api.plan(db_url, hardware=hardware, model=model, concurrencies=sizes,
-                             max_depth=max_depth, tp=tp, dtype=dtype, kv_dtype=kv_dtype, engine=engine, isl=isl,
-                             osl=osl)
+        predicted = api.plan(db_url, PlanOptions(hardware=hardware, model=model, concurrencies=sizes,
+                                                 max_depth=max_depth, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
+                                                 engine=engine, isl=isl, osl=osl))
         return json_response(predicted.to_dict())
 
     return router

@@ -16,9 +16,10 @@ import pytest
 
 from autotune.analysis.decision import (
     NO_SLO, PRACTICAL_MARGIN, SIMPLICITY, choose_profile, compare, config_label, decide_at, deciding_rows, method_verdicts,
-    pareto_front, per_concurrency, simplicity, summary_lines,
+    pareto_front, per_concurrency, simplicity,
 )
 from autotune.analysis.intervals import Estimate, mean_interval, paired_ratio_interval
+from autotune.analysis.summary import summary_lines
 from autotune.search.objective import Slo
 from autotune.store.results import TrialRow
 

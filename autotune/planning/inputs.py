@@ -29,7 +29,7 @@ from autotune.perfmodel.calibration import DEFAULT_ENGINE, ENGINE_STEP_OVERHEAD_
 from autotune.perfmodel.cost import CostPoint
 from autotune.perfmodel.roofline import ModelShape
 from autotune.perfmodel.step_fit import StepFit, fit_step_costs
-from autotune.planning_costs import STEP_COSTS, ConfigSource
+from autotune.planning.costs import STEP_COSTS, ConfigSource, Pricing
 from autotune.profiles.data import ModelInfo
 
 DTYPES = ("bf16", "fp8", "fp4")
@@ -50,7 +50,7 @@ class Deployment:
     rest split each expert), the dtypes (None: the checkpoint's), the engine whose step overhead
     applies and its version (None: the measured data's current one), the prompt and output lengths
     (None: the workload's), where the calibration comes from (one of :data:`CALIBRATIONS`, module
-    doc) and which source prices the steps (:data:`autotune.planning_costs.STEP_COSTS`)."""
+    doc) and which source prices the steps (:data:`autotune.planning.costs.STEP_COSTS`)."""
 
     tp: int = 1
     dtype: str | None = None
@@ -84,6 +84,13 @@ class Deployment:
         for flag, value in (("--isl", self.isl), ("--osl", self.osl)):
             if value is not None and not 1 <= value <= MAX_SEQUENCE:
                 raise ConfigurationError(f"{flag} must be between 1 and {MAX_SEQUENCE}, got {value}")
+
+    def pricing(self, gpu: str | None, target: ConfigSource | None, drafts: dict[str, ConfigSource | None]) -> Pricing:
+        """How this deployment's steps are priced (:mod:`autotune.planning.costs`) on the GPU NVML
+        calls ``gpu``, for the models the measured kernel data can build (None: one it cannot)."""
+        return Pricing(mode=self.step_costs, gpu=gpu, engine=self.engine, engine_version=self.engine_version,
+                       ep=self.ep, dtype=self.dtype, kv_dtype=self.kv_dtype, target=target,
+                       drafts={label: source for label, source in drafts.items() if source is not None})
 
     def shape(self, shape: ModelShape, role: str) -> ModelShape:
         """``shape`` in the deployment's dtypes; ``--tp`` must divide its attention heads."""
@@ -194,7 +201,7 @@ class ConfigModel:
 
     @property
     def source(self) -> ConfigSource:
-        """The model as the measured kernel data builds it (:mod:`autotune.planning_costs`)."""
+        """The model as the measured kernel data builds it (:mod:`autotune.planning.costs`)."""
         return ConfigSource(self.info.name, self.info.config, self.quant, self.kind)
 
 
