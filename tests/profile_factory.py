@@ -92,8 +92,8 @@ def study(
     record = results.create_study(
         session, results.StudyEntry(
             name=name, optuna_study_name=f"optuna-{name}", hardware=hw, target=target, engine="embedded",
-        objective="throughput", search_space={"methods": list(methods)}, slo={}, workload_name="builtin",
-        workload_fingerprint="w" * 16))
+            objective="throughput", search_space={"methods": list(methods)}, slo={}, workload_name="builtin",
+            workload_fingerprint="w" * 16))
     number = itertools.count()
     for method in methods:
         for depth in DEPTHS[method]:
@@ -102,9 +102,9 @@ def study(
                 results.record_trial(
                     session, record.id, results.TrialEntry(
                         trial_number=next(number), method=method, depth=depth, concurrency=concurrency,
-                    state="complete", draft=draft.name if uses_draft else None,
-                    draft_model_id=draft.id if uses_draft else None,
-                    measurement=_measurement(method, depth, concurrency, scale)))
+                        state="complete", draft=draft.name if uses_draft else None,
+                        draft_model_id=draft.id if uses_draft else None,
+                        measurement=_measurement(method, depth, concurrency, scale)))
     for _ in range(failed_trials):
         results.record_trial(session, record.id, results.TrialEntry(trial_number=next(number), method="draft", depth=16,
                              concurrency=max(concurrencies), state="failed", reason="out of memory",
@@ -166,12 +166,14 @@ def _confirm(session: Session, study_id: int, concurrencies: tuple[int, ...], sc
             results.record_trial(
                 session, study_id, results.TrialEntry(
                     trial_number=next(number), method=method, depth=depth, concurrency=concurrency,
-                state="complete", draft=draft.name if uses_draft else None, draft_model_id=draft.id if uses_draft else None,
-                measurement=measurement, phase="confirmation", repetitions=ROUNDS,
-                intervals={name: e.to_dict() for name, e in estimates.items()},
-                speedup=estimates["speedup"].value if method != "none" else 1.0,
-                extra={"samples": mine, "rounds": list(range(ROUNDS)), "noise": {}, "capped": None, "dropped": False,
-                       "noisy": False, "confirmation": {"run": 1, "screened": screened, "concurrency": concurrency}}),
+                    state="complete", draft=draft.name if uses_draft else None,
+                    draft_model_id=draft.id if uses_draft else None,
+                    measurement=measurement, phase="confirmation", repetitions=ROUNDS,
+                    intervals={name: e.to_dict() for name, e in estimates.items()},
+                    speedup=estimates["speedup"].value if method != "none" else 1.0,
+                    extra={"samples": mine, "rounds": list(range(ROUNDS)), "noise": {}, "capped": None,
+                           "dropped": False, "noisy": False,
+                           "confirmation": {"run": 1, "screened": screened, "concurrency": concurrency}}),
             )
 
 

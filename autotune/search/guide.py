@@ -340,9 +340,9 @@ class RuledOut:
                 f"{TIE_MARGIN:.0%}; the closest: {self.closest.label}, {self.probability:.0%})")
 
 
-def ruled_out(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[Any], feasible: Any, slo: Any,
-              z: float = GUIDE_Z) -> RuledOut:
-    """The points the guide closed, given the study's rows (see :class:`RuledOut`)."""
+def ruled_out(space: SearchSpace, guidance: Guidance, feasible: Any, slo: Any) -> RuledOut:
+    """The points the guide closed at z = GUIDE_Z, given what it decided on (see :class:`RuledOut`)."""
+    model, rows, z = guidance.model, guidance.rows, GUIDE_Z
     tried = _tried(rows)
     untaken = [c for c in space.candidates() if c not in tried and feasible(c)]
     closed = [entry for entry in assess(space, model, rows, untaken, slo, z) if not entry.is_open(z)]

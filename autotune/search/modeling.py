@@ -38,8 +38,8 @@ from autotune.store.results import TrialRow
 from autotune.workload import Workload, first_cycle
 
 # Three rounds of three steps: the cost profile's median and slow-round cut need three rounds
-# (perfmodel/cost.py); a round also pays a prefill worth ~3-9 steps, so 3 x (O + 3) costs about
-# what the former 2 x (O + 6) did (docs/statistics.md).
+# (perfmodel/cost.py), and each round also pays a prefill worth ~3-9 steps, so the steps per
+# round are kept few (docs/statistics.md).
 TIMING_STEPS = 3
 TIMING_ROUNDS = MIN_ROUNDS
 

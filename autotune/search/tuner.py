@@ -101,9 +101,8 @@ def _result(study: Study, status: str, elapsed_s: float) -> TuneResult:
     analysis = profile.analyse(study, rows)
     note = ""
     if plan.sampler.guided and status == "complete":
-        guidance = study.guidance(rows)  # the rows the guide decided on (asking.py)
-        note = guide.ruled_out(plan.space, guidance.model, guidance.rows, study.feasible,
-                               plan.objective.slo).sentence()
+        guidance = study.guidance(rows)  # what the guide decided on (asking.py)
+        note = guide.ruled_out(plan.space, guidance, study.feasible, plan.objective.slo).sentence()
     return TuneResult(
         study_name=plan.name, database=study.database.display_url, status=status,
         objective=plan.objective.kind, slo=plan.objective.slo.to_dict(), n_trials=plan.n_trials,

@@ -162,7 +162,7 @@ def test_the_summary_says_what_was_ruled_out_and_how_likely_the_closest_could_wi
     rows = [row(Candidate("none", 0, b), m.predict("none", None, 0, b).tokens_per_s) for b in (1, 4)]
     rows += [row(Candidate("mtp", d, 1), m.predict("mtp", None, d, 1).tokens_per_s) for d in (1, 2)]
     rows += [row(Candidate("ngram", 2, b), m.predict("ngram", None, 2, b).tokens_per_s) for b in (1, 4)]
-    out = guide.ruled_out(SPACE, m, rows, anything, Slo())
+    out = guide.ruled_out(SPACE, guide.Guidance(m, rows), anything, Slo())
     # Left: mtp@1, mtp@2 and ngram@1 at batch 4, ngram@1 at batch 1; ngram@1 (-1.5 sigma) is the closest.
     assert out.count == 4 and out.closest.method == "ngram" and out.closest.depth == 1
     margin = guide.assess(SPACE, m, rows, [out.closest], Slo())[0].margin
@@ -170,7 +170,7 @@ def test_the_summary_says_what_was_ruled_out_and_how_likely_the_closest_could_wi
     assert 0.0 < out.probability < 0.16
     sentence = out.sentence()
     assert "ruled out 4 unmeasured configuration(s) at z >= 1" in sentence and "16%" in sentence
-    assert guide.ruled_out(SPACE, m, rows, lambda c: False, Slo()).sentence().startswith(
+    assert guide.ruled_out(SPACE, guide.Guidance(m, rows), lambda c: False, Slo()).sentence().startswith(
         "; the model-guided search measured every point")
 
 

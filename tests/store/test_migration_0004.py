@@ -83,7 +83,7 @@ def test_rows_from_0003_read_as_one_screening_pass(empty_db_url: str) -> None:
             results.record_trial(
                 session, ids["study"], results.TrialEntry(
                     trial_number=1, method="mtp", depth=2, concurrency=4, state="failed",
-                reason="oom", phase="confirmation"),
+                    reason="oom", phase="confirmation"),
             )
         with database.session() as session:
             assert [(r.phase, r.trial_number) for r in results.study_rows(session, ids["study"])] == [
@@ -100,7 +100,7 @@ def trial(session, study_id: int, number: int, tps: float, **kwargs) -> int:  # 
     return results.record_trial(
         session, study_id, results.TrialEntry(
             trial_number=number, method="mtp", depth=2, concurrency=4, state="complete",
-        measurement=measurement, **kwargs),
+            measurement=measurement, **kwargs),
     ).id
 
 
@@ -114,12 +114,12 @@ def make_study(session) -> int:  # noqa: ANN001 - a Session
     target = results.upsert_model(
         session, results.ModelEntry(
             fingerprint="a" * 64, name="target", role="target", source="builtin:target", num_params=10,
-        num_mtp_modules=1, vocab_size=259, config={}),
+            num_mtp_modules=1, vocab_size=259, config={}),
     )
     return results.create_study(
         session, results.StudyEntry(
             name="s", optuna_study_name="s", hardware=hardware, target=target, engine="embedded",
-        objective="throughput", search_space={}, slo={}, workload_name="w", workload_fingerprint="0" * 64),
+            objective="throughput", search_space={}, slo={}, workload_name="w", workload_fingerprint="0" * 64),
     ).id
 
 
@@ -141,8 +141,8 @@ def test_downgrade_to_0003_drops_confirmation_rows(empty_db_url: str) -> None:
             profile = results.save_profile(
                 session, session.get(results.StudyRecord, study_id), results.ProfileEntry(
                     measurement_id=screening, method="mtp",
-                draft_model_id=None, depth=2, concurrency=4, tokens_per_s=290.0, tpot_ms_p50=1.0, speedup=1.45,
-                per_concurrency=[], details={}, repetitions=5, intervals={"tokens_per_s": interval}),
+                    draft_model_id=None, depth=2, concurrency=4, tokens_per_s=290.0, tpot_ms_p50=1.0, speedup=1.45,
+                    per_concurrency=[], details={}, repetitions=5, intervals={"tokens_per_s": interval}),
             )
             profile_id = profile.id
 

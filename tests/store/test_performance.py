@@ -37,7 +37,7 @@ def model(session, fingerprint: str, role: str = "target") -> int:  # noqa: ANN0
     return results.upsert_model(
         session, results.ModelEntry(
             fingerprint=fingerprint, name=f"{role}-{fingerprint[:4]}", role=role, source=f"builtin:{role}",
-        num_params=10, num_mtp_modules=1 if role == "target" else 0, vocab_size=259, config={}),
+            num_params=10, num_mtp_modules=1 if role == "target" else 0, vocab_size=259, config={}),
     ).id
 
 
@@ -224,8 +224,8 @@ def test_deleting_models_and_hardware_cascades_to_their_profiles(database) -> No
         study = results.create_study(
             session, results.StudyEntry(
                 name="s", optuna_study_name="s", hardware=machine, target=session.get(ModelRecord, target),
-            engine="embedded", objective="throughput", search_space={}, slo={}, workload_name="w",
-            workload_fingerprint=WORKLOAD),
+                engine="embedded", objective="throughput", search_space={}, slo={}, workload_name="w",
+                workload_fingerprint=WORKLOAD),
         )
         study_id, machine_id = study.id, machine.id
         save_acceptance(session, target, "mtp")
@@ -271,8 +271,8 @@ def test_predictions_round_trip_through_trials(database) -> None:
         study_id = results.create_study(
             session, results.StudyEntry(
                 name="s", optuna_study_name="s", hardware=machine, target=session.get(ModelRecord, target),
-            engine="embedded", objective="throughput", search_space={}, slo={}, workload_name="w",
-            workload_fingerprint=WORKLOAD),
+                engine="embedded", objective="throughput", search_space={}, slo={}, workload_name="w",
+                workload_fingerprint=WORKLOAD),
         ).id
         common = dict(method="mtp", depth=2, concurrency=4)
         results.record_trial(session, study_id, results.TrialEntry(

@@ -37,13 +37,13 @@ def make_study(database, name: str = "s1") -> int:
         target = results.upsert_model(
             session, results.ModelEntry(
                 fingerprint="a" * 64, name="target", role="target", source="builtin:target", num_params=10,
-            num_mtp_modules=1, vocab_size=259, config={"d_model": 8}),
+                num_mtp_modules=1, vocab_size=259, config={"d_model": 8}),
         )
         study = results.create_study(
             session, results.StudyEntry(
                 name=name, optuna_study_name=name, hardware=hardware, target=target, engine="embedded",
-            objective="throughput", search_space={"methods": ["none"]}, slo={}, workload_name="w",
-            workload_fingerprint="0" * 64),
+                objective="throughput", search_space={"methods": ["none"]}, slo={}, workload_name="w",
+                workload_fingerprint="0" * 64),
         )
         return study.id
 
@@ -54,8 +54,8 @@ def record(database, study_id, number, method, depth, batch, tps=None, state="co
         results.record_trial(
             session, study_id, results.TrialEntry(
                 trial_number=number, method=method, depth=depth, concurrency=batch, state=state,
-            reason=reason, measurement=measurement(method, depth, batch, tps) if state == "complete" else None,
-            extra={"model_loads": 1}, **kwargs),
+                reason=reason, measurement=measurement(method, depth, batch, tps) if state == "complete" else None,
+                extra={"model_loads": 1}, **kwargs),
         )
 
 
@@ -80,7 +80,7 @@ def test_a_row_names_its_draft_by_label_and_fingerprint(database) -> None:
         draft = results.upsert_model(
             session, results.ModelEntry(
                 fingerprint="d" * 64, name="small draft", role="draft", source="/models/small", num_params=5,
-            num_mtp_modules=0, vocab_size=259, config={}),
+                num_mtp_modules=0, vocab_size=259, config={}),
         )
         draft_id = draft.id
     record(database, study_id, 0, "none", 0, 1, 100.0)
@@ -172,7 +172,7 @@ def test_states_and_measurements_must_agree(database) -> None:
         results.record_trial(
             session, study_id, results.TrialEntry(
                 trial_number=0, method="none", depth=0, concurrency=1, state="failed", reason="x",
-            phase="bogus"),
+                phase="bogus"),
         )
     assert rows_list(database, study_id) == []  # nothing stored by the refused calls
 
@@ -185,8 +185,8 @@ def test_profile_keeps_repetitions_and_intervals(database) -> None:
             results.save_profile(
                 session, session.get(results.StudyRecord, study_id), results.ProfileEntry(
                     measurement_id=None, method="none",
-                draft_model_id=None, depth=0, concurrency=1, tokens_per_s=20.0, tpot_ms_p50=1.0, speedup=None,
-                per_concurrency=[], details={}, repetitions=repetitions, intervals=intervals),
+                    draft_model_id=None, depth=0, concurrency=1, tokens_per_s=20.0, tpot_ms_p50=1.0, speedup=None,
+                    per_concurrency=[], details={}, repetitions=repetitions, intervals=intervals),
             )
         with database.session() as session:
             profile = results.study_profile(session, study_id)
@@ -202,8 +202,8 @@ def test_profile_is_replaced_not_duplicated(database) -> None:
             results.save_profile(
                 session, study, results.ProfileEntry(
                     measurement_id=None, method="none", draft_model_id=None, depth=0, concurrency=1,
-                tokens_per_s=tokens_per_s, tpot_ms_p50=1.0, speedup=1.0, per_concurrency=[{"concurrency": 1}],
-                details={"label": label}),
+                    tokens_per_s=tokens_per_s, tpot_ms_p50=1.0, speedup=1.0, per_concurrency=[{"concurrency": 1}],
+                    details={"label": label}),
             )
     with database.session() as session:
         assert results.study_profile(session, study_id).tokens_per_s == 20.0
