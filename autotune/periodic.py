@@ -1,5 +1,5 @@
 """One background beat: an action repeated in a daemon thread while a block runs (the heartbeats
-of a tuning trial, :func:`autotune.search.tuner.heartbeat`, and of a queued job,
+of a tuning trial, :meth:`autotune.search.ledger.Ledger.heartbeat`, and of a queued job,
 :mod:`autotune.jobs.runner`)."""
 
 from __future__ import annotations

@@ -65,9 +65,10 @@ def hardware(session: Session, name: str = "1x NVIDIA H100 80GB HBM3", fingerpri
 
 def model(session: Session, name: str, fingerprint: str, role: str = "target", source: str | None = None,
           num_mtp_modules: int = 4) -> ModelRecord:
-    return results.upsert_model(session, fingerprint=fingerprint, name=name, role=role, source=source or f"/models/{name}",
+    return results.upsert_model(session, results.ModelEntry(
+        fingerprint=fingerprint, name=name, role=role, source=source or f"/models/{name}",
                                 num_params=1_000_000, num_mtp_modules=num_mtp_modules if role == "target" else 0,
-                                vocab_size=256, config={"n_layer": 4})
+                                vocab_size=256, config={"n_layer": 4}))
 
 
 def study(
@@ -89,23 +90,25 @@ def study(
     ``profile_concurrency``. The draft's label is its name."""
     session.flush()  # ids for the hardware and models
     record = results.create_study(
-        session, name=name, optuna_study_name=f"optuna-{name}", hardware=hw, target=target, engine="embedded",
-        objective="throughput", search_space={"methods": list(methods)}, slo={}, workload_name="builtin",
-        workload_fingerprint="w" * 16)
+        session, results.StudyEntry(
+            name=name, optuna_study_name=f"optuna-{name}", hardware=hw, target=target, engine="embedded",
+            objective="throughput", search_space={"methods": list(methods)}, slo={}, workload_name="builtin",
+            workload_fingerprint="w" * 16))
     number = itertools.count()
     for method in methods:
         for depth in DEPTHS[method]:
             for concurrency in concurrencies:
                 uses_draft = method == "draft" and draft is not None
                 results.record_trial(
-                    session, record.id, trial_number=next(number), method=method, depth=depth, concurrency=concurrency,
-                    state="complete", draft=draft.name if uses_draft else None,
-                    draft_model_id=draft.id if uses_draft else None,
-                    measurement=_measurement(method, depth, concurrency, scale))
+                    session, record.id, results.TrialEntry(
+                        trial_number=next(number), method=method, depth=depth, concurrency=concurrency,
+                        state="complete", draft=draft.name if uses_draft else None,
+                        draft_model_id=draft.id if uses_draft else None,
+                        measurement=_measurement(method, depth, concurrency, scale)))
     for _ in range(failed_trials):
-        results.record_trial(session, record.id, trial_number=next(number), method="draft", depth=16,
+        results.record_trial(session, record.id, results.TrialEntry(trial_number=next(number), method="draft", depth=16,
                              concurrency=max(concurrencies), state="failed", reason="out of memory",
-                             draft=draft.name if draft else None, draft_model_id=draft.id if draft else None)
+                             draft=draft.name if draft else None, draft_model_id=draft.id if draft else None))
     results.set_study_status(session, record.id, "complete")
     if confirm:
         _confirm(session, record.id, concurrencies, scale, draft)
@@ -115,13 +118,13 @@ def study(
     chosen = choice.recommended
     table = decision.per_concurrency(rows, concurrencies, decision.NO_SLO)
     return results.save_profile(
-        session, record, measurement_id=chosen.measurement_id, method=chosen.method,
+        session, record, results.ProfileEntry(measurement_id=chosen.measurement_id, method=chosen.method,
         draft_model_id=draft.id if chosen.method == "draft" and draft else None, depth=chosen.depth,
         concurrency=chosen.concurrency, tokens_per_s=chosen.tokens_per_s, tpot_ms_p50=chosen.tpot_ms_p50,
         speedup=chosen.speedup, per_concurrency=[entry.to_dict() for entry in table],
         repetitions=chosen.repetitions, intervals=chosen.intervals,
         details={"label": chosen.label, "draft": chosen.draft, "max_ngram": 3, "confirmed": chosen.confirmed,
-                 "phase": chosen.phase, "tied_with": [decision.config_label(r) for r in choice.tied]})
+                 "phase": chosen.phase, "tied_with": [decision.config_label(r) for r in choice.tied]}))
 
 
 def finalists(rows: list[results.TrialRow], concurrency: int) -> list[results.TrialRow]:
@@ -161,13 +164,16 @@ def _confirm(session: Session, study_id: int, concurrencies: tuple[int, ...], sc
             measurement.update(tokens_per_s=estimates["tokens_per_s"].value, tpot_ms_p50=estimates["tpot_ms_p50"].value)
             uses_draft = method == "draft" and draft is not None
             results.record_trial(
-                session, study_id, trial_number=next(number), method=method, depth=depth, concurrency=concurrency,
-                state="complete", draft=draft.name if uses_draft else None, draft_model_id=draft.id if uses_draft else None,
-                measurement=measurement, phase="confirmation", repetitions=ROUNDS,
-                intervals={name: e.to_dict() for name, e in estimates.items()},
-                speedup=estimates["speedup"].value if method != "none" else 1.0,
-                extra={"samples": mine, "rounds": list(range(ROUNDS)), "noise": {}, "capped": None, "dropped": False,
-                       "noisy": False, "confirmation": {"run": 1, "screened": screened, "concurrency": concurrency}},
+                session, study_id, results.TrialEntry(
+                    trial_number=next(number), method=method, depth=depth, concurrency=concurrency,
+                    state="complete", draft=draft.name if uses_draft else None,
+                    draft_model_id=draft.id if uses_draft else None,
+                    measurement=measurement, phase="confirmation", repetitions=ROUNDS,
+                    intervals={name: e.to_dict() for name, e in estimates.items()},
+                    speedup=estimates["speedup"].value if method != "none" else 1.0,
+                    extra={"samples": mine, "rounds": list(range(ROUNDS)), "noise": {}, "capped": None,
+                           "dropped": False, "noisy": False,
+                           "confirmation": {"run": 1, "screened": screened, "concurrency": concurrency}}),
             )
 
 

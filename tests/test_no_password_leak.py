@@ -155,9 +155,10 @@ def store_plannable_target(url: str) -> str:
     workload = load_workload(None)
     config = {"vocab_size": 259, "d_model": 320, "n_layers": 5, "n_heads": 5, "d_ff": 864, "max_seq_len": 1024, "n_mtp": 0}
     with open_database(url) as database, database.session() as session:
-        target = results.upsert_model(session, fingerprint="a" * 64, name="plan-target", role="target",
+        target = results.upsert_model(session, results.ModelEntry(
+            fingerprint="a" * 64, name="plan-target", role="target",
                                       source="builtin:plan-target", num_params=9_300_000, num_mtp_modules=0,
-                                      vocab_size=259, config=config)
+                                      vocab_size=259, config=config))
         performance.save_acceptance(session, target_model_id=target.id, proposer="ngram", draft_model_id=None,
                                     positions=[{"steps": 100, "accepted": 30, "drafted": 100}], sources=[1],
                                     workload_fingerprint=workload.sha256, workload_name=workload.label, max_depth=1)

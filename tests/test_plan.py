@@ -53,17 +53,19 @@ def url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'autotune.db'}"
     workload = load_workload(None)
     with open_database(url) as database, database.session() as session:
-        target = results.upsert_model(session, fingerprint="a" * 64, name=TARGET, role="target",
+        target = results.upsert_model(session, results.ModelEntry(fingerprint="a" * 64, name=TARGET, role="target",
                                       source=f"builtin:{TARGET}", num_params=9_300_000, num_mtp_modules=2,
-                                      vocab_size=259, config=TARGET_CONFIG).id
-        draft = results.upsert_model(session, fingerprint="d" * 64, name="autotune-byte-draft", role="draft",
+                                      vocab_size=259, config=TARGET_CONFIG)).id
+        draft = results.upsert_model(session, results.ModelEntry(
+            fingerprint="d" * 64, name="autotune-byte-draft", role="draft",
                                      source="builtin:autotune-byte-draft", num_params=480_000, num_mtp_modules=0,
-                                     vocab_size=259, config=DRAFT_CONFIG).id
-        big = results.upsert_model(session, fingerprint="b" * 64, name="Llama-3-70B", role="target",
+                                     vocab_size=259, config=DRAFT_CONFIG)).id
+        big = results.upsert_model(session, results.ModelEntry(fingerprint="b" * 64, name="Llama-3-70B", role="target",
                                    source="/models/Llama-3-70B", num_params=70_553_706_496, num_mtp_modules=0,
-                                   vocab_size=128256, config=LLAMA_70B).id
-        results.upsert_model(session, fingerprint="e" * 64, name="untuned-target", role="target", source="/m/x",
-                             num_params=10, num_mtp_modules=0, vocab_size=259, config=TARGET_CONFIG)
+                                   vocab_size=128256, config=LLAMA_70B)).id
+        results.upsert_model(session, results.ModelEntry(
+            fingerprint="e" * 64, name="untuned-target", role="target", source="/m/x",
+                             num_params=10, num_mtp_modules=0, vocab_size=259, config=TARGET_CONFIG))
         common = dict(workload_fingerprint=workload.sha256, workload_name=workload.label, max_depth=4)
         performance.save_acceptance(session, target_model_id=target, proposer="mtp", draft_model_id=None,
                                     positions=positions(0.8, 0.6, 0.45, 0.3), sources=[1, 2], **common)

@@ -48,9 +48,10 @@ def database(tmp_path: Path, engine: str = "vllm", *, bandwidth: float = BANDWID
     url = f"sqlite:///{tmp_path / 'autotune.db'}"
     llama = read_config_model(LLAMA_8B, "target")
     with open_database(url) as db, db.session() as session:
-        target = results.upsert_model(session, fingerprint="8" * 64, name="Llama-3.1-8B", role="target",
+        target = results.upsert_model(session, results.ModelEntry(
+            fingerprint="8" * 64, name="Llama-3.1-8B", role="target",
                                       source=str(LLAMA_8B), num_params=llama.shape.total_params, num_mtp_modules=0,
-                                      vocab_size=llama.shape.vocab, config=llama.info.config)
+                                      vocab_size=llama.shape.vocab, config=llama.info.config))
         save_h200_profile(session, target.id, engine, timed_points(TRUE_OVERHEAD_US, bandwidth, prompt))
     return url
 

@@ -46,8 +46,9 @@ def predicted_study(session, name: str, *, failed_only: bool = False) -> None:  
         for i, (m, factor) in enumerate(zip(complete[UNPREDICTED:], FACTORS)):
             m.prediction = prediction(m.tokens_per_s * factor, "roofline" if i == 3 else "timed")
     # A trial stored through the store's writer with its prediction: it failed, so it measured nothing.
-    results.record_trial(session, profile.study_id, trial_number=len(screening), method="mtp", depth=4, concurrency=4,
-                         state="failed", reason="worker died", prediction=prediction(900.0))
+    results.record_trial(session, profile.study_id, results.TrialEntry(
+        trial_number=len(screening), method="mtp", depth=4, concurrency=4,
+                         state="failed", reason="worker died", prediction=prediction(900.0)))
 
 
 @pytest.fixture(scope="module")

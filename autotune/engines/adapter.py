@@ -22,6 +22,7 @@ class EngineAdapter(ABC):
     """One engine's capabilities and constructors (subclasses set the class attributes)."""
 
     name: ClassVar[str]
+    display_name: ClassVar[str]  # as its makers write it, for messages
     # Runs Hugging Face model folders (the target is required) in worker processes of its own,
     # rather than our model files in this process.
     runs_model_folders: ClassVar[bool]

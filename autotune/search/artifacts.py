@@ -23,14 +23,13 @@ from typing import Any
 from autotune.engines.base import BUILTIN_DRAFT
 from autotune.engines.embedded.builtin import BUILTIN_DRAFT_NAME, BUILTIN_TARGET_NAME, model_fingerprint
 from autotune.engines.embedded.footprint import model_path, read_footprint
-from autotune.engines.registry import folder_support
+from autotune.engines.registry import engine_adapter, folder_support
 from autotune.errors import ConfigurationError
 from autotune.models.folder import HfModel
 from autotune.models.footprint import ModelFootprint, folder_footprint
 from autotune.preflight import preflight, usable_drafts
-
-ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM"}
-
+from autotune.search.options import TuneOptions
+from autotune.store.results import ModelEntry
 
 @dataclass(frozen=True)
 class ModelArtifact:
@@ -47,13 +46,13 @@ class ModelArtifact:
     footprint: ModelFootprint
     folder: HfModel | None = None
 
-    def record_fields(self) -> dict[str, Any]:
+    def model_entry(self) -> ModelEntry:
         """The columns of its model-artifact row."""
-        return {
-            "fingerprint": self.fingerprint, "name": self.name, "role": self.role, "source": self.source,
-            "num_params": self.footprint.n_params, "num_mtp_modules": self.footprint.n_mtp,
-            "vocab_size": self.footprint.vocab_size, "config": self.footprint.config,
-        }
+        return ModelEntry(
+            fingerprint=self.fingerprint, name=self.name, role=self.role, source=self.source,
+            num_params=self.footprint.n_params, num_mtp_modules=self.footprint.n_mtp,
+            vocab_size=self.footprint.vocab_size, config=self.footprint.config,
+        )
 
 
 @dataclass(frozen=True)
@@ -103,28 +102,20 @@ def embedded_artifact(role: str, given: str | None) -> ModelArtifact:
 # -- TensorRT-LLM and vLLM --------------------------------------------------------------------------
 
 
-def folder_models(
-    engine: str,
-    target: str,
-    drafts: Sequence[str],
-    want_drafts: bool,
-    hardware: Any,
-    concurrencies: Sequence[int],
-    seq_len: int,
-    max_depth: int,
-    methods: Sequence[str] | None,
-) -> StudyModels:
-    """The Hugging Face folders of a study on ``engine`` (trtllm or vllm), after the pairing preflight
-    (module doc).
+def folder_models(options: TuneOptions, drafts: Sequence[str], hardware: Any, seq_len: int) -> StudyModels:
+    """The Hugging Face folders of a study on ``options.engine`` (trtllm or vllm): its target and
+    ``drafts``, after the pairing preflight (module doc).
 
-    ``concurrencies``: those the preflight checks (only a draft that does not fit even at the smallest
-    is left out; larger batches that do not fit are the memory plan's to skip); ``seq_len``: tokens
-    per sequence, an upper bound (prompt bytes + max_tokens)."""
-    folders = list(drafts) if want_drafts else []
-    report = preflight(target, folders, folder_support(engine), hardware=hardware, concurrencies=concurrencies,
-                       seq_len=seq_len, depths=tuple(range(1, max_depth + 1)), methods=methods)
+    The preflight checks the concurrencies the options give (1 when none: only a draft that does not
+    fit even at the smallest is left out; larger batches that do not fit are the memory plan's to
+    skip), every depth up to ``options.max_depth`` and the options' methods; ``seq_len``: tokens per
+    sequence, an upper bound (prompt bytes + max_tokens)."""
+    engine, target = options.engine, options.target
+    report = preflight(target, list(drafts), folder_support(engine), hardware=hardware,
+                       concurrencies=options.concurrencies or (1,), seq_len=seq_len,
+                       depths=tuple(range(1, options.max_depth + 1)), methods=options.methods)
     if report.target_errors:
-        raise ConfigurationError(f"the target cannot be tuned with {ENGINE_NAMES.get(engine, engine)}: "
+        raise ConfigurationError(f"the target cannot be tuned with {engine_adapter(engine).display_name}: "
                                  + "; ".join(check.message for check in report.target_errors))
     usable, rejected = usable_drafts(report)
     target_artifact = hf_artifact("target", report.models.get(target, "target"))  # read once, by the preflight

@@ -1,7 +1,7 @@
 """Predictions past --max-depth, for the model-guided search (:mod:`autotune.search.guide`).
 
-An answer at --max-depth says nothing about the depths beyond it (issue 21: every draft measured
-sat at depth 7 or 8 of 8). The step costs extrapolate already (linear past the deepest timed depth,
+An answer at --max-depth says nothing about the depths beyond it, and a draft whose best depth is
+the maximum may do better deeper. The step costs extrapolate already (linear past the deepest timed depth,
 :func:`autotune.perfmodel.cost.interpolate`); the acceptance curves stop at the deepest depth
 measured. :func:`extended_model` continues each curve geometrically, as the i.i.d. acceptance model
 does: every further position keeps the last position's conditional acceptance ``a_D / a_{D-1}``

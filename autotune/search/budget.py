@@ -14,11 +14,12 @@ Before sampling, the worker enqueues the next *planned* candidate nobody has tak
 baselines (method none at every concurrency), and for the grid sampler every point of the space.
 A study that can only run planned candidates (the grid, or a space of the baseline alone) stops
 when they are all taken. The model-guided search (:mod:`autotune.search.guide`) enqueues its own
-next point instead of sampling, and stops the study when it has none. When the sampler keeps repeating itself (the tuner allows a few repeats
-in a row: it has converged), the worker enqueues a random configuration nobody has tried; once
-every configuration is taken, the study stops, however much budget is left.
+next point instead of sampling, and stops the study when it has none. When the sampler keeps
+repeating itself (:mod:`autotune.search.asking` allows a few repeats in a row: it has converged),
+the worker enqueues a random configuration nobody has tried; once every configuration is taken,
+the study stops, however much budget is left.
 
-Retries of failed configurations (:func:`owed_retry`; the rule is in :mod:`autotune.search.tuner`)
+Retries of failed configurations (:func:`owed_retry`; the rule is in :mod:`autotune.search.trials`)
 are enqueued here too: a baseline's before any other new point, the rest only when nothing untried
 is left, just before the study would stop. A retry is measured, so it counts against the budget.
 """
@@ -29,12 +30,14 @@ import os
 import random
 import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.search.ledger import Ledger
 from autotune.search.space import BASELINE_METHOD, Candidate, SearchSpace
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
@@ -105,30 +108,38 @@ def owed_retry(counted: list[FrozenTrial], retry_failed: int) -> tuple[Candidate
     return SearchSpace.candidate_of(_params(tries[-1])), {RETRY_OF_ATTR: tries[-1].number, ATTEMPT_ATTR: len(tries) + 1}
 
 
+@dataclass(frozen=True)
+class Asking:
+    """What a worker asks for trials within: the study's ``n_trials``, its ``planned`` candidates
+    (taken first, in order), whether it runs only those (``planned_only``), its search ``space``
+    (whose user attributes an enqueued trial gets), and how many retries a failed configuration
+    gets (``retry_failed``, :func:`owed_retry`)."""
+
+    n_trials: int
+    planned: list[Candidate]
+    planned_only: bool
+    space: SearchSpace
+    retry_failed: int = 0
+
+
 def ask_within_budget(
     study: optuna.Study,
-    n_trials: int,
-    planned: list[Candidate],
-    planned_only: bool,
+    asking: Asking,
     explore: random.Random | None = None,
-    space: SearchSpace | None = None,  # needed whenever a trial is enqueued (its user attributes)
     propose: Callable[[list[dict[str, Any]]], Candidate | None] | None = None,
-    retry_failed: int = 0,
 ) -> optuna.Trial | None:
     """A new trial, or None when the budget is spent or nothing is left to try (see the module
-    doc). With ``explore`` (and the ``space``), a random untried point of the space is enqueued
-    when no planned one is left. With ``propose`` (the model-guided search), its answer to the
-    parameters taken so far is enqueued when no planned one is left, and None ends the study.
-    ``retry_failed``: how many retries a failed configuration gets (:func:`owed_retry`). The
-    caller holds the study lock."""
-    trials = study.get_trials(deepcopy=False)
+    doc). With ``explore``, a random untried point of the space is enqueued when no planned one is
+    left. With ``propose`` (the model-guided search), its answer to the parameters taken so far is
+    enqueued when no planned one is left, and None ends the study. The caller holds the study lock."""
+    trials, space = study.get_trials(deepcopy=False), asking.space
     if not any(trial.state == TrialState.WAITING for trial in trials):
         counted = counted_trials(trials)
-        if len(counted) >= n_trials:
+        if len(counted) >= asking.n_trials:
             return None
         taken = [_params(trial) for trial in counted]
-        following = next((c for c in planned if SearchSpace.params(c) not in taken), None)
-        retry = owed_retry(counted, retry_failed)
+        following = next((c for c in asking.planned if SearchSpace.params(c) not in taken), None)
+        retry = owed_retry(counted, asking.retry_failed)
         if retry is not None and retry[0].method == BASELINE_METHOD and (
                 following is None or following.method != BASELINE_METHOD):
             return _ask_for(study, space, *retry)  # every speedup at its concurrency waits for it
@@ -137,7 +148,7 @@ def ask_within_budget(
         elif following is None and explore is not None:
             untried = [c for c in space.candidates() if SearchSpace.params(c) not in taken]
             following = explore.choice(untried) if untried else None
-        if following is None and (propose is not None or explore is not None or planned_only):
+        if following is None and (propose is not None or explore is not None or asking.planned_only):
             # Nothing untried is left: measure again what failed and may not fail twice, then stop.
             return None if retry is None else _ask_for(study, space, *retry)
         if following is not None:
@@ -158,32 +169,33 @@ def _ask(study: optuna.Study) -> optuna.Trial:
         return study.ask()
 
 
-def fail_stale_trials(study: optuna.Study) -> None:
+def fail_stale_trials(ledger: Ledger) -> None:
     """Fail (and re-queue) trials whose worker stopped sending heartbeats, as Study.optimize does,
     and at once those whose worker ran on this machine and is gone (see :func:`claim`): a rerun
     right after a ``kill -9`` need not wait out the heartbeat's grace period. Then re-queue what a
     cut-off re-queue left behind (:func:`requeue_unresolved_failures`). The caller holds the study lock."""
+    study, storage = ledger.study, ledger.storage
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
         here = _process_identity(os.getpid())
-        storage = study._storage
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if here is not None else ():
             owner = trial.system_attrs.get(OWNER_ATTR)
             if owner is None or owner["machine"] != here["machine"] or _process_identity(owner["pid"]) == owner:
                 continue
+            trial_id = ledger.trial_id(trial.number)
             try:
-                if not storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
+                if not storage.set_trial_state_values(trial_id, state=TrialState.FAIL):
                     continue
             except optuna.exceptions.UpdateFinishedTrialError:  # another worker failed it first
                 continue
             callback = storage.get_heartbeat_stale_trial_callback()
             if callback is not None:
-                callback(study, storage.get_trial(trial._trial_id))
-        requeue_unresolved_failures(study)
+                callback(study, storage.get_trial(trial_id))
+        requeue_unresolved_failures(ledger)
 
 
-def requeue_unresolved_failures(study: optuna.Study) -> None:
+def requeue_unresolved_failures(ledger: Ledger) -> None:
     """Re-queue failed trials that have no result of ours and no retry.
 
     Failing a trial and queueing its retry are two writes (Optuna's tell, then
@@ -192,23 +204,23 @@ def requeue_unresolved_failures(study: optuna.Study) -> None:
     Such a trial has no outcome of ours (no :data:`STATE_ATTR`, or interrupted / abandoned); its
     retry is queued here, under the study lock, so it is queued once. The callback keeps its
     ``max_retry`` bound."""
-    callback = study._storage.get_heartbeat_stale_trial_callback()
+    callback = ledger.storage.get_heartbeat_stale_trial_callback()
     if callback is None:
         return
-    trials = study.get_trials(deepcopy=False)
+    trials = ledger.trials()
     retired = retired_numbers(trials)
     for trial in trials:
         if (trial.state == TrialState.FAIL and trial.number not in retired and REPEAT_ATTR not in trial.user_attrs
                 and trial.user_attrs.get(STATE_ATTR) in UNRESOLVED_STATES):
-            callback(study, trial)
+            callback(ledger.study, trial)
 
 
-def claim(study: optuna.Study, trial: optuna.Trial) -> None:
+def claim(ledger: Ledger, trial: optuna.Trial) -> None:
     """Record which process runs ``trial`` (Linux: machine, pid and the process's start time), so
     that :func:`fail_stale_trials` can tell when it died."""
     identity = _process_identity(os.getpid())
     if identity is not None:
-        study._storage.set_trial_system_attr(trial._trial_id, OWNER_ATTR, identity)
+        ledger.storage.set_trial_system_attr(ledger.trial_id(trial.number), OWNER_ATTR, identity)
 
 
 def _process_identity(pid: int) -> dict[str, Any] | None:

@@ -1,33 +1,32 @@
 """The confirmation phase: the study's finalists re-measured with the full protocol.
 
 Screening (the Optuna trials) measures each configuration once, which is enough to rank a large
-space but not to decide between neighbours: single passes on our machines vary by 10-23 %. So the
+space but not to decide between neighbours, whose single passes vary more than they differ. So the
 study ends by confirming, at each concurrency:
 
 * **Finalists**: every screened configuration whose optimistic bound, its screening tokens/s times
   ``1 + SCREENING_NOISE``, reaches the best screened tokens/s there (the baseline included), at most
   ``MAX_FINALISTS``: the fastest first, then the simplest to operate (n-gram, MTP, draft; smaller
   depth first). Among tied configurations the decision recommends the simplest, so a study must
-  confirm the simple ones near the top to reach the answer a re-run reaches: picking the runners-up
-  by screening tokens/s (noise) made two studies confirm different depths of a flat band and
-  recommend different ones (docs/benchmarks.md, "Reproducibility").
+  confirm the simple ones near the top to reach the answer a re-run reaches: runners-up picked by
+  screening tokens/s (noise) would differ from run to run across a flat band of depths, and so
+  would the recommendation.
 * **The best predicted point**: the screening stops when the model rules every other point out at
   z = 1, which still leaves each a chance of up to 16 %, and a screened point rests on one pass,
-  which can be a third low without being flagged (vLLM's draft@4 b4 screened 447 tok/s and
-  confirmed 669, so it missed the finalists and the study its answer: docs/benchmarks.md). So the
-  configuration with the highest prediction at a concurrency, measured or not, joins its finalists
+  which can be far low without being flagged, so the best configuration can miss the finalists. So
+  the configuration with the highest prediction at a concurrency, measured or not, joins its finalists
   (beyond ``MAX_FINALISTS``) when it is not one yet and its optimistic bound, prediction x
   exp(GUIDE_Z x sigma), still reaches the best screened tokens/s there. The predictions come in as
   values (``predicted``, from :func:`autotune.search.guide.point_predictions`, called by the
-  tuner): this module never builds a model.
+  confirmation phase, :mod:`autotune.search.confirmation`): this module never builds a model.
 * **The floor where none wins**: an engine whose server cannot switch a kind off (TensorRT-LLM's
   one-model MTP / EAGLE-3: :class:`autotune.analysis.offstate.OffRule`, the adapter's ``off_rule``)
   serves it at draft length 1 where none leads; so at a concurrency whose screening leader is the
   baseline, depth 1 of every such screened configuration joins the finalists (beyond
   ``MAX_FINALISTS``), and the export carries that measured floor against none. ``floor`` (from the
-  tuner) says a candidate's floor; without it nothing is added. An engine whose server can run
+  study plan) says a candidate's floor; without it nothing is added. An engine whose server can run
   K = 0 but pays for it (vLLM: the drafter still runs every step) gets K = 0 measured there the same
-  way (``zero``, from the tuner): a candidate at depth 0, run as :class:`EngineConfig` ``off_state``
+  way (``zero``, from the study plan): a candidate at depth 0, run as :class:`EngineConfig` ``off_state``
   and stored with ``extra["off_state"]``, which prices the off state and never decides
   (:func:`autotune.analysis.decision.deciding_rows`).
 * **Protocol**: the finalists and the baseline, per concurrency, in interleaved rounds with racing
@@ -36,8 +35,8 @@ study ends by confirming, at each concurrency:
   engines (vLLM, TensorRT-LLM) keeps the ones screening built, so a configuration is not built again
   per concurrency, and before each concurrency it is told what this and the later concurrency levels run
   (:meth:`EngineWorker.keep`): making room, it shuts down what no concurrency left needs first, not
-  the least recently used (vLLM's CPU runner keeps 6; a guided study's confirmation had rebuilt
-  engines it closed a concurrency earlier). The embedded engine gets a fresh process per concurrency
+  the least recently used, so it does not rebuild an engine it closed a concurrency earlier. The
+  embedded engine gets a fresh process per concurrency
   (:mod:`autotune.engines.worker`). ``ConfirmedConcurrency.loads`` counts the builds a concurrency cost.
 * **Retries**: a concurrency whose worker fails (crash, hang, out of memory) is measured again, up
   to ``attempts`` times in all: without its baseline no speedup there can be given.
@@ -47,7 +46,8 @@ study ends by confirming, at each concurrency:
 * **Time budget**: the study's deadline (``--timeout``, :mod:`autotune.search.deadline`) bounds
   the confirmation too: each concurrency's protocol gets what is left of it as a hard cap (rounds it
   discards included), and a concurrency reached after the deadline is not measured but marked
-  ``out_of_time``; the tuner stores what was confirmed and says which concurrency levels were not.
+  ``out_of_time``; :mod:`autotune.search.confirmation` stores what was confirmed and says which
+  concurrency levels were not.
 
 Confirmed rows are stored with ``phase = "confirmation"`` and ``extra["confirmation"] = {"run",
 "screened"}``; the latest run decides (:mod:`autotune.analysis.decision`).
@@ -71,7 +71,7 @@ from autotune.search.guide import GUIDE_Z
 from autotune.search.space import BASELINE_METHOD, Candidate
 from autotune.store.results import TrialRow
 
-# Relative noise of one screening pass on our machines (docs/benchmarks.md: 10-23 % between runs).
+# Relative noise of one screening pass: a finalist's screening figure times 1 + this may still lead.
 SCREENING_NOISE = 0.25
 MAX_FINALISTS = 4
 
@@ -152,23 +152,29 @@ class ConfirmedConcurrency:
     out_of_time: bool = False  # not measured (or nothing kept): the study's time budget ran out
 
 
-def confirm(
-    worker: EngineWorker,
-    finalists_by_concurrency: dict[int, list[Candidate]],
-    engine_config: Callable[[Candidate], EngineConfig],
-    workload: Any,
-    seed: int,
-    options: ProtocolOptions,
-    progress: Callable[[str], None] = lambda _text: None,
-    attempts: int = 1,
-    deadline: Deadline | None = None,
-    notice: Callable[[str], None] | None = None,
-) -> list[ConfirmedConcurrency]:
-    """Measure every concurrency's finalists with the protocol (racing on; a failed concurrency up to
-    ``attempts`` times), then re-measure once the concurrency levels whose baseline fails the neighbour
-    check; nothing new starts after ``deadline`` (see the module doc). ``progress`` gets a line per
-    concurrency, ``notice`` one per round the protocol discards, as it happens."""
-    deadline = deadline or Deadline.start(None)
+@dataclass(frozen=True)
+class ConfirmRun:
+    """How the finalists are measured: each candidate's ``engine_config``, the ``workload``, the
+    ``seed`` and the protocol ``options`` (racing is turned on); a failed concurrency is measured
+    up to ``attempts`` times in all; nothing new starts after ``deadline``. ``progress`` gets a
+    line per concurrency, ``notice`` one per round the protocol discards, as it happens."""
+
+    engine_config: Callable[[Candidate], EngineConfig]
+    workload: Any
+    seed: int
+    options: ProtocolOptions
+    progress: Callable[[str], None] = lambda _text: None
+    attempts: int = 1
+    deadline: Deadline | None = None
+    notice: Callable[[str], None] | None = None
+
+
+def confirm(worker: EngineWorker, finalists_by_concurrency: dict[int, list[Candidate]],
+            how: ConfirmRun) -> list[ConfirmedConcurrency]:
+    """Measure every concurrency's finalists with the protocol (see :class:`ConfirmRun`), then
+    re-measure once the concurrency levels whose baseline fails the neighbour check (module doc)."""
+    deadline = how.deadline or Deadline.start(None)
+    engine_config, attempts = how.engine_config, how.attempts
 
     def run(concurrency: int, later: Sequence[int] = ()) -> ConfirmedConcurrency:
         candidates = finalists_by_concurrency[concurrency]
@@ -180,12 +186,13 @@ def confirm(
             if deadline.passed():
                 return ConfirmedConcurrency(concurrency, candidates, None, out_of_time=True)
             again = f" (attempt {attempt} of {attempts})" if attempt > 1 else ""
-            progress(f"confirming {len(candidates)} finalist(s) and the baseline at concurrency {concurrency}{again}")
+            how.progress(f"confirming {len(candidates)} finalist(s) and the baseline at concurrency "
+                         f"{concurrency}{again}")
             try:
-                result = worker.measure_repeatedly([engine_config(c) for c in candidates], workload, concurrency,
-                                                   seed=seed, options=replace(options, race=True,
-                                                                              budget_s=deadline.left_s()),
-                                                   notice=notice)
+                result = worker.measure_repeatedly([engine_config(c) for c in candidates], how.workload, concurrency,
+                                                   seed=how.seed, options=replace(how.options, race=True,
+                                                                                  budget_s=deadline.left_s()),
+                                                   notice=how.notice)
                 return ConfirmedConcurrency(concurrency, candidates, result, loads=worker.loads - loads_before)
             except WorkerFailure as failure:
                 if deadline.passed():  # the protocol kept no round before the budget ran out

@@ -50,9 +50,8 @@ proposer whose best screened point sits at the deepest depth measured at its con
 the maximum, may go one depth deeper there, and nowhere else. The step is predicted with the
 acceptance curves continued past the deepest measured position (:mod:`autotune.search.beyond`)
 and competes with the others under the same rule; unlike a point inside the space, one that cannot
-be predicted is never open there. (Every proposer at every concurrency two depths deeper cost the
-guided benchmark 4-8 of its 18-27 configurations on the embedded engine and 4 of 14 builds on vLLM,
-and none of them won: docs/benchmarks.md.)
+be predicted is never open there. Only the edge is stepped past: opening every proposer at every
+concurrency deeper would spend many configurations (and builds) on depths that rarely win.
 
 A point the model cannot predict (its proposer has no curve yet, or the engine took no timings)
 is open: ignorance never rules a point out.
@@ -70,11 +69,10 @@ from autotune.search.beyond import extended_model
 from autotune.search.space import BASELINE_METHOD, BEYOND_DEPTHS, Candidate, SearchSpace
 
 # A point is open when P(it beats the incumbent by more than TIE_MARGIN) > 1 - Phi(GUIDE_Z) = 16 %
-# (z = 0.5 left a 31 % chance per closed point of closing it wrongly, and closed points are never
-# looked at again).
+# (a lower z closes more points wrongly, and closed points are never looked at again).
 GUIDE_Z = 1.0
-# Gains below this are ties on our machines (a confirmation resolves ~5 % at best, docs/benchmarks.md):
-# measuring a point that can only tie the incumbent cannot change the recommendation's quality.
+# Gains below this are ties (about what a confirmation can resolve): measuring a point that can only
+# tie the incumbent cannot change the recommendation's quality.
 TIE_MARGIN = 0.05
 
 
@@ -234,21 +232,29 @@ def _assess(candidate: Candidate, prediction: Prediction | None, incumbent: Incu
     return Assessed(candidate, prediction, margin, distance + z * sigma)
 
 
+@dataclass(frozen=True)
+class Guidance:
+    """What the guide decides on: the performance model (None without step costs) and the rows it
+    was built from (the study's rows measured undisturbed)."""
+
+    model: PerformanceModel | None
+    rows: Sequence[Any]
+
+
 def next_pick(
     space: SearchSpace,
-    model: PerformanceModel | None,
-    rows: Sequence[Any],
+    guidance: Guidance,
     taken: list[dict[str, Any]],
     feasible: Any,
     slo: Any,
     last: Candidate | None = None,
-    z: float = GUIDE_Z,
     explore_beyond: bool = False,
 ) -> Pick | None:
-    """The next point to measure, or None when nothing is open (see the module doc). ``taken``:
-    the Optuna params of every counted trial (running and waiting included); ``feasible(c)``: False
-    for a point that cannot run here (it is never proposed); ``explore_beyond``: the points past
-    ``space.max_depth`` compete too."""
+    """The next point to measure, or None when nothing is open at z = GUIDE_Z (see the module doc).
+    ``taken``: the Optuna params of every counted trial (running and waiting included);
+    ``feasible(c)``: False for a point that cannot run here (it is never proposed);
+    ``explore_beyond``: the points past ``space.max_depth`` compete too."""
+    model, rows, z = guidance.model, guidance.rows, GUIDE_Z
     untaken = [c for c in space.candidates() if SearchSpace.params(c) not in taken and feasible(c)]
     for run in calibration_runs(space, model, feasible):
         if run in untaken:
@@ -334,9 +340,9 @@ class RuledOut:
                 f"{TIE_MARGIN:.0%}; the closest: {self.closest.label}, {self.probability:.0%})")
 
 
-def ruled_out(space: SearchSpace, model: PerformanceModel | None, rows: Sequence[Any], feasible: Any, slo: Any,
-              z: float = GUIDE_Z) -> RuledOut:
-    """The points the guide closed, given the study's rows (see :class:`RuledOut`)."""
+def ruled_out(space: SearchSpace, guidance: Guidance, feasible: Any, slo: Any) -> RuledOut:
+    """The points the guide closed at z = GUIDE_Z, given what it decided on (see :class:`RuledOut`)."""
+    model, rows, z = guidance.model, guidance.rows, GUIDE_Z
     tried = _tried(rows)
     untaken = [c for c in space.candidates() if c not in tried and feasible(c)]
     closed = [entry for entry in assess(space, model, rows, untaken, slo, z) if not entry.is_open(z)]

@@ -29,7 +29,7 @@ from autotune.engines.worker import EngineWorker, WorkerFailure
 from autotune.errors import EngineError
 from autotune.perfmodel.acceptance import AcceptanceCurve, proposer_key, row_counts
 from autotune.perfmodel.cost import MIN_ROUNDS, CostPoint, CostProfile
-from autotune.perfmodel.model import ConfigKey, PerformanceModel, Prediction
+from autotune.perfmodel.model import ConfigKey, PerformanceModel
 from autotune.search.plan import StudyPlan
 from autotune.search.space import BASELINE_METHOD, Candidate
 from autotune.store import Database, performance
@@ -38,8 +38,8 @@ from autotune.store.results import TrialRow
 from autotune.workload import Workload, first_cycle
 
 # Three rounds of three steps: the cost profile's median and slow-round cut need three rounds
-# (perfmodel/cost.py); a round also pays a prefill worth ~3-9 steps, so 3 x (O + 3) costs about
-# what the former 2 x (O + 6) did (docs/statistics.md).
+# (perfmodel/cost.py), and each round also pays a prefill worth ~3-9 steps, so the steps per
+# round are kept few (docs/statistics.md).
 TIMING_STEPS = 3
 TIMING_ROUNDS = MIN_ROUNDS
 
@@ -184,11 +184,6 @@ class StudyModeling:
         model.calibrate((row.method, row.draft, row.depth, row.concurrency, row.tokens_per_s) for row in rows
                         if row.state == "complete" and row.phase == "screening")
         return model
-
-    def predict(self, candidate: Candidate, rows: Sequence[TrialRow]) -> Prediction | None:
-        model = self.model(rows)
-        return None if model is None else model.predict(candidate.method, candidate.draft, candidate.depth,
-                                                        candidate.concurrency)
 
     def _lengths(self, rows: Sequence[TrialRow]) -> list[int]:
         """Output tokens per request: a measured run's (greedy output is the same for every lossless

@@ -56,7 +56,7 @@ class TuneOptions:
     workload. ``heartbeat_interval_s``: how often a running trial says it is alive; one silent for
     ``grace_period_s`` (default 2 x interval) is failed and retried up to ``max_retry`` times.
     ``retry_failed``: how many more times a configuration whose measurement failed (crash, timeout,
-    out of memory) is measured again, see :mod:`autotune.search.tuner` for when (None: 1).
+    out of memory) is measured again, see :mod:`autotune.search.trials` for when (None: 1).
     ``sampler``: ``model`` (the model-guided search, :mod:`autotune.search.guide`; the default on
     every engine), ``tpe``, ``random`` or ``grid`` (every point once).
     ``confirm``: end with the confirmation phase (:mod:`autotune.search.confirm`), whose protocol

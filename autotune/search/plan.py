@@ -133,10 +133,8 @@ def plan_study(options: TuneOptions) -> StudyPlan:
     workload = load_workload(options.workload)
     if options.folder_engine:
         hardware = _hardware(options)
-        models = folder_models(
-            options.engine, options.target, options.model_drafts, _wants_drafts(options), hardware,
-            options.concurrencies or (1,), cache_positions(workload, 0), options.max_depth, options.methods,
-        )
+        drafts = options.model_drafts if _wants_drafts(options) else ()
+        models = folder_models(options, drafts, hardware, cache_positions(workload, 0))
     else:
         models = embedded_models(options.target, options.drafts, _wants_drafts(options))
         hardware = _hardware(options)

@@ -16,16 +16,13 @@ import optuna
 from autotune.errors import ConfigurationError
 from autotune.search.space import Candidate, SearchSpace
 
-# With the built-in models and workload a measured trial takes ~3-5 s on our 2-core CPU (about
-# half of it the worker restart a new configuration needs; repeats cost nothing), so 36 screening
-# trials, a third of the 100-point default space, take ~2.5-3 min, and the confirmation phase
-# (at most ~35 s per concurrency once 3 rounds are kept) another ~3 min: a plain `autotune tune`
-# stays under 10 min.
+# A third of the 100-point default space: with the built-in models and workload, the screening and
+# the confirmation of a plain `autotune tune` fit in 10 minutes on a 2-core CPU.
 DEFAULT_N_TRIALS = 36
 TPE_STARTUP_TRIALS = 10
-# Optuna's GPSampler models only the parameters every trial shares; in this space (baselines have no
-# depth, each method has its own depth parameter) that is concurrency alone, so it drew method and
-# depth at random while claiming to model them. Removed rather than left to mislead.
+# Names refused with the reason. Optuna's GPSampler models only the parameters every trial shares;
+# in this space (baselines have no depth, each method has its own depth parameter) that is
+# concurrency alone, so it would draw method and depth at random while claiming to model them.
 REMOVED_SAMPLERS = {"gp": "it modelled concurrency only and drew method and depth at random in this space"}
 
 
@@ -62,9 +59,8 @@ class ModelGuidedSampler(Sampler):
         """Nothing, where there is speculation to search: the baselines are points of the guide like any
         other, screened only when they could lead a concurrency (:mod:`autotune.search.guide`). A screened
         baseline serves as an incumbent only, and the objective is tokens/s, not speedup; every speedup
-        comes from the confirmation, which measures each concurrency's baseline paired with its finalists.
-        (Where speculation won, four baseline passes were 4 of a guided study's 13-20 configurations on
-        the embedded engine and one engine build on vLLM: docs/benchmarks.md.)"""
+        comes from the confirmation, which measures each concurrency's baseline paired with its finalists,
+        so a baseline pass the guide can rule out is a configuration (and an engine build) saved."""
         return [] if space.sampled_methods else space.baselines()
 
 

@@ -2,10 +2,8 @@
 
 A screening pass decides what the model-guided search measures next, what it rules out and which
 configurations reach the confirmation, so a pass slowed by other processes would decide on the
-machine's load instead of the configuration (issue 21: under a load average of 5.8 on 2 cores, the
-baseline screened at 30 tok/s instead of ~220 and MTP and deep drafts were pruned on such figures).
-Every pass therefore gets the check the protocol's rounds get (:mod:`autotune.engines.noise`, read
-in the worker around the pass):
+machine's load instead of the configuration. Every pass therefore gets the check the protocol's
+rounds get (:mod:`autotune.engines.noise`, read in the worker around the pass):
 
 * a disturbed pass is measured again, at most ``MAX_DISTURBED_RERUNS`` more times and never past the
   study's deadline; the progress names the disturbance ("other processes use 1.80 of 2 cores:
@@ -17,17 +15,16 @@ in the worker around the pass):
 
 ``extra["disturbed_reruns"]`` counts the passes measured again.
 
-**A load that persists is a condition, not a blip** (issue 40: two busy loops on a 2-core machine
-kept every pass disturbed for 900 s; each was measured three times for nothing and the study never
-reached its confirmation). When a trial's passes stayed disturbed through all its re-measurements
-(:class:`MachineLoad` remembers it for the study), the study measures *under* the load: the next
-passes are measured once, and a disturbed pass while the load persists is kept and marked
-``extra["loaded"]`` rather than ``"disturbed"``. Loaded rows guide the search (they are what this
-machine does now; the performance model's study-wide correction, fitted on the passes' log
-residuals, scales its predictions to them), the confirmation keeps disturbed rounds at once (its
-rounds pair each configuration with the baseline under the same load, so the speedups survive where
-absolute figures do not), and the summary says that the absolute figures are the loaded machine's.
-The first quiet pass ends the state: the next disturbed pass is measured again as before.
+**A load that persists is a condition, not a blip.** When a trial's passes stayed disturbed through
+all its re-measurements (:class:`MachineLoad` remembers it for the study), the study measures
+*under* the load: the next passes are measured once, and a disturbed pass while the load persists
+is kept and marked ``extra["loaded"]`` rather than ``"disturbed"``. Loaded rows guide the search
+(they are what this machine does now; the performance model's study-wide correction, fitted on the
+passes' log residuals, scales its predictions to them), the confirmation keeps disturbed rounds at
+once (its rounds pair each configuration with the baseline under the same load, so the speedups
+survive where absolute figures do not), and the summary says that the absolute figures are the
+loaded machine's. The first quiet pass ends the state: the next disturbed pass is measured again
+as before.
 
 A pass measured *again* that fails in the worker (a crash, a timeout, memory) does not fail the
 trial: the configuration has already run once, so what failed is the repetition, not the
@@ -36,14 +33,11 @@ configuration. The passes so far stand, chosen by the same rules, and the row sa
 
 A quiet pass far *below* its own prediction (``SURPRISE_Z`` of the prediction's "predict, then
 measure once" sigma, :func:`surprise_floor`) is measured once more and the faster of the two kept,
-as for a disturbed pass (``extra["surprise_rerun"]`` holds the slower figure). Why: on a noisy
-machine state single passes of one configuration differed by up to 35 % with no other process
-running (docs/benchmarks.md, third round), which the disturbance check cannot see. Such a pass does
-not only misplace its own point: it enters the model's leave-one-out residuals, the model's sigma
-grows, and the whole flat band of draft depths stays open at every concurrency (seed 5 of that round
-screened draft@8 b4 at 917 tok/s against 1451 predicted and measured 22 configurations). At z = 2 a
-pass the model predicts well is measured again about once in 44; a pass the model cannot predict (a
-calibration run) is not checked.
+as for a disturbed pass (``extra["surprise_rerun"]`` holds the slower figure): single passes of one
+configuration can differ widely with no other process running, which the disturbance check cannot
+see, and such a pass would also enter the model's leave-one-out residuals, widen its sigma and keep
+points open that it would otherwise close. At z = 2 a pass the model predicts well is measured
+again about once in 44; a pass the model cannot predict (a calibration run) is not checked.
 """
 
 from __future__ import annotations

@@ -109,14 +109,16 @@ def _create_record(database: Database, plan: StudyPlan) -> int:
             session, hardware_row, method_version=hardware.method_version, quick=hardware.quick,
             duration_s=hardware.duration_s, metrics=[metric.to_dict() for metric in hardware.metrics],
         )
-        target = results.upsert_model(session, **plan.target.record_fields())
+        target = results.upsert_model(session, plan.target.model_entry())
         for draft in plan.drafts.values():
-            results.upsert_model(session, **draft.record_fields())
+            results.upsert_model(session, draft.model_entry())
         record = results.create_study(
-            session, name=plan.name, optuna_study_name=plan.name, hardware=hardware_row, target=target,
-            engine=plan.engine, objective=plan.objective.kind, search_space=plan.search_space_record(),
-            slo=plan.objective.slo.to_dict(), workload_name=plan.workload.label,
-            workload_fingerprint=plan.workload.sha256,
+            session, results.StudyEntry(
+                name=plan.name, optuna_study_name=plan.name, hardware=hardware_row, target=target, engine=plan.engine,
+                objective=plan.objective.kind, search_space=plan.search_space_record(),
+                slo=plan.objective.slo.to_dict(), workload_name=plan.workload.label,
+                workload_fingerprint=plan.workload.sha256,
+            ),
         )
         return record.id
 

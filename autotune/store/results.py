@@ -178,48 +178,55 @@ class StudySummary:
 # -- models and studies -------------------------------------------------------------------------
 
 
-def upsert_model(
-    session: Session,
-    *,
-    fingerprint: str,
-    name: str,
-    role: str,
-    source: str,
-    num_params: int | None,
-    num_mtp_modules: int,
-    vocab_size: int | None,
-    config: Mapping[str, Any],
-) -> ModelRecord:
-    """The model row for ``fingerprint`` (its content), created on first sight (race-free: store/rows.py)."""
-    record = get_or_create(session, ModelRecord, {"fingerprint": fingerprint}, {
-        "name": name, "role": role, "source": source, "num_params": num_params, "num_mtp_modules": num_mtp_modules,
-        "vocab_size": vocab_size, "config": dict(config),
+@dataclass(frozen=True, kw_only=True)
+class ModelEntry:
+    """The columns of a model-artifact row; ``fingerprint`` (its content) names it."""
+
+    fingerprint: str
+    name: str
+    role: str
+    source: str
+    num_params: int | None
+    num_mtp_modules: int
+    vocab_size: int | None
+    config: Mapping[str, Any]
+
+
+def upsert_model(session: Session, model: ModelEntry) -> ModelRecord:
+    """The model row for ``model.fingerprint``, created on first sight (race-free: store/rows.py)."""
+    return get_or_create(session, ModelRecord, {"fingerprint": model.fingerprint}, {
+        "name": model.name, "role": model.role, "source": model.source, "num_params": model.num_params,
+        "num_mtp_modules": model.num_mtp_modules, "vocab_size": model.vocab_size, "config": dict(model.config),
     })
-    return record
 
 
 def find_study(session: Session, name: str) -> StudyRecord | None:
     return session.scalar(select(StudyRecord).where(StudyRecord.name == name))
 
 
-def create_study(
-    session: Session,
-    *,
-    name: str,
-    optuna_study_name: str,
-    hardware: HardwareRecord,
-    target: ModelRecord,
-    engine: str,
-    objective: str,
-    search_space: Mapping[str, Any],
-    slo: Mapping[str, Any],
-    workload_name: str,
-    workload_fingerprint: str,
-) -> StudyRecord:
+@dataclass(frozen=True, kw_only=True)
+class StudyEntry:
+    """The columns of a new study row."""
+
+    name: str
+    optuna_study_name: str
+    hardware: HardwareRecord
+    target: ModelRecord
+    engine: str
+    objective: str
+    search_space: Mapping[str, Any]
+    slo: Mapping[str, Any]
+    workload_name: str
+    workload_fingerprint: str
+
+
+def create_study(session: Session, study: StudyEntry) -> StudyRecord:
+    """Add the study row, status running."""
     record = StudyRecord(
-        name=name, optuna_study_name=optuna_study_name, hardware=hardware, target_model=target, engine=engine,
-        objective=objective, search_space=dict(search_space), slo=dict(slo), workload_name=workload_name,
-        workload_fingerprint=workload_fingerprint, status="running",
+        name=study.name, optuna_study_name=study.optuna_study_name, hardware=study.hardware,
+        target_model=study.target, engine=study.engine, objective=study.objective,
+        search_space=dict(study.search_space), slo=dict(study.slo), workload_name=study.workload_name,
+        workload_fingerprint=study.workload_fingerprint, status="running",
     )
     session.add(record)
     session.flush()
@@ -237,48 +244,51 @@ def set_study_status(session: Session, study_id: int, status: str) -> None:
 # -- trials -------------------------------------------------------------------------------------
 
 
-def record_trial(
-    session: Session,
-    study_id: int,
-    *,
-    trial_number: int,
-    method: str,
-    depth: int,
-    concurrency: int,
-    state: str,
-    draft: str | None = None,
-    draft_model_id: int | None = None,
-    reason: str | None = None,
-    measurement: Mapping[str, Any] | None = None,
-    extra: Mapping[str, Any] | None = None,
-    phase: str = "screening",
-    repetitions: int = 1,
-    intervals: Mapping[str, Any] | None = None,
-    speedup: float | None = None,
-    prediction: Mapping[str, Any] | None = None,
-) -> MeasurementRecord:
-    """Store one finished trial; ``measurement`` is a Measurement.to_dict() (central values, for a
+@dataclass(frozen=True, kw_only=True)
+class TrialEntry:
+    """One finished trial to store: ``measurement`` is a Measurement.to_dict() (central values, for a
     repeated one) for a complete one; ``intervals`` the figures' Estimate dicts and ``speedup`` the
     paired speedup, where measured; ``prediction`` what the performance model expected of it
     beforehand (stored as given, whatever the trial's state)."""
-    if state not in TRIAL_STATES:
-        raise ValueError(f"unknown trial state {state!r}")
-    if phase not in PHASES:
-        raise ValueError(f"unknown phase {phase!r}")
-    if (state == "complete") != (measurement is not None):
+
+    trial_number: int
+    method: str
+    depth: int
+    concurrency: int
+    state: str
+    draft: str | None = None
+    draft_model_id: int | None = None
+    reason: str | None = None
+    measurement: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] | None = None
+    phase: str = "screening"
+    repetitions: int = 1
+    intervals: Mapping[str, Any] | None = None
+    speedup: float | None = None
+    prediction: Mapping[str, Any] | None = None
+
+
+def record_trial(session: Session, study_id: int, trial: TrialEntry) -> MeasurementRecord:
+    """Store one finished trial of study ``study_id`` (see :class:`TrialEntry`)."""
+    if trial.state not in TRIAL_STATES:
+        raise ValueError(f"unknown trial state {trial.state!r}")
+    if trial.phase not in PHASES:
+        raise ValueError(f"unknown phase {trial.phase!r}")
+    measurement = trial.measurement
+    if (trial.state == "complete") != (measurement is not None):
         raise ValueError("a complete trial needs its measurement, and only a complete one has one")
     figures = {name: measurement[name] for name in FIGURE_COLUMNS} if measurement else {}
-    details = dict(extra or {})
-    details["draft"] = draft
+    details = dict(trial.extra or {})
+    details["draft"] = trial.draft
     if measurement:
         details["measurement"] = {
             k: v for k, v in measurement.items() if k not in FIGURE_COLUMNS and k not in CONFIG_FIELDS
         }
     record = MeasurementRecord(
-        study_id=study_id, trial_number=trial_number, method=method, draft_model_id=draft_model_id, depth=depth,
-        concurrency=concurrency, state=state, reason=reason, extra=details, phase=phase, repetitions=repetitions,
-        intervals=dict(intervals) if intervals else None, speedup=speedup,
-        prediction=dict(prediction) if prediction is not None else None, **figures,
+        study_id=study_id, trial_number=trial.trial_number, method=trial.method, draft_model_id=trial.draft_model_id,
+        depth=trial.depth, concurrency=trial.concurrency, state=trial.state, reason=trial.reason, extra=details,
+        phase=trial.phase, repetitions=trial.repetitions, intervals=dict(trial.intervals) if trial.intervals else None,
+        speedup=trial.speedup, prediction=dict(trial.prediction) if trial.prediction is not None else None, **figures,
     )
     session.add(record)
     session.flush()
@@ -312,44 +322,47 @@ def trial_row(record: MeasurementRecord) -> TrialRow:
 # -- deployment profiles ------------------------------------------------------------------------
 
 
-def save_profile(
-    session: Session,
-    study: StudyRecord,
-    *,
-    measurement_id: int | None,
-    method: str,
-    draft_model_id: int | None,
-    depth: int,
-    concurrency: int,
-    tokens_per_s: float | None,
-    tpot_ms_p50: float | None,
-    speedup: float | None,
-    per_concurrency: list[dict[str, Any]],
-    details: Mapping[str, Any],
-    repetitions: int = 1,
-    intervals: Mapping[str, Any] | None = None,
-) -> DeploymentProfileRecord:
+@dataclass(frozen=True, kw_only=True)
+class ProfileEntry:
+    """A study's recommendation: the configuration, its figures (from the measurement row
+    ``measurement_id``), the best per concurrency and the ``details`` an export reads."""
+
+    measurement_id: int | None
+    method: str
+    draft_model_id: int | None
+    depth: int
+    concurrency: int
+    tokens_per_s: float | None
+    tpot_ms_p50: float | None
+    speedup: float | None
+    per_concurrency: list[dict[str, Any]]
+    details: Mapping[str, Any]
+    repetitions: int = 1
+    intervals: Mapping[str, Any] | None = None
+
+
+def save_profile(session: Session, study: StudyRecord, profile: ProfileEntry) -> DeploymentProfileRecord:
     """Store the study's recommendation, replacing the previous one (one profile per study)."""
     record = get_or_create(session, DeploymentProfileRecord, {"study_id": study.id}, {
         "hardware_id": study.hardware_id, "target_model_id": study.target_model_id, "objective": study.objective,
-        "method": method, "depth": depth, "concurrency": concurrency, "per_concurrency": per_concurrency,
-        "details": dict(details),
+        "method": profile.method, "depth": profile.depth, "concurrency": profile.concurrency,
+        "per_concurrency": profile.per_concurrency, "details": dict(profile.details),
     })
     record.hardware_id = study.hardware_id
     record.target_model_id = study.target_model_id
     record.objective = study.objective
-    record.measurement_id = measurement_id
-    record.method = method
-    record.draft_model_id = draft_model_id
-    record.depth = depth
-    record.concurrency = concurrency
-    record.tokens_per_s = tokens_per_s
-    record.tpot_ms_p50 = tpot_ms_p50
-    record.speedup = speedup
-    record.repetitions = repetitions
-    record.intervals = dict(intervals) if intervals else None
-    record.per_concurrency = per_concurrency
-    record.details = dict(details)
+    record.measurement_id = profile.measurement_id
+    record.method = profile.method
+    record.draft_model_id = profile.draft_model_id
+    record.depth = profile.depth
+    record.concurrency = profile.concurrency
+    record.tokens_per_s = profile.tokens_per_s
+    record.tpot_ms_p50 = profile.tpot_ms_p50
+    record.speedup = profile.speedup
+    record.repetitions = profile.repetitions
+    record.intervals = dict(profile.intervals) if profile.intervals else None
+    record.per_concurrency = profile.per_concurrency
+    record.details = dict(profile.details)
     record.created_at = utcnow()
     session.flush()
     return record

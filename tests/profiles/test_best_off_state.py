@@ -23,11 +23,12 @@ def test_an_off_state_row_is_never_the_best(db_url: str, monkeypatch) -> None:  
         fastest = max(row.tokens_per_s for row in results.study_rows(session, study) if row.tokens_per_s)
         for phase in ("screening", "confirmation"):  # faster than anything, in both phases best reads
             results.record_trial(
-                session, study, trial_number=900 + len(phase), method="draft", depth=0, concurrency=1,
-                state="complete", draft="d", draft_model_id=draft.id, phase=phase,
-                extra={OFF_STATE_KEY: True, **({"confirmation": {"run": 1}} if phase == "confirmation" else {})},
-                measurement={**factory._measurement("draft", 1, 1, 1.0), "tokens_per_s": fastest * 10,
-                             "tpot_ms_p50": 0.1})
+                session, study, results.TrialEntry(
+                    trial_number=900 + len(phase), method="draft", depth=0, concurrency=1,
+                    state="complete", draft="d", draft_model_id=draft.id, phase=phase,
+                    extra={OFF_STATE_KEY: True, **({"confirmation": {"run": 1}} if phase == "confirmation" else {})},
+                    measurement={**factory._measurement("draft", 1, 1, 1.0), "tokens_per_s": fastest * 10,
+                                 "tpot_ms_p50": 0.1}))
     for slo in (None, 1000.0):
         point = best_profile(db_url, "t", concurrency=1, slo_tpot_ms=slo).operating_point
         assert point is not None and not (point.method != "none" and point.depth == 0)

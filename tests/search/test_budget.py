@@ -10,27 +10,34 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from autotune.search.budget import STATE_ATTR, counted_trials, fail_stale_trials, retired_numbers
+from autotune.search.ledger import Ledger
 
 
 @pytest.fixture
-def study(tmp_path) -> optuna.Study:  # noqa: ANN001
+def ledger(tmp_path) -> Ledger:  # noqa: ANN001
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         storage = RDBStorage(f"sqlite:///{tmp_path / 'optuna.db'}", heartbeat_interval=60,
                              heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1))
-    return optuna.create_study(storage=storage, study_name="s")
+    return Ledger.of(optuna.create_study(storage=storage, study_name="s"), storage)
+
+
+@pytest.fixture
+def study(ledger: Ledger) -> optuna.Study:
+    return ledger.study
 
 
 @pytest.mark.parametrize("state", [None, "abandoned", "interrupted"])
-def test_a_failure_whose_retry_was_cut_off_is_queued_again_once(study: optuna.Study, state: str | None) -> None:
+def test_a_failure_whose_retry_was_cut_off_is_queued_again_once(ledger: Ledger, study: optuna.Study,
+                                                                state: str | None) -> None:
     """A connection lost between the fail and the retry's add_trial left a failed trial that
     counted, with no row and nothing to measure it again (the PostgreSQL storm test)."""
     trial = study.ask({"x": optuna.distributions.IntDistribution(1, 8)})
     if state is not None:
         trial.set_user_attr(STATE_ATTR, state)
     study.tell(trial, state=TrialState.FAIL)  # ... and the retry's add_trial never happened
-    fail_stale_trials(study)
-    fail_stale_trials(study)  # idempotent: the retry retires the failed trial
+    fail_stale_trials(ledger)
+    fail_stale_trials(ledger)  # idempotent: the retry retires the failed trial
     trials = study.get_trials(deepcopy=False)
     waiting = [t for t in trials if t.state == TrialState.WAITING]
     assert len(waiting) == 1 and waiting[0].params == trial.params
@@ -39,18 +46,18 @@ def test_a_failure_whose_retry_was_cut_off_is_queued_again_once(study: optuna.St
 
 
 @pytest.mark.parametrize("state", ["failed", "infeasible"])
-def test_a_failure_with_our_result_is_final(study: optuna.Study, state: str) -> None:
+def test_a_failure_with_our_result_is_final(ledger: Ledger, study: optuna.Study, state: str) -> None:
     trial = study.ask({"x": optuna.distributions.IntDistribution(1, 8)})
     trial.set_user_attr(STATE_ATTR, state)
     study.tell(trial, state=TrialState.FAIL)
-    fail_stale_trials(study)
+    fail_stale_trials(ledger)
     assert [t.state for t in study.get_trials(deepcopy=False)] == [TrialState.FAIL]
 
 
-def test_the_retry_bound_holds(study: optuna.Study) -> None:
+def test_the_retry_bound_holds(ledger: Ledger, study: optuna.Study) -> None:
     study.tell(study.ask({"x": optuna.distributions.IntDistribution(1, 8)}), state=TrialState.FAIL)
-    fail_stale_trials(study)
+    fail_stale_trials(ledger)
     retry = study.ask()  # the queued retry (max_retry = 1) fails without a result too
     study.tell(retry, state=TrialState.FAIL)
-    fail_stale_trials(study)
+    fail_stale_trials(ledger)
     assert [t.state for t in study.get_trials(deepcopy=False)] == [TrialState.FAIL, TrialState.FAIL]

@@ -13,7 +13,7 @@ from autotune.engines.base import EngineConfig
 from autotune.engines.protocol import ProtocolOptions
 from autotune.engines.worker import WorkerFailure
 from autotune.perfmodel.model import Prediction
-from autotune.search.confirm import MAX_FINALISTS, SCREENING_NOISE, confirm, finalists
+from autotune.search.confirm import MAX_FINALISTS, SCREENING_NOISE, ConfirmRun, confirm, finalists
 from autotune.search.guide import GUIDE_Z
 from autotune.search.objective import Slo
 from autotune.search.space import Candidate
@@ -144,8 +144,8 @@ class FlakyWorker:
 
 def confirm_b1(worker: FlakyWorker, attempts: int):
     finalist = {1: [Candidate("ngram", 1, 1)]}
-    return confirm(worker, finalist, lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions(),
-                   attempts=attempts)[0]
+    return confirm(worker, finalist, ConfirmRun(lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions(),
+                                                attempts=attempts))[0]
 
 
 @pytest.mark.parametrize(("kinds", "attempts", "calls", "failure"), [
@@ -165,7 +165,7 @@ def test_each_concurrency_tells_the_worker_what_it_and_the_later_ones_run() -> N
     """An engine that keeps several shuts down what no concurrency left needs first."""
     worker = FlakyWorker([])
     finalist = {1: [Candidate("ngram", 1, 1)], 2: [Candidate("ngram", 2, 2)], 4: [Candidate("mtp", 1, 4)]}
-    confirm(worker, finalist, lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions())
+    confirm(worker, finalist, ConfirmRun(lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions()))
     assert worker.hints == [["none", "ngram@1", "ngram@2", "mtp@1"], ["none", "ngram@2", "mtp@1"], ["none", "mtp@1"]]
 
 
@@ -206,8 +206,8 @@ def confirm_b1_b2_b4(worker, budget_s: float):  # noqa: ANN001 - a fake EngineWo
     from autotune.search.deadline import Deadline
 
     finalist = {b: [Candidate("ngram", 1, b)] for b in (1, 2, 4)}
-    return confirm(worker, finalist, lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions(),
-                   attempts=2, deadline=Deadline.start(budget_s))
+    return confirm(worker, finalist, ConfirmRun(lambda c: EngineConfig(c.method, c.depth), None, 0, ProtocolOptions(),
+                                                attempts=2, deadline=Deadline.start(budget_s)))
 
 
 def test_the_budget_left_caps_each_concurrency_and_none_starts_after_it(clock) -> None:

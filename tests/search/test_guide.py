@@ -58,11 +58,11 @@ def anything(_candidate: Candidate) -> bool:
 
 
 def test_calibration_runs_come_first_at_the_maximum_depth_and_the_largest_batch_that_fits() -> None:
-    pick = guide.next_pick(SPACE, model({}), [], taken(), anything, Slo())
+    pick = guide.next_pick(SPACE, guide.Guidance(model({}), []), taken(), anything, Slo())
     assert pick.candidate == Candidate("mtp", 2, 4) and "acceptance curve" in pick.reason
-    small = guide.next_pick(SPACE, model({}), [], taken(), lambda c: c.concurrency == 1, Slo())
+    small = guide.next_pick(SPACE, guide.Guidance(model({}), []), taken(), lambda c: c.concurrency == 1, Slo())
     assert small.candidate == Candidate("mtp", 2, 1)  # batch 4 does not fit
-    after = guide.next_pick(SPACE, model({}), [], taken(Candidate("mtp", 2, 4)), anything, Slo())
+    after = guide.next_pick(SPACE, guide.Guidance(model({}), []), taken(Candidate("mtp", 2, 4)), anything, Slo())
     assert after.candidate == Candidate("ngram", 2, 4)
 
 
@@ -71,13 +71,13 @@ def test_the_pick_is_the_largest_optimistic_gain_and_clear_losers_are_never_meas
     baseline = {b: m.predict("none", None, 0, b).tokens_per_s for b in (1, 4)}
     rows = [row(Candidate("none", 0, b), baseline[b]) for b in (1, 4)]
     done = taken(Candidate("none", 0, 1), Candidate("none", 0, 4))
-    pick = guide.next_pick(SPACE, m, rows, done, anything, Slo())
+    pick = guide.next_pick(SPACE, guide.Guidance(m, rows), done, anything, Slo())
     assert pick.candidate == Candidate("mtp", 2, 1) and pick.prediction is not None
     opened = []
     while pick is not None:
         opened.append(pick.candidate)
         done.append(SearchSpace.params(pick.candidate))
-        pick = guide.next_pick(SPACE, m, rows, done, anything, Slo())
+        pick = guide.next_pick(SPACE, guide.Guidance(m, rows), done, anything, Slo())
     # MTP at batch 4 pays a slow verify: it cannot beat the baseline. n-gram@2 is predicted 4 % below
     # it with a 10 % sigma: at z = 1 that is a 18 % chance of beating it by the tie margin, so it
     # stays open; n-gram@1 (10 % below, margin -1.5 sigma) is closed.
@@ -88,7 +88,8 @@ def test_a_measured_incumbent_closes_the_points_that_cannot_beat_it_by_the_tie_m
     m = model()
     best = m.predict("mtp", None, 2, 1).tokens_per_s
     rows = [row(Candidate("mtp", 2, 1), best * 1.3)]  # measured well above every prediction at b1
-    pick = guide.next_pick(SPACE, m, rows, taken(Candidate("mtp", 2, 1)), lambda c: c.concurrency == 1, Slo())
+    pick = guide.next_pick(SPACE, guide.Guidance(m, rows), taken(Candidate("mtp", 2, 1)), lambda c: c.concurrency == 1,
+                           Slo())
     assert pick is None
 
 
@@ -97,13 +98,15 @@ def test_a_baseline_is_screened_only_where_it_could_lead_its_concurrency() -> No
     measured at 0.7x the baseline's prediction leaves it open, and it is the next pick."""
     m = model()
     mtp_and_none_at_1 = lambda c: c.concurrency == 1 and c.method in ("none", "mtp")  # noqa: E731
-    first = guide.next_pick(SPACE, m, [], taken(Candidate("mtp", 2, 4)), mtp_and_none_at_1, Slo())
+    first = guide.next_pick(SPACE, guide.Guidance(m, []), taken(Candidate("mtp", 2, 4)), mtp_and_none_at_1, Slo())
     assert first.candidate == Candidate("mtp", 2, 1)  # the guide's own order, not a planned baseline
     fast = [row(Candidate("mtp", 2, 1), m.predict("mtp", None, 2, 1).tokens_per_s)]
-    assert guide.next_pick(SPACE, m, fast, taken(Candidate("mtp", 2, 1)), mtp_and_none_at_1, Slo()) is None
+    assert guide.next_pick(SPACE, guide.Guidance(m, fast), taken(Candidate("mtp", 2, 1)), mtp_and_none_at_1,
+                           Slo()) is None
     slow = [row(Candidate("mtp", 2, 1), 0.7 * m.predict("none", None, 0, 1).tokens_per_s)]
     done = taken(Candidate("mtp", 2, 1), Candidate("mtp", 1, 1))
-    assert guide.next_pick(SPACE, m, slow, done, mtp_and_none_at_1, Slo()).candidate == Candidate("none", 0, 1)
+    pick = guide.next_pick(SPACE, guide.Guidance(m, slow), done, mtp_and_none_at_1, Slo())
+    assert pick.candidate == Candidate("none", 0, 1)
 
 
 def test_a_pass_is_shrunk_toward_its_prediction_by_precision_weights() -> None:
@@ -159,7 +162,7 @@ def test_the_summary_says_what_was_ruled_out_and_how_likely_the_closest_could_wi
     rows = [row(Candidate("none", 0, b), m.predict("none", None, 0, b).tokens_per_s) for b in (1, 4)]
     rows += [row(Candidate("mtp", d, 1), m.predict("mtp", None, d, 1).tokens_per_s) for d in (1, 2)]
     rows += [row(Candidate("ngram", 2, b), m.predict("ngram", None, 2, b).tokens_per_s) for b in (1, 4)]
-    out = guide.ruled_out(SPACE, m, rows, anything, Slo())
+    out = guide.ruled_out(SPACE, guide.Guidance(m, rows), anything, Slo())
     # Left: mtp@1, mtp@2 and ngram@1 at batch 4, ngram@1 at batch 1; ngram@1 (-1.5 sigma) is the closest.
     assert out.count == 4 and out.closest.method == "ngram" and out.closest.depth == 1
     margin = guide.assess(SPACE, m, rows, [out.closest], Slo())[0].margin
@@ -167,7 +170,7 @@ def test_the_summary_says_what_was_ruled_out_and_how_likely_the_closest_could_wi
     assert 0.0 < out.probability < 0.16
     sentence = out.sentence()
     assert "ruled out 4 unmeasured configuration(s) at z >= 1" in sentence and "16%" in sentence
-    assert guide.ruled_out(SPACE, m, rows, lambda c: False, Slo()).sentence().startswith(
+    assert guide.ruled_out(SPACE, guide.Guidance(m, rows), lambda c: False, Slo()).sentence().startswith(
         "; the model-guided search measured every point")
 
 
@@ -183,18 +186,18 @@ def test_the_configuration_measured_last_goes_on_where_it_leads_its_concurrency(
     rows = [row(Candidate("none", 0, b), m.predict("none", None, 0, b).tokens_per_s) for b in (1, 4)]
     done = taken(Candidate("none", 0, 1), Candidate("none", 0, 4), Candidate("mtp", 2, 1))
     # mtp@2 leads batch 4 too: it goes on there, although mtp@1 c1 would gain as much.
-    pick = guide.next_pick(SPACE, m, rows, done, anything, Slo(), last=Candidate("mtp", 2, 1))
+    pick = guide.next_pick(SPACE, guide.Guidance(m, rows), done, anything, Slo(), last=Candidate("mtp", 2, 1))
     assert pick.candidate == Candidate("mtp", 2, 4)
     # mtp@1 is open at batch 4 but not its best point there: the leader, mtp@2 c4, comes first.
     done = taken(Candidate("none", 0, 1), Candidate("none", 0, 4), Candidate("mtp", 1, 1))
-    pick = guide.next_pick(SPACE, m, rows, done, anything, Slo(), last=Candidate("mtp", 1, 1))
+    pick = guide.next_pick(SPACE, guide.Guidance(m, rows), done, anything, Slo(), last=Candidate("mtp", 1, 1))
     assert pick.candidate != Candidate("mtp", 1, 4) and pick.candidate.depth == 2  # the largest gain goes first
 
 
 def test_a_pick_names_the_open_points_and_the_leaders_whose_engines_a_worker_should_spare() -> None:
     m = model(slow_mtp_at_4=False)
     rows = [row(Candidate("mtp", 2, 1), m.predict("mtp", None, 2, 1).tokens_per_s)]
-    pick = guide.next_pick(SPACE, m, rows, taken(Candidate("mtp", 2, 1)), anything, Slo())
+    pick = guide.next_pick(SPACE, guide.Guidance(m, rows), taken(Candidate("mtp", 2, 1)), anything, Slo())
     opened = {entry.candidate for entry in guide.assess(SPACE, m, rows, [c for c in SPACE.candidates()
                                                                           if c != Candidate("mtp", 2, 1)], Slo())
               if entry.is_open(guide.GUIDE_Z)}
@@ -204,7 +207,7 @@ def test_a_pick_names_the_open_points_and_the_leaders_whose_engines_a_worker_sho
 def test_points_the_model_cannot_predict_stay_open_and_infeasible_ones_are_never_proposed() -> None:
     curves = {("mtp", None): AcceptanceCurve("mtp", (PositionCounts(10, 9, 10), PositionCounts(10, 8, 10)))}
     done = taken(Candidate("ngram", 2, 4))  # the n-gram calibration run is running elsewhere: no curve yet
-    pick = guide.next_pick(SPACE, model(curves), [], done, lambda c: c.method != "mtp", Slo())
+    pick = guide.next_pick(SPACE, guide.Guidance(model(curves), []), done, lambda c: c.method != "mtp", Slo())
     assert pick.candidate.method == "ngram" and pick.prediction is None and pick.reason == "not predictable yet"
 
 
@@ -212,7 +215,8 @@ def test_an_slo_the_optimistic_prediction_misses_closes_the_point() -> None:
     m = model()
     tpot = m.predict("mtp", None, 2, 1).tpot_ms_p90
     strict = Slo(tpot_ms=tpot / 10)
-    assert guide.next_pick(SPACE, m, [], taken(), lambda c: c.method == "mtp" and c.concurrency == 1, strict) is None
+    mtp_at_1 = lambda c: c.method == "mtp" and c.concurrency == 1  # noqa: E731
+    assert guide.next_pick(SPACE, guide.Guidance(m, []), taken(), mtp_at_1, strict) is None
 
 
 # -- the study it drives ------------------------------------------------------------------------------
@@ -326,9 +330,10 @@ def test_the_model_sampler_walks_past_max_depth_along_the_edge_where_the_predict
     measured = [Candidate("none", 0, b) for b in (1, 4)] + [Candidate("mtp", 2, b) for b in (1, 4)]
     rows = [row(c, flat.predict(c.method, c.draft, c.depth, c.concurrency).tokens_per_s) for c in measured]
     done = taken(*measured, Candidate("mtp", 1, 1), Candidate("mtp", 1, 4))
-    assert guide.next_pick(SPACE, flat, rows, done, anything, Slo()) is None  # nothing inside could win
+    assert guide.next_pick(SPACE, guide.Guidance(flat, rows), done, anything, Slo()) is None  # nothing inside could win
     picks = []
-    while (pick := guide.next_pick(SPACE, flat, rows, done, anything, Slo(), explore_beyond=True)) is not None:
+    while (pick := guide.next_pick(SPACE, guide.Guidance(flat, rows), done, anything, Slo(),
+                                   explore_beyond=True)) is not None:
         picks.append(pick.candidate)
         done.append(SearchSpace.params(pick.candidate))
         c = pick.candidate
@@ -344,7 +349,7 @@ def test_an_unpredictable_point_past_max_depth_is_never_open() -> None:
     """Inside the space ignorance opens a point; past --max-depth it does not (no timings: no model)."""
     done = taken(*(Candidate(m, d, b) for m, d in (("none", 0), ("mtp", 1), ("mtp", 2), ("ngram", 1), ("ngram", 2))
                    for b in (1, 4)))
-    assert guide.next_pick(SPACE, None, [], done, anything, Slo(), explore_beyond=True) is None
+    assert guide.next_pick(SPACE, guide.Guidance(None, []), done, anything, Slo(), explore_beyond=True) is None
 
 
 def test_a_trial_past_max_depth_is_enqueued_and_read_back_without_changing_the_space() -> None:

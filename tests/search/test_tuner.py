@@ -18,7 +18,7 @@ from autotune.search.plan import plan_study
 from autotune.search.samplers import SAMPLERS
 from autotune.search.study import open_study, optuna_storage
 from autotune.store import open_database, results
-from autotune.search.tuner import MAX_REPEATS
+from autotune.search.asking import MAX_REPEATS
 from autotune.store.models import HardwareRecord, MeasurementRecord, ProbeRecord, StudyRecord
 
 OPTUNA_STATE = {"complete": TrialState.COMPLETE, "infeasible": TrialState.PRUNED, "failed": TrialState.FAIL}

@@ -25,13 +25,16 @@ def main() -> None:
     with database, database.session() as session:
         hardware = repository.upsert_hardware(session, fingerprint=name, name=name, device_type="cpu", device_count=1,
                                               memory_total_bytes=1 << 30, spec={})
-        target = results.upsert_model(session, fingerprint=name, name=name, role="target", source=f"builtin:{name}",
-                                      num_params=10, num_mtp_modules=0, vocab_size=259, config={})
-        study = results.create_study(session, name=name, optuna_study_name=name, hardware=hardware, target=target,
+        target = results.upsert_model(session, results.ModelEntry(
+            fingerprint=name, name=name, role="target", source=f"builtin:{name}",
+                                      num_params=10, num_mtp_modules=0, vocab_size=259, config={}))
+        study = results.create_study(session, results.StudyEntry(
+            name=name, optuna_study_name=name, hardware=hardware, target=target,
                                      engine="embedded", objective="throughput", search_space={}, slo={},
-                                     workload_name="w", workload_fingerprint="0" * 64)
-        results.record_trial(session, study.id, trial_number=0, method="none", depth=0, concurrency=1, state="failed",
-                             reason="not measured")
+                                     workload_name="w", workload_fingerprint="0" * 64))
+        results.record_trial(session, study.id, results.TrialEntry(
+            trial_number=0, method="none", depth=0, concurrency=1, state="failed",
+                             reason="not measured"))
         print(f"revision {migrate.current_revision(database.engine)}", flush=True)
 
 

@@ -97,8 +97,9 @@ def tuner(index: int, _profile: str):  # noqa: ANN202
                 study_id, study = open_study(database, storage, study_plan, SAMPLERS["random"].optuna_sampler(index))
                 trial = study.ask()
                 with database.session() as session:
-                    results.record_trial(session, study_id, trial_number=trial.number, method="none", depth=0,
-                                         concurrency=1, state="failed", reason="not measured (stress test)")
+                    results.record_trial(session, study_id, results.TrialEntry(
+                        trial_number=trial.number, method="none", depth=0,
+                                         concurrency=1, state="failed", reason="not measured (stress test)"))
             finally:
                 storage.remove_session()
                 storage.engine.dispose()

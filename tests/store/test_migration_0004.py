@@ -81,8 +81,9 @@ def test_rows_from_0003_read_as_one_screening_pass(empty_db_url: str) -> None:
 
             # New rows fit in next to the old ones: a confirmation row may reuse trial number 1.
             results.record_trial(
-                session, ids["study"], trial_number=1, method="mtp", depth=2, concurrency=4, state="failed",
-                reason="oom", phase="confirmation",
+                session, ids["study"], results.TrialEntry(
+                    trial_number=1, method="mtp", depth=2, concurrency=4, state="failed",
+                    reason="oom", phase="confirmation"),
             )
         with database.session() as session:
             assert [(r.phase, r.trial_number) for r in results.study_rows(session, ids["study"])] == [
@@ -97,8 +98,9 @@ def trial(session, study_id: int, number: int, tps: float, **kwargs) -> int:  # 
     }
     measurement["acceptance_by_position"] = []
     return results.record_trial(
-        session, study_id, trial_number=number, method="mtp", depth=2, concurrency=4, state="complete",
-        measurement=measurement, **kwargs,
+        session, study_id, results.TrialEntry(
+            trial_number=number, method="mtp", depth=2, concurrency=4, state="complete",
+            measurement=measurement, **kwargs),
     ).id
 
 
@@ -110,12 +112,14 @@ def make_study(session) -> int:  # noqa: ANN001 - a Session
         spec={},
     )
     target = results.upsert_model(
-        session, fingerprint="a" * 64, name="target", role="target", source="builtin:target", num_params=10,
-        num_mtp_modules=1, vocab_size=259, config={},
+        session, results.ModelEntry(
+            fingerprint="a" * 64, name="target", role="target", source="builtin:target", num_params=10,
+            num_mtp_modules=1, vocab_size=259, config={}),
     )
     return results.create_study(
-        session, name="s", optuna_study_name="s", hardware=hardware, target=target, engine="embedded",
-        objective="throughput", search_space={}, slo={}, workload_name="w", workload_fingerprint="0" * 64,
+        session, results.StudyEntry(
+            name="s", optuna_study_name="s", hardware=hardware, target=target, engine="embedded",
+            objective="throughput", search_space={}, slo={}, workload_name="w", workload_fingerprint="0" * 64),
     ).id
 
 
@@ -135,9 +139,10 @@ def test_downgrade_to_0003_drops_confirmation_rows(empty_db_url: str) -> None:
                 intervals={"tokens_per_s": interval},
             )
             profile = results.save_profile(
-                session, session.get(results.StudyRecord, study_id), measurement_id=screening, method="mtp",
-                draft_model_id=None, depth=2, concurrency=4, tokens_per_s=290.0, tpot_ms_p50=1.0, speedup=1.45,
-                per_concurrency=[], details={}, repetitions=5, intervals={"tokens_per_s": interval},
+                session, session.get(results.StudyRecord, study_id), results.ProfileEntry(
+                    measurement_id=screening, method="mtp",
+                    draft_model_id=None, depth=2, concurrency=4, tokens_per_s=290.0, tpot_ms_p50=1.0, speedup=1.45,
+                    per_concurrency=[], details={}, repetitions=5, intervals={"tokens_per_s": interval}),
             )
             profile_id = profile.id
 

@@ -86,8 +86,9 @@ def test_rows_from_0004_survive_with_no_prediction(empty_db_url: str) -> None:
 
             # New rows fit in next to the old ones.
             added = results.record_trial(
-                session, ids["study"], trial_number=2, method="mtp", depth=3, concurrency=4, state="failed",
-                reason="oom", prediction=PREDICTION,
+                session, ids["study"], results.TrialEntry(
+                    trial_number=2, method="mtp", depth=3, concurrency=4, state="failed",
+                    reason="oom", prediction=PREDICTION),
             ).id
             performance.save_acceptance(
                 session, target_model_id=ids["target"], proposer="mtp", draft_model_id=None,
@@ -108,8 +109,9 @@ def test_downgrade_to_0004_drops_the_model_and_keeps_measurements(empty_db_url: 
         migrate.upgrade(database.engine)
         with database.session() as session:
             predicted = results.record_trial(
-                session, ids["study"], trial_number=2, method="mtp", depth=3, concurrency=4, state="failed",
-                reason="oom", prediction=PREDICTION,
+                session, ids["study"], results.TrialEntry(
+                    trial_number=2, method="mtp", depth=3, concurrency=4, state="failed",
+                    reason="oom", prediction=PREDICTION),
             ).id
             session.get(MeasurementRecord, ids["screening"]).prediction = PREDICTION
             performance.save_acceptance(

@@ -114,9 +114,10 @@ def test_duplicate_profiles_upgrade_to_the_newest_with_every_trial_kept(empty_db
         with database.session() as session:
             for study_id, measurement in ((ids["single"], ids["single.0"]), (ids["none"], ids["none.1"])):
                 results.save_profile(
-                    session, session.get(StudyRecord, study_id), measurement_id=measurement, method="mtp",
-                    draft_model_id=None, depth=2, concurrency=4, tokens_per_s=123.0, tpot_ms_p50=1.0, speedup=None,
-                    per_concurrency=[], details={},
+                    session, session.get(StudyRecord, study_id), results.ProfileEntry(
+                        measurement_id=measurement, method="mtp",
+                        draft_model_id=None, depth=2, concurrency=4, tokens_per_s=123.0, tpot_ms_p50=1.0, speedup=None,
+                        per_concurrency=[], details={}),
                 )
         with database.session() as session:
             stored = session.scalars(select(DeploymentProfileRecord).order_by(DeploymentProfileRecord.id)).all()

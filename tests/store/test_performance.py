@@ -35,8 +35,9 @@ def database(db_url):
 
 def model(session, fingerprint: str, role: str = "target") -> int:  # noqa: ANN001 - a Session
     return results.upsert_model(
-        session, fingerprint=fingerprint, name=f"{role}-{fingerprint[:4]}", role=role, source=f"builtin:{role}",
-        num_params=10, num_mtp_modules=1 if role == "target" else 0, vocab_size=259, config={},
+        session, results.ModelEntry(
+            fingerprint=fingerprint, name=f"{role}-{fingerprint[:4]}", role=role, source=f"builtin:{role}",
+            num_params=10, num_mtp_modules=1 if role == "target" else 0, vocab_size=259, config={}),
     ).id
 
 
@@ -221,9 +222,10 @@ def test_deleting_models_and_hardware_cascades_to_their_profiles(database) -> No
         machine = hardware(session)
         target, draft, kept = model(session, "a" * 64), model(session, "d" * 64, "draft"), model(session, "b" * 64)
         study = results.create_study(
-            session, name="s", optuna_study_name="s", hardware=machine, target=session.get(ModelRecord, target),
-            engine="embedded", objective="throughput", search_space={}, slo={}, workload_name="w",
-            workload_fingerprint=WORKLOAD,
+            session, results.StudyEntry(
+                name="s", optuna_study_name="s", hardware=machine, target=session.get(ModelRecord, target),
+                engine="embedded", objective="throughput", search_space={}, slo={}, workload_name="w",
+                workload_fingerprint=WORKLOAD),
         )
         study_id, machine_id = study.id, machine.id
         save_acceptance(session, target, "mtp")
@@ -267,17 +269,21 @@ def test_predictions_round_trip_through_trials(database) -> None:
     with database.session() as session:
         machine, target = hardware(session), model(session, "a" * 64)
         study_id = results.create_study(
-            session, name="s", optuna_study_name="s", hardware=machine, target=session.get(ModelRecord, target),
-            engine="embedded", objective="throughput", search_space={}, slo={}, workload_name="w",
-            workload_fingerprint=WORKLOAD,
+            session, results.StudyEntry(
+                name="s", optuna_study_name="s", hardware=machine, target=session.get(ModelRecord, target),
+                engine="embedded", objective="throughput", search_space={}, slo={}, workload_name="w",
+                workload_fingerprint=WORKLOAD),
         ).id
         common = dict(method="mtp", depth=2, concurrency=4)
-        results.record_trial(session, study_id, trial_number=0, state="complete", measurement=measured,
-                             prediction=PREDICTION, **common)
-        results.record_trial(session, study_id, trial_number=1, state="complete", measurement=measured, **common)
+        results.record_trial(session, study_id, results.TrialEntry(
+            trial_number=0, state="complete", measurement=measured,
+                             prediction=PREDICTION, **common))
+        results.record_trial(session, study_id, results.TrialEntry(
+            trial_number=1, state="complete", measurement=measured, **common))
         # A prediction is kept even when the trial did not run: a wrong "it fits" is worth seeing.
-        results.record_trial(session, study_id, trial_number=2, state="infeasible", reason="needs 9 GiB",
-                             prediction={"source": "roofline"}, **common)
+        results.record_trial(session, study_id, results.TrialEntry(
+            trial_number=2, state="infeasible", reason="needs 9 GiB",
+                             prediction={"source": "roofline"}, **common))
     with database.session() as session:
         rows = {row.trial_number: row for row in results.study_rows(session, study_id)}
     assert rows[0].prediction == PREDICTION

@@ -35,13 +35,15 @@ def make_study(database, name: str = "s1") -> int:
             memory_total_bytes=1 << 30, spec={},
         )
         target = results.upsert_model(
-            session, fingerprint="a" * 64, name="target", role="target", source="builtin:target", num_params=10,
-            num_mtp_modules=1, vocab_size=259, config={"d_model": 8},
+            session, results.ModelEntry(
+                fingerprint="a" * 64, name="target", role="target", source="builtin:target", num_params=10,
+                num_mtp_modules=1, vocab_size=259, config={"d_model": 8}),
         )
         study = results.create_study(
-            session, name=name, optuna_study_name=name, hardware=hardware, target=target, engine="embedded",
-            objective="throughput", search_space={"methods": ["none"]}, slo={}, workload_name="w",
-            workload_fingerprint="0" * 64,
+            session, results.StudyEntry(
+                name=name, optuna_study_name=name, hardware=hardware, target=target, engine="embedded",
+                objective="throughput", search_space={"methods": ["none"]}, slo={}, workload_name="w",
+                workload_fingerprint="0" * 64),
         )
         return study.id
 
@@ -50,9 +52,10 @@ def record(database, study_id, number, method, depth, batch, tps=None, state="co
     """Store one trial; ``kwargs`` go to record_trial (phase, repetitions, intervals, speedup)."""
     with database.session() as session:
         results.record_trial(
-            session, study_id, trial_number=number, method=method, depth=depth, concurrency=batch, state=state,
-            reason=reason, measurement=measurement(method, depth, batch, tps) if state == "complete" else None,
-            extra={"model_loads": 1}, **kwargs,
+            session, study_id, results.TrialEntry(
+                trial_number=number, method=method, depth=depth, concurrency=batch, state=state,
+                reason=reason, measurement=measurement(method, depth, batch, tps) if state == "complete" else None,
+                extra={"model_loads": 1}, **kwargs),
         )
 
 
@@ -65,8 +68,8 @@ def test_models_are_stored_once_per_fingerprint(database) -> None:
     make_study(database)
     with database.session() as session:
         again = results.upsert_model(
-            session, fingerprint="a" * 64, name="renamed", role="draft", source="/x", num_params=1,
-            num_mtp_modules=0, vocab_size=1, config={},
+            session, results.ModelEntry(fingerprint="a" * 64, name="renamed", role="draft", source="/x", num_params=1,
+            num_mtp_modules=0, vocab_size=1, config={}),
         )
         assert again.name == "target"
 
@@ -75,8 +78,9 @@ def test_a_row_names_its_draft_by_label_and_fingerprint(database) -> None:
     study_id = make_study(database)
     with database.session() as session:
         draft = results.upsert_model(
-            session, fingerprint="d" * 64, name="small draft", role="draft", source="/models/small", num_params=5,
-            num_mtp_modules=0, vocab_size=259, config={},
+            session, results.ModelEntry(
+                fingerprint="d" * 64, name="small draft", role="draft", source="/models/small", num_params=5,
+                num_mtp_modules=0, vocab_size=259, config={}),
         )
         draft_id = draft.id
     record(database, study_id, 0, "none", 0, 1, 100.0)
@@ -159,13 +163,16 @@ def rows_list(database, study_id):
 def test_states_and_measurements_must_agree(database) -> None:
     study_id = make_study(database)
     with database.session() as session, pytest.raises(ValueError, match="needs its measurement"):
-        results.record_trial(session, study_id, trial_number=0, method="none", depth=0, concurrency=1, state="complete")
+        results.record_trial(session, study_id, results.TrialEntry(
+            trial_number=0, method="none", depth=0, concurrency=1, state="complete"))
     with database.session() as session, pytest.raises(ValueError, match="unknown trial state"):
-        results.record_trial(session, study_id, trial_number=0, method="none", depth=0, concurrency=1, state="lost")
+        results.record_trial(session, study_id, results.TrialEntry(
+            trial_number=0, method="none", depth=0, concurrency=1, state="lost"))
     with database.session() as session, pytest.raises(ValueError, match="unknown phase 'bogus'"):
         results.record_trial(
-            session, study_id, trial_number=0, method="none", depth=0, concurrency=1, state="failed", reason="x",
-            phase="bogus",
+            session, study_id, results.TrialEntry(
+                trial_number=0, method="none", depth=0, concurrency=1, state="failed", reason="x",
+                phase="bogus"),
         )
     assert rows_list(database, study_id) == []  # nothing stored by the refused calls
 
@@ -176,9 +183,10 @@ def test_profile_keeps_repetitions_and_intervals(database) -> None:
     for repetitions, intervals in ((4, {"tokens_per_s": interval}), (1, None)):  # the second replaces the first
         with database.session() as session:
             results.save_profile(
-                session, session.get(results.StudyRecord, study_id), measurement_id=None, method="none",
-                draft_model_id=None, depth=0, concurrency=1, tokens_per_s=20.0, tpot_ms_p50=1.0, speedup=None,
-                per_concurrency=[], details={}, repetitions=repetitions, intervals=intervals,
+                session, session.get(results.StudyRecord, study_id), results.ProfileEntry(
+                    measurement_id=None, method="none",
+                    draft_model_id=None, depth=0, concurrency=1, tokens_per_s=20.0, tpot_ms_p50=1.0, speedup=None,
+                    per_concurrency=[], details={}, repetitions=repetitions, intervals=intervals),
             )
         with database.session() as session:
             profile = results.study_profile(session, study_id)
@@ -192,9 +200,10 @@ def test_profile_is_replaced_not_duplicated(database) -> None:
         with database.session() as session:
             study = session.get(results.StudyRecord, study_id)
             results.save_profile(
-                session, study, measurement_id=None, method="none", draft_model_id=None, depth=0, concurrency=1,
-                tokens_per_s=tokens_per_s, tpot_ms_p50=1.0, speedup=1.0, per_concurrency=[{"concurrency": 1}],
-                details={"label": label},
+                session, study, results.ProfileEntry(
+                    measurement_id=None, method="none", draft_model_id=None, depth=0, concurrency=1,
+                    tokens_per_s=tokens_per_s, tpot_ms_p50=1.0, speedup=1.0, per_concurrency=[{"concurrency": 1}],
+                    details={"label": label}),
             )
     with database.session() as session:
         assert results.study_profile(session, study_id).tokens_per_s == 20.0

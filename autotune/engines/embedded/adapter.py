@@ -16,6 +16,7 @@ class EmbeddedAdapter(EngineAdapter):
     """:class:`~autotune.engines.embedded.engine.EmbeddedEngine` (target, device, dtype, max_ngram)."""
 
     name = "embedded"
+    display_name = "embedded"
     runs_model_folders = False
     times_steps = True
     default_sampler = "model"

@@ -17,6 +17,7 @@ class TrtLlmAdapter(FolderEngineAdapter):
     tensor_parallel_size, max_ngram, timeout_s, stats_timeout_s)."""
 
     name = "trtllm"
+    display_name = "TensorRT-LLM"
     support = TRTLLM_SUPPORT
     times_steps = True
     # Its forced-acceptance timings have run against the stand-in only, never on a GPU (docs/trtllm.md);

@@ -19,6 +19,7 @@ class VllmAdapter(FolderEngineAdapter):
     enforce_eager, timeout_s)."""
 
     name = "vllm"
+    display_name = "vLLM"
     support = VLLM_SUPPORT
     times_steps = True  # synthetic acceptance (autotune.engines.vllm.timing)
     default_sampler = "model"
