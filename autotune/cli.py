@@ -636,7 +636,8 @@ def profiles_import_command(db_url, path, as_json) -> None:
 @click.argument("profile_id", type=int)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="trtllm",
               show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Output file (default: under profiles/).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="Output file (default: under profiles/; - writes to standard output).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 @click.option("--trtllm-version", default=DEFAULT_TRTLLM_VERSION, show_default=True,
               help="TensorRT-LLM version the trtllm and trtllm-bench formats are written for: 1.0, 1.2 or main "
@@ -649,7 +650,11 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
       autotune export 1 --format trtllm
       autotune export 1 --format trtllm --trtllm-version main
       autotune export 1 --format vllm -o serve.sh --force
+      autotune export 1 --format json -o - | jq .per_concurrency
     """
+    if output == "-":
+        click.echo(api.export_text(db_url, profile_id, fmt, trtllm_version=trtllm_version).text, nl=False)
+        return
     click.echo(str(api.export(db_url, profile_id, fmt, output=output, force=force, trtllm_version=trtllm_version)))
 
 

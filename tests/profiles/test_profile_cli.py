@@ -127,3 +127,12 @@ def test_profiles_show_says_what_a_server_runs_where_none_won(stored, tmp_path) 
     assert gain["low"] < gain["value"] < gain["high"] < 1 and gain["n"] == factory.ROUNDS
     assert state["summary"] == f"draft length 1: mtp@1 {gain['value']:.2f}x [{gain['low']:.2f}, {gain['high']:.2f}] " \
                                f"vs none (n={factory.ROUNDS})"
+
+
+def test_export_to_a_dash_writes_standard_output_and_no_file(stored, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    url, ids = stored
+    monkeypatch.chdir(tmp_path)
+    run("export", str(ids["h100-old"]), "--format", "json", "-o", str(tmp_path / "p.json"), "--db", url)
+    printed = run("export", str(ids["h100-old"]), "--format", "json", "-o", "-", "--db", url)
+    assert printed == (tmp_path / "p.json").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]  # no file named "-", nothing under profiles/
