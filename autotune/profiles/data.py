@@ -269,6 +269,14 @@ class DeploymentProfile:
         profile's concurrency (itself included), as the tuner stored them; [] when none were."""
         return [str(label) for label in self.details.get("tied_with") or []]
 
+    @property
+    def tied_others(self) -> list[str]:
+        """:attr:`tied_with` without the recommended configuration itself, which the tuner stored under
+        its row's label (``draft:<name>@K`` for a draft other than the built-in one, where
+        :meth:`label` says ``draft@K``)."""
+        own = {self.label(), str(self.details.get("label", "")).rsplit(" c", 1)[0]}
+        return [label for label in self.tied_with if label not in own]
+
     def chosen_measurement(self) -> TrialRow | None:
         """The trial the profile was taken from, among the loaded measurements."""
         if self.chosen_trial is None:

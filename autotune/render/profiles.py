@@ -71,7 +71,7 @@ def print_profile(profile, wide: bool = False,  # noqa: ANN001 - autotune.profil
         "TPOT p50 ms": format_estimate(tpot, 4),
         "n (repetitions)": profile.repetitions,
         "confirmed": "yes" if profile.confirmed else "no: one screening run, no interval",
-        "tied within noise": ", ".join(label for label in profile.tied_with if label != profile.label()) or None,
+        "tied within noise": ", ".join(profile.tied_others) or None,
         "from": None if chosen is None else f"{profile.chosen_phase} trial {chosen}",
     }
     print_rows([{"figure": name, "value": value} for name, value in facts.items()], ["figure", "value"],
@@ -80,7 +80,7 @@ def print_profile(profile, wide: bool = False,  # noqa: ANN001 - autotune.profil
     if not profile.confirmed:
         console.print("not confirmed: one screening run, no interval and no paired speedup (the confirmation phase "
                       "did not run)")
-    tied = [label for label in profile.tied_with if label != profile.label()]
+    tied = profile.tied_others
     if tied:
         console.print(f"tied within noise at concurrency {profile.concurrency}: {profile.label()} and "
                       f"{', '.join(tied)}; {profile.label()} is the simplest to operate")

@@ -201,7 +201,7 @@ def _profile_html(profile: DeploymentProfile | None) -> str:
     if profile is None:
         return "<p>This study has not written a deployment profile (yet).</p>"
     draft = profile.draft.name if profile.draft else DASH
-    tied = [label for label in profile.tied_with if label != profile.label()]
+    tied = profile.tied_others
     confirmed = "yes" if profile.confirmed else "no (one screening run)"
     row = [profile.id, profile.label(), draft, profile.concurrency, profile.objective,
            _estimate(profile.estimate("tokens_per_s")), _estimate(profile.estimate("tpot_ms_p50")),

@@ -21,9 +21,8 @@ def header(profile: DeploymentProfile) -> list[str]:
         f"study {profile.study.name} ({profile.study.engine} engine, objective {profile.objective}, workload {profile.study.workload_name})",
         "measured: " + measured_text(profile),
     ]
-    tied = profile.tied_with
-    if len(tied) > 1:
-        others = [label for label in tied if label != profile.label()]
+    others = profile.tied_others
+    if others:
         lines.append(f"within noise of {', '.join(others)} at concurrency {profile.concurrency}: "
                      f"{profile.label()} is the simplest of them to operate")
     return lines

@@ -136,3 +136,18 @@ def test_export_to_a_dash_writes_standard_output_and_no_file(stored, tmp_path, m
     printed = run("export", str(ids["h100-old"]), "--format", "json", "-o", "-", "--db", url)
     assert printed == (tmp_path / "p.json").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]  # no file named "-", nothing under profiles/
+
+
+def test_the_recommended_configuration_is_not_tied_with_itself_under_its_draft_label(stored) -> None:  # noqa: ANN001
+    # The tuner stores a named draft's rows as draft:<name>@K, the profile's own label says draft@K.
+    from dataclasses import replace
+
+    from autotune import api
+
+    url, ids = stored
+    profile = api.show_profile(url, ids["h100-old"])
+    own = profile.label().replace("@", ":autotune-byte-draft@")
+    named = replace(profile, details={**profile.details, "label": f"{own} c{profile.concurrency}",
+                                      "tied_with": [own, "ngram@2"]})
+    assert named.tied_others == ["ngram@2"]
+    assert replace(profile, details={**profile.details, "tied_with": [profile.label()]}).tied_others == []
