@@ -225,18 +225,18 @@ def _named_engine(name: str, target: str | Path | None, device: str, run: _Run) 
 
 def _require_fit(run: _Run, engine: str, target: str | Path | None, device: str) -> None:
     """Refuse ``run`` with the memory and context-length check ``tune`` applies to every candidate
-    (:class:`autotune.search.memory.MemoryPlan`), from the model files alone: an oversized batch
+    (:class:`autotune.search.memory.MemoryBudget`), from the model files alone: an oversized batch
     would otherwise fail inside the allocator, after the models were loaded."""
     from autotune.engines.registry import engine_adapter
-    from autotune.search.memory import plan_memory
+    from autotune.search.memory import memory_budget
 
     config = run.config
     folders = engine_adapter(engine).runs_model_folders
     draft = config.draft_model
     drafts = {} if draft is None else {draft: _footprint(draft, "draft", folders)}
-    plan = plan_memory(_device_bytes(device), _footprint(target, "target", folders), drafts, run.workload,
+    budget = memory_budget(_device_bytes(device), _footprint(target, "target", folders), drafts, run.workload,
                        whole_prompt_logits=not folders)
-    plan.require_fit(config.method, config.depth, run.concurrency, draft)
+    budget.require_fit(config.method, config.depth, run.concurrency, draft)
 
 
 def _footprint(model: str | Path | None, role: str, folder: bool) -> Any:

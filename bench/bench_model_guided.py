@@ -47,7 +47,7 @@ from autotune.engines.worker import EngineWorker
 from autotune.hardware import probe_hardware
 from autotune.perfmodel.acceptance import AcceptanceCurve, row_counts
 from autotune.search import TuneOptions, TuneProgress, tune
-from autotune.search.plan import plan_study
+from autotune.search.setup import set_up_study
 from autotune.search.screening import RERUNS_ATTR, SURPRISE_ATTR
 from autotune.search.space import Candidate
 from autotune.workload import load_workload
@@ -164,10 +164,10 @@ def tie(run: Run, grid: Run, base: TuneOptions) -> tuple[bool, str]:
         a, b = run.result.profile.row.estimate("tokens_per_s"), grid.result.profile.row.estimate("tokens_per_s")
         overlap = a.high is not None and b.low is not None and (a.high >= b.low)
         return overlap, f"other concurrency; intervals {'overlap' if overlap else 'apart'}"
-    plan = plan_study(replace(base, study_name="tie-check"))
-    configs = [c.engine_config(plan.draft_engine_args) for c in (mine, best)]
-    with EngineWorker(plan.engine_spec, timeout_s=base.trial_timeout) as worker:
-        result = worker.measure_repeatedly(configs, plan.workload, mine.concurrency, seed=0,
+    setup = set_up_study(replace(base, study_name="tie-check"))
+    configs = [c.engine_config(setup.draft_engine_args) for c in (mine, best)]
+    with EngineWorker(setup.engine_spec, timeout_s=base.trial_timeout) as worker:
+        result = worker.measure_repeatedly(configs, setup.workload, mine.concurrency, seed=0,
                                            options=ProtocolOptions(0.03, 5, 10, 60.0))
     ratio: Estimate = result.compare(configs[0], configs[1])
     tied = ratio.high is None or ratio.high >= 1.0

@@ -24,7 +24,7 @@ from autotune.engines.worker import EngineWorker
 from autotune.hardware import probe_hardware
 from autotune.search import TuneOptions, TuneProgress, tune
 from autotune.search.samplers import DEFAULT_N_TRIALS
-from autotune.search.plan import plan_study
+from autotune.search.setup import set_up_study
 from autotune.search.space import Candidate
 from autotune.workload import load_workload
 
@@ -54,13 +54,13 @@ def print_progress(update: TuneProgress) -> None:
 
 def remeasure(options: TuneOptions, candidates: dict[str, Candidate], repeats: int) -> dict[str, list[float]]:
     """tokens/s of each candidate, ``repeats`` times, alternating, each run in a fresh worker."""
-    plan = plan_study(options)
+    setup = set_up_study(options)
     figures: dict[str, list[float]] = {name: [] for name in candidates}
     for _ in range(repeats):
         for name, candidate in candidates.items():
-            with EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout) as worker:
-                config = candidate.engine_config(plan.draft_engine_args)
-                measurement = worker.measure(config, plan.workload, candidate.concurrency, seed=options.seed or 0)
+            with EngineWorker(setup.engine_spec, timeout_s=options.trial_timeout) as worker:
+                config = candidate.engine_config(setup.draft_engine_args)
+                measurement = worker.measure(config, setup.workload, candidate.concurrency, seed=options.seed or 0)
             figures[name].append(measurement.tokens_per_s)
     return figures
 
@@ -93,7 +93,7 @@ def main() -> None:
     tuned_s = time.monotonic() - started
 
     grid_options = replace(options, study_name=f"bench-grid-{stamp}", sampler="grid", n_trials=None)
-    print(f"grid: {plan_study(grid_options).n_trials} trials")
+    print(f"grid: {set_up_study(grid_options).n_trials} trials")
     started = time.monotonic()
     grid = tune(grid_options, print_progress)
     grid_s = time.monotonic() - started

@@ -294,18 +294,18 @@ def test_a_batch_too_large_for_memory_is_refused_with_the_largest_that_fits(no_e
 
 
 def test_the_suggested_concurrency_fits_and_one_more_does_not():
-    """The fix the refusal names is exact: the largest concurrency the memory plan accepts."""
+    """The fix the refusal names is exact: the largest concurrency the memory budget accepts."""
     from autotune.engines.embedded.footprint import model_path, read_footprint
-    from autotune.search.memory import plan_memory
+    from autotune.search.memory import memory_budget
 
     target, draft = read_footprint(model_path(None, "target")), read_footprint(model_path("builtin", "draft"))
-    plan = plan_memory(64 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True)
-    largest = plan.largest_concurrency("draft", 2, "builtin")
+    budget = memory_budget(64 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True)
+    largest = budget.largest_concurrency("draft", 2, "builtin")
     assert largest > 0
-    plan.require_fit("draft", 2, largest, "builtin")
+    budget.require_fit("draft", 2, largest, "builtin")
     with pytest.raises(ConfigurationError, match=f"pass --concurrency {largest} or less"):
-        plan.require_fit("draft", 2, largest + 1, "builtin")
-    tiny = plan_memory(1 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True)
+        budget.require_fit("draft", 2, largest + 1, "builtin")
+    tiny = memory_budget(1 << 20, target, {"builtin": draft}, SMALL, whole_prompt_logits=True)
     with pytest.raises(ConfigurationError, match="does not fit even at concurrency 1: use a smaller --target or --draft"):
         tiny.require_fit("draft", 2, 1, "builtin")
 
@@ -317,16 +317,16 @@ def test_a_request_longer_than_the_context_window_is_refused(tmp_path, no_engine
         measure_configuration(method="ngram", depth=4, workload=path)
 
 
-def test_measure_and_tune_share_one_memory_plan(gpu):
-    """tune's plan for a workload is the plan measure checks against: same positions, same logits."""
+def test_measure_and_tune_share_one_memory_budget(gpu):
+    """tune's memory budget for a workload is the one measure checks against: same positions, same logits."""
     from autotune.engines.embedded.footprint import model_path, read_footprint
-    from autotune.search.memory import plan_memory
+    from autotune.search.memory import memory_budget
     from autotune.search.options import TuneOptions
-    from autotune.search.plan import plan_study
+    from autotune.search.setup import set_up_study
 
     hardware = gpu(8 << 30)
-    study = plan_study(TuneOptions(workload=TINY, hardware=hardware, concurrencies=(1,), methods=("none", "draft")))
-    measured = plan_memory(hardware.memory_total_bytes, read_footprint(model_path(None, "target")),
+    study = set_up_study(TuneOptions(workload=TINY, hardware=hardware, concurrencies=(1,), methods=("none", "draft")))
+    measured = memory_budget(hardware.memory_total_bytes, read_footprint(model_path(None, "target")),
                            {"builtin": read_footprint(model_path("builtin", "draft"))}, load_workload(TINY),
                            whole_prompt_logits=True)
     assert study.memory == measured
@@ -367,12 +367,12 @@ def test_a_model_of_unknown_cache_size_is_refused_on_its_weights_alone():
     from dataclasses import replace
 
     from autotune.engines.embedded.footprint import model_path, read_footprint
-    from autotune.search.memory import plan_memory
+    from autotune.search.memory import memory_budget
 
     unknown = replace(read_footprint(model_path(None, "target")), kv_bytes_per_token=0, vocab_size=0)
-    plan = plan_memory(1 << 30, unknown, {}, SMALL, whole_prompt_logits=False)
-    assert plan.largest_concurrency("none", 0) is None
-    plan.require_fit("none", 0, 100_000)
-    heavy = plan_memory(1 << 30, replace(unknown, weight_bytes=1 << 40), {}, SMALL, whole_prompt_logits=False)
+    budget = memory_budget(1 << 30, unknown, {}, SMALL, whole_prompt_logits=False)
+    assert budget.largest_concurrency("none", 0) is None
+    budget.require_fit("none", 0, 100_000)
+    heavy = memory_budget(1 << 30, replace(unknown, weight_bytes=1 << 40), {}, SMALL, whole_prompt_logits=False)
     with pytest.raises(ConfigurationError, match="does not fit even at concurrency 1"):
         heavy.require_fit("none", 0, 1)

@@ -9,7 +9,7 @@ Two kinds of model, one per engine:
   files, safetensors headers) and fingerprinted by those (:mod:`autotune.models.folder`).
 
 For those engines the pairing preflight (:mod:`autotune.preflight`) runs here: errors about the
-target stop the plan with its messages; a draft with errors is left out, with its reasons kept for
+target stop the setup with its messages; a draft with errors is left out, with its reasons kept for
 the study record, instead of failing trials mid-study.
 """
 
@@ -107,7 +107,7 @@ def folder_models(options: TuneOptions, drafts: Sequence[str], hardware: Any, se
     ``drafts``, after the pairing preflight (module doc).
 
     The preflight checks the concurrencies the options give (1 when none: only a draft that does not
-    fit even at the smallest is left out; larger batches that do not fit are the memory plan's to
+    fit even at the smallest is left out; larger batches that do not fit are the memory budget's to
     skip), every depth up to ``options.max_depth`` and the options' methods; ``seq_len``: tokens per
     sequence, an upper bound (prompt bytes + max_tokens)."""
     engine, target = options.engine, options.target

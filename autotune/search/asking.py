@@ -46,8 +46,8 @@ class TrialOutcome:
 
 def ask(study: Study) -> tuple[optuna.Trial | None, Candidate | None]:
     """The next trial to measure and its candidate, or (None, None) when nothing is left (module doc)."""
-    ledger, plan = study.ledger, study.plan
-    propose = (lambda taken: _guided(study, taken)) if plan.sampler.guided else None
+    ledger, setup = study.ledger, study.setup
+    propose = (lambda taken: _guided(study, taken)) if setup.sampler.guided else None
     with study.lock():
         budget.fail_stale_trials(ledger)
         for attempt in range(MAX_REPEATS + 1):
@@ -58,7 +58,7 @@ def ask(study: Study) -> tuple[optuna.Trial | None, Candidate | None]:
             # A trial without any heartbeat is never found stale: beat once before anything can fail.
             ledger.storage.record_heartbeat(ledger.trial_id(trial.number))
             budget.claim(ledger, trial)
-            candidate = plan.space.suggest(trial)  # inside the lock: other workers see the pick
+            candidate = setup.space.suggest(trial)  # inside the lock: other workers see the pick
             trial.set_user_attr(LABEL_ATTR, candidate.label)
             earlier = None if RETRY_OF_ATTR in trial.user_attrs else _finished_before(study, trial.number, candidate)
             if earlier is None:
@@ -69,8 +69,8 @@ def ask(study: Study) -> tuple[optuna.Trial | None, Candidate | None]:
 
 def _guided(study: Study, taken: list[dict[str, Any]]) -> Candidate | None:
     """The model-guided next point (:mod:`autotune.search.guide`); None ends the study."""
-    study.pick = guide.next_pick(study.plan.space, study.guidance(study.rows()), taken, study.feasible,
-                                 study.plan.objective.slo, study.last, explore_beyond=study.options.explore_beyond)
+    study.pick = guide.next_pick(study.setup.space, study.guidance(study.rows()), taken, study.feasible,
+                                 study.setup.objective.slo, study.last, explore_beyond=study.options.explore_beyond)
     if study.pick is None:
         return None
     # A worker that keeps several engines spares those of points still open and of the leaders,

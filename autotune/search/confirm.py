@@ -24,9 +24,9 @@ study ends by confirming, at each concurrency:
   serves it at draft length 1 where none leads; so at a concurrency whose screening leader is the
   baseline, depth 1 of every such screened configuration joins the finalists (beyond
   ``MAX_FINALISTS``), and the export carries that measured floor against none. ``floor`` (from the
-  study plan) says a candidate's floor; without it nothing is added. An engine whose server can run
+  study setup) says a candidate's floor; without it nothing is added. An engine whose server can run
   K = 0 but pays for it (vLLM: the drafter still runs every step) gets K = 0 measured there the same
-  way (``zero``, from the study plan): a candidate at depth 0, run as :class:`EngineConfig` ``off_state``
+  way (``zero``, from the study setup): a candidate at depth 0, run as :class:`EngineConfig` ``off_state``
   and stored with ``extra["off_state"]``, which prices the off state and never decides
   (:func:`autotune.analysis.decision.deciding_rows`).
 * **Protocol**: the finalists and the baseline, per concurrency, in interleaved rounds with racing

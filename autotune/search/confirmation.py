@@ -52,13 +52,13 @@ def confirm_study(study: Study, spent: bool) -> str | None:
 
 
 def _measure_finalists(study: Study, rows: list[results.TrialRow]) -> list[confirm.ConfirmedConcurrency]:
-    plan, options = study.plan, study.options
+    setup, options = study.setup, study.options
     guidance = study.guidance(rows)
-    predicted = guide.point_predictions(plan.space, guidance.model, study.feasible)
-    chosen = confirm.finalists(rows, plan.space.concurrencies, plan.objective.slo, predicted,
-                               plan.off_floor, plan.zero_to_measure)
+    predicted = guide.point_predictions(setup.space, guidance.model, study.feasible)
+    chosen = confirm.finalists(rows, setup.space.concurrencies, setup.objective.slo, predicted,
+                               setup.off_floor, setup.zero_to_measure)
     how = confirm.ConfirmRun(
-        study.engine_config, plan.workload, options.seed or 0,
+        study.engine_config, setup.workload, options.seed or 0,
         # under a load that persists, disturbed rounds are kept at once (screening.py)
         replace(options.protocol, measure_under_load=study.machine.persists),
         study.say, 1 + options.retries, study.deadline, lambda text: study.say(text, kind="note"),

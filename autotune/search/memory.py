@@ -31,7 +31,7 @@ GIB = 1 << 30
 
 
 @dataclass(frozen=True)
-class MemoryPlan:
+class MemoryBudget:
     """The memory facts a search space is built from.
 
     ``sequence_positions``: cache positions per slot at depth 0 (longest prompt + max_tokens + 1);
@@ -123,13 +123,13 @@ class MemoryPlan:
         return None
 
 
-def plan_memory(device_bytes: int, target: ModelFootprint, drafts: Mapping[str, ModelFootprint], workload: Workload,
-                *, whole_prompt_logits: bool) -> MemoryPlan:
-    """The memory plan of running ``workload`` on a device of ``device_bytes``: cache positions per
+def memory_budget(device_bytes: int, target: ModelFootprint, drafts: Mapping[str, ModelFootprint], workload: Workload,
+                *, whole_prompt_logits: bool) -> MemoryBudget:
+    """The memory budget of running ``workload`` on a device of ``device_bytes``: cache positions per
     sequence counted in bytes (our tokenizer's tokens: for a subword tokenizer, whose tokens hold one
     byte or more, an upper bound); ``whole_prompt_logits``: the engine's prefill keeps the logits of
     every prompt position (the embedded engine), not only the last (TensorRT-LLM, vLLM)."""
-    return MemoryPlan(
+    return MemoryBudget(
         device_bytes=device_bytes,
         target=target,
         drafts=drafts,
@@ -138,17 +138,17 @@ def plan_memory(device_bytes: int, target: ModelFootprint, drafts: Mapping[str, 
     )
 
 
-def default_concurrencies(plan: MemoryPlan, device_type: str) -> tuple[int, ...]:
+def default_concurrencies(budget: MemoryBudget, device_type: str) -> tuple[int, ...]:
     """Powers of two up to the largest concurrency at which the baseline fits (see the module doc)."""
     cap = CPU_MAX_DEFAULT_CONCURRENCY if device_type == "cpu" else GPU_MAX_DEFAULT_CONCURRENCY
     sizes = []
     concurrency = 1
-    while concurrency <= cap and plan.infeasibility("none", 0, concurrency) is None:
+    while concurrency <= cap and budget.infeasibility("none", 0, concurrency) is None:
         sizes.append(concurrency)
         concurrency *= 2
     if not sizes:
         raise ConfigurationError(
-            f"the target does not fit on this device even at concurrency 1: {plan.infeasibility('none', 0, 1)}; "
+            f"the target does not fit on this device even at concurrency 1: {budget.infeasibility('none', 0, 1)}; "
             "use a smaller model or a shorter workload"
         )
     return tuple(sizes)

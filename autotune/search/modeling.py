@@ -30,7 +30,7 @@ from autotune.errors import EngineError
 from autotune.perfmodel.acceptance import AcceptanceCurve, proposer_key, row_counts
 from autotune.perfmodel.cost import MIN_ROUNDS, CostPoint, CostProfile
 from autotune.perfmodel.model import ConfigKey, PerformanceModel
-from autotune.search.plan import StudyPlan
+from autotune.search.setup import StudySetup
 from autotune.search.space import BASELINE_METHOD, Candidate
 from autotune.store import Database, performance
 from autotune.store.models import StudyRecord
@@ -62,41 +62,41 @@ def prompt_tokens(workload: Workload) -> list[int]:
 class StudyModeling:
     """The performance model of one study (see the module doc)."""
 
-    def __init__(self, plan: StudyPlan, database: Database, study_id: int) -> None:
-        self.plan = plan
+    def __init__(self, setup: StudySetup, database: Database, study_id: int) -> None:
+        self.setup = setup
         self.database = database
         self.study_id = study_id
         self.cost: CostProfile | None = None
         with database.session() as session:
             study = session.get(StudyRecord, study_id)
             self.hardware_id, self.target_id = study.hardware_id, study.target_model_id
-        self.prompts = prompt_tokens(plan.workload)
+        self.prompts = prompt_tokens(setup.workload)
 
     # -- cost ---------------------------------------------------------------------------------------
 
     def timing_configs(self) -> list[tuple[EngineConfig, ConfigKey]]:
         """What the timing runs load: the baseline, and every proposer at the timed depths its
         engine runs."""
-        space = self.plan.space
+        space = self.setup.space
         configs: list[tuple[EngineConfig, ConfigKey]] = [(EngineConfig(BASELINE_METHOD), (BASELINE_METHOD, None))]
         for method, draft in space.proposers():
             for depth in timed_depths(space.max_depth):
-                if self.plan.depth_refusal(method, depth):
+                if self.setup.depth_refusal(method, depth):
                     continue  # the engine would refuse to build it (and the study never runs it)
-                configs.append((Candidate(method, depth, 1, draft).engine_config(self.plan.draft_engine_args),
+                configs.append((Candidate(method, depth, 1, draft).engine_config(self.setup.draft_engine_args),
                                 (method, draft)))
         return configs
 
     def timing_concurrencies(self) -> list[int]:
-        return sorted({1, *self.plan.space.concurrencies})
+        return sorted({1, *self.setup.space.concurrencies})
 
     def cost_key(self) -> str:
         record = {
-            "target": self.plan.target.fingerprint,
-            "drafts": {label: draft.fingerprint for label, draft in sorted(self.plan.drafts.items())},
-            "methods": list(self.plan.space.methods), "depths": timed_depths(self.plan.space.max_depth),
-            "batch_sizes": self.timing_concurrencies(), "workload": self.plan.workload.sha256,
-            "steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "device": self.plan.hardware.device_type,
+            "target": self.setup.target.fingerprint,
+            "drafts": {label: draft.fingerprint for label, draft in sorted(self.setup.drafts.items())},
+            "methods": list(self.setup.space.methods), "depths": timed_depths(self.setup.space.max_depth),
+            "batch_sizes": self.timing_concurrencies(), "workload": self.setup.workload.sha256,
+            "steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "device": self.setup.hardware.device_type,
         }
         # "batch_sizes": the key the digest had before issue 38 named the axis concurrency; kept, so
         # that cost profiles stored before are found under the same key and not timed again.
@@ -108,7 +108,7 @@ class StudyModeling:
         model-guided search (module doc) and leaves no model for the other samplers."""
         key = self.cost_key()
         with self.database.session() as session:
-            stored = performance.find_cost_profile(session, hardware_id=self.hardware_id, engine=self.plan.engine,
+            stored = performance.find_cost_profile(session, hardware_id=self.hardware_id, engine=self.setup.engine,
                                                    target_model_id=self.target_id, key=key)
             if stored is not None:
                 self.cost = CostProfile([CostPoint.from_dict(p) for p in stored.points], stored.source)
@@ -117,10 +117,10 @@ class StudyModeling:
         progress(f"timing step costs: {len(configs)} configurations x {len(self.timing_concurrencies())} concurrency levels")
         started = time.monotonic()
         try:
-            points = worker.time_steps([config for config, _ in configs], self.plan.workload, self.timing_concurrencies(),
+            points = worker.time_steps([config for config, _ in configs], self.setup.workload, self.timing_concurrencies(),
                                        steps=TIMING_STEPS, rounds=TIMING_ROUNDS)
         except WorkerFailure as failure:
-            if self.plan.sampler.guided:
+            if self.setup.sampler.guided:
                 raise EngineError(f"the model-guided search needs step-cost timings, and timing failed ({failure.reason}); "
                                   "pass --sampler tpe to tune without them") from failure
             progress(f"no step-cost timings ({failure.kind}: {failure.reason}): trials are stored without predictions")
@@ -134,9 +134,9 @@ class StudyModeling:
         self.cost = CostProfile([CostPoint.from_dict(p) for p in labelled], "timed")
         with self.database.session() as session:
             performance.save_cost_profile(
-                session, hardware_id=self.hardware_id, engine=self.plan.engine, target_model_id=self.target_id, key=key,
+                session, hardware_id=self.hardware_id, engine=self.setup.engine, target_model_id=self.target_id, key=key,
                 source="timed", points=labelled, duration_s=time.monotonic() - started,
-                settings={"steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "depths": timed_depths(self.plan.space.max_depth),
+                settings={"steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "depths": timed_depths(self.setup.space.max_depth),
                           "concurrencies": self.timing_concurrencies(), "forced_acceptance": "all drafts",
                           "dropped_rounds": self.cost.dropped_rounds, "spread": self.cost.spread},
             )
@@ -144,14 +144,14 @@ class StudyModeling:
     # -- acceptance -----------------------------------------------------------------------------------
 
     def _proposer(self, method: str, draft: str | None) -> str:
-        return proposer_key(method, self.plan.drafts[draft].fingerprint if method == "draft" else None)
+        return proposer_key(method, self.setup.drafts[draft].fingerprint if method == "draft" else None)
 
     def curves(self) -> dict[ConfigKey, AcceptanceCurve]:
         """The stored acceptance curves of this study's proposers on its workload."""
-        wanted = {self._proposer(method, draft): (method, draft) for method, draft in self.plan.space.proposers()}
+        wanted = {self._proposer(method, draft): (method, draft) for method, draft in self.setup.space.proposers()}
         with self.database.session() as session:
             records = performance.acceptance_profiles(session, target_model_id=self.target_id,
-                                                      workload_fingerprint=self.plan.workload.sha256)
+                                                      workload_fingerprint=self.setup.workload.sha256)
             return {wanted[r.proposer]: AcceptanceCurve.from_positions(r.proposer, r.positions, r.sources)
                     for r in records if r.proposer in wanted}
 
@@ -165,12 +165,12 @@ class StudyModeling:
         proposer = self._proposer(row.method, row.draft)
         with self.database.session() as session:
             stored = performance.find_acceptance(session, target_model_id=self.target_id, proposer=proposer,
-                                                 workload_fingerprint=self.plan.workload.sha256)
+                                                 workload_fingerprint=self.setup.workload.sha256)
             curve = (AcceptanceCurve.from_positions(proposer, stored.positions, stored.sources) if stored
                      else AcceptanceCurve.empty(proposer)).pooled(counts, row.measurement_id)
             performance.save_acceptance(
                 session, target_model_id=self.target_id, proposer=proposer, draft_model_id=draft_model_id,
-                workload_fingerprint=self.plan.workload.sha256, workload_name=self.plan.workload.label,
+                workload_fingerprint=self.setup.workload.sha256, workload_name=self.setup.workload.label,
                 max_depth=curve.max_depth, positions=[p.to_dict() for p in curve.positions], sources=list(curve.sources),
             )
 
@@ -193,4 +193,4 @@ class StudyModeling:
             tokens = first_cycle(((row.extra or {}).get("measurement") or {}).get("request_tokens"), len(self.prompts))
             if row.state == "complete" and tokens:
                 return tokens
-        return [request.max_tokens for request in self.plan.workload.requests]
+        return [request.max_tokens for request in self.setup.workload.requests]

@@ -24,14 +24,14 @@ from autotune.store.models import StudyRecord
 
 def analyse(study: Study, rows: list[results.TrialRow]) -> StudyAnalysis:
     """The analysis of the study's ``rows`` under its objective, space and repeats."""
-    space = study.plan.space
+    space = study.setup.space
     method_names = [
         name for method in space.methods
         for name in ([f"draft:{d}" if d != "builtin" else "draft" for d in space.drafts]
                      if method == "draft" else [method])
     ]
     repeated = budget.repeat_count(study.ledger.trials())
-    return StudyAnalysis.of(rows, study.plan.objective, list(space.concurrencies), method_names, repeated,
+    return StudyAnalysis.of(rows, study.setup.objective, list(space.concurrencies), method_names, repeated,
                             space.max_depth)
 
 
@@ -63,7 +63,7 @@ def profile_details(study: Study, analysis: StudyAnalysis, choice: ProfileChoice
     them, what it is tied with, the verdict, the Pareto front, the summary, the counts and builds."""
     row = choice.row
     return {
-        "label": row.label, "draft": row.draft, "slo": study.plan.objective.slo.to_dict(),
+        "label": row.label, "draft": row.draft, "slo": study.setup.objective.slo.to_dict(),
         "slo_met": choice.slo_met, "slo_violation": choice.violation, "trial": row.to_dict(),
         "confirmed": row.confirmed, "phase": row.phase,
         "tied_with": [decision.config_label(r) for r in choice.decision.tied] if choice.decision else [],

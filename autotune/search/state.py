@@ -1,7 +1,7 @@
 """The state of one worker's run of a study: created once, by :func:`start_study`, then read and
 written by each phase of :func:`autotune.search.tuner.run_study`.
 
-Inputs: the study plan and the tune options, the open database and Optuna storage, the progress
+Inputs: the study setup and the tune options, the open database and Optuna storage, the progress
 callback. Output: a :class:`Study`, holding the Optuna study (the ledger, :mod:`autotune.search.ledger`),
 our study row's id, the worker every phase measures with, the study's performance model and the
 deadline of the whole run, plus what the run keeps as it goes (the trials it ran, its notes).
@@ -26,7 +26,7 @@ from autotune.search.ledger import Ledger
 from autotune.search.modeling import StudyModeling
 from autotune.search.options import TuneOptions
 from autotune.search.outcome import TuneProgress
-from autotune.search.plan import StudyPlan
+from autotune.search.setup import StudySetup
 from autotune.search.space import Candidate
 from autotune.search.study import open_study
 from autotune.store import Database, results
@@ -40,7 +40,7 @@ Progress = Callable[[TuneProgress], None]
 class Study:
     """One worker's run of a study (see the module doc)."""
 
-    plan: StudyPlan
+    setup: StudySetup
     options: TuneOptions
     database: Database
     ledger: Ledger
@@ -61,7 +61,7 @@ class Study:
     @contextmanager
     def lock(self) -> Iterator[None]:
         """The study's database lock, shared by every worker of the study."""
-        with named_lock(self.database.engine, self.plan.name):
+        with named_lock(self.database.engine, self.setup.name):
             yield
 
     def rows(self) -> list[results.TrialRow]:
@@ -76,10 +76,10 @@ class Study:
         return guide.Guidance(self.modeling.model(measured), measured)
 
     def engine_config(self, candidate: Candidate) -> EngineConfig:
-        return candidate.engine_config(self.plan.draft_engine_args)
+        return candidate.engine_config(self.setup.draft_engine_args)
 
     def feasible(self, candidate: Candidate) -> bool:
-        return self.plan.infeasibility(candidate) is None
+        return self.setup.infeasibility(candidate) is None
 
     def status(self, spent: bool) -> str:
         """complete once nothing is left to ask for (``spent``) and every trial finished; else running."""
@@ -106,25 +106,25 @@ class Study:
 
     def _progress(self, *args: Any, **kwargs: Any) -> TuneProgress:
         done = budget.finished_count(self.ledger.trials())
-        return TuneProgress(done, self.plan.n_trials, *args, builds=self.worker.loads, **kwargs)
+        return TuneProgress(done, self.setup.n_trials, *args, builds=self.worker.loads, **kwargs)
 
 
-def start_study(plan: StudyPlan, options: TuneOptions, database: Database, storage: RDBStorage,
+def start_study(setup: StudySetup, options: TuneOptions, database: Database, storage: RDBStorage,
                 progress: Progress | None = None) -> Study:
-    """Open (or create) the study of ``plan`` and this worker's state of it; nothing is measured."""
+    """Open (or create) the study of ``setup`` and this worker's state of it; nothing is measured."""
     deadline = Deadline.start(options.timeout_s)
-    study_id, optuna_study = open_study(database, storage, plan, plan.sampler.optuna_sampler(options.seed))
-    asking = budget.Asking(plan.n_trials, plan.planned(), plan.planned_only, plan.space, options.retries)
+    study_id, optuna_study = open_study(database, storage, setup, setup.sampler.optuna_sampler(options.seed))
+    asking = budget.Asking(setup.n_trials, setup.planned(), setup.planned_only, setup.space, options.retries)
     return Study(
-        plan=plan, options=options, database=database, ledger=Ledger.of(optuna_study, storage), study_id=study_id,
-        worker=EngineWorker(plan.engine_spec, timeout_s=options.trial_timeout),
-        modeling=StudyModeling(plan, database, study_id), draft_ids=_draft_ids(plan, database), asking=asking,
+        setup=setup, options=options, database=database, ledger=Ledger.of(optuna_study, storage), study_id=study_id,
+        worker=EngineWorker(setup.engine_spec, timeout_s=options.trial_timeout),
+        modeling=StudyModeling(setup, database, study_id), draft_ids=_draft_ids(setup, database), asking=asking,
         deadline=deadline, progress=progress or (lambda _update: None), explore=random.Random(options.seed),
     )
 
 
-def _draft_ids(plan: StudyPlan, database: Database) -> dict[str, int]:
-    fingerprints = {label: draft.fingerprint for label, draft in plan.drafts.items()}
+def _draft_ids(setup: StudySetup, database: Database) -> dict[str, int]:
+    fingerprints = {label: draft.fingerprint for label, draft in setup.drafts.items()}
     with database.session() as session:
         query = select(ModelRecord.fingerprint, ModelRecord.id).where(
             ModelRecord.fingerprint.in_(fingerprints.values())

@@ -2,7 +2,7 @@
 open it) and our study row, created on first use and checked on every later one.
 
 A study is continued only by a run with the same identity (engine, hardware, target, workload,
-objective, SLOs and search space, see :meth:`StudyPlan.identity`); anything else is a
+objective, SLOs and search space, see :meth:`StudySetup.identity`); anything else is a
 ConfigurationError raised before this run writes a row. An Optuna study of the same name that
 autotune did not create (its ``autotune_identity`` user attribute differs) is refused likewise.
 """
@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.errors import ConfigurationError
 from autotune.search.options import TuneOptions
-from autotune.search.plan import StudyPlan
+from autotune.search.setup import StudySetup
 from autotune.store import Database, repository, results
 from autotune.store.database import (
     database_error,
@@ -67,39 +67,39 @@ def storage_errors(database: Database) -> Iterator[None]:
 
 
 def open_study(
-    database: Database, storage: RDBStorage, plan: StudyPlan, sampler: optuna.samplers.BaseSampler
+    database: Database, storage: RDBStorage, setup: StudySetup, sampler: optuna.samplers.BaseSampler
 ) -> tuple[int, optuna.Study]:
-    """Our study id and the Optuna study for ``plan``, created on first use (see the module doc)."""
-    with named_lock(database.engine, plan.name):
+    """Our study id and the Optuna study for ``setup``, created on first use (see the module doc)."""
+    with named_lock(database.engine, setup.name):
         with database.session() as session:
-            record = results.find_study(session, plan.name)
+            record = results.find_study(session, setup.name)
             if record is not None:
-                _check_identity(_stored_identity(record), plan)
-        existing = plan.name in optuna.get_all_study_names(storage)
+                _check_identity(_stored_identity(record), setup)
+        existing = setup.name in optuna.get_all_study_names(storage)
         if existing:
-            study = optuna.load_study(study_name=plan.name, storage=storage, sampler=sampler)
-            digest, legacy = plan.identity_digests
+            study = optuna.load_study(study_name=setup.name, storage=storage, sampler=sampler)
+            digest, legacy = setup.identity_digests
             stored = study.user_attrs.get(IDENTITY_ATTR)
             if stored == legacy:  # made before the axis was named concurrency (issue 38): same identity
                 study.set_user_attr(IDENTITY_ATTR, digest)
             elif stored != digest:
                 raise ConfigurationError(
-                    f"an Optuna study named {plan.name!r} already exists in this database and was not created by "
+                    f"an Optuna study named {setup.name!r} already exists in this database and was not created by "
                     "this autotune search (or with other options); pick another --study"
                 )
         else:
-            study = optuna.create_study(study_name=plan.name, storage=storage, sampler=sampler,
-                                        directions=plan.objective.directions)
-            study.set_user_attr(IDENTITY_ATTR, plan.identity_digest)
+            study = optuna.create_study(study_name=setup.name, storage=storage, sampler=sampler,
+                                        directions=setup.objective.directions)
+            study.set_user_attr(IDENTITY_ATTR, setup.identity_digest)
         if record is None:
-            record_id = _create_record(database, plan)
+            record_id = _create_record(database, setup)
         else:
             record_id = record.id
     return record_id, study
 
 
-def _create_record(database: Database, plan: StudyPlan) -> int:
-    hardware = plan.hardware
+def _create_record(database: Database, setup: StudySetup) -> int:
+    hardware = setup.hardware
     with database.session() as session:
         hardware_row = repository.upsert_hardware(
             session, fingerprint=hardware.fingerprint, name=hardware.name, device_type=hardware.device_type,
@@ -109,15 +109,15 @@ def _create_record(database: Database, plan: StudyPlan) -> int:
             session, hardware_row, method_version=hardware.method_version, quick=hardware.quick,
             duration_s=hardware.duration_s, metrics=[metric.to_dict() for metric in hardware.metrics],
         )
-        target = results.upsert_model(session, plan.target.model_entry())
-        for draft in plan.drafts.values():
+        target = results.upsert_model(session, setup.target.model_entry())
+        for draft in setup.drafts.values():
             results.upsert_model(session, draft.model_entry())
         record = results.create_study(
             session, results.StudyEntry(
-                name=plan.name, optuna_study_name=plan.name, hardware=hardware_row, target=target, engine=plan.engine,
-                objective=plan.objective.kind, search_space=plan.search_space_record(),
-                slo=plan.objective.slo.to_dict(), workload_name=plan.workload.label,
-                workload_fingerprint=plan.workload.sha256,
+                name=setup.name, optuna_study_name=setup.name, hardware=hardware_row, target=target, engine=setup.engine,
+                objective=setup.objective.kind, search_space=setup.search_space_record(),
+                slo=setup.objective.slo.to_dict(), workload_name=setup.workload.label,
+                workload_fingerprint=setup.workload.sha256,
             ),
         )
         return record.id
@@ -135,12 +135,12 @@ def _stored_identity(record: StudyRecord) -> dict[str, Any]:
     }
 
 
-def _check_identity(stored: dict[str, Any], plan: StudyPlan) -> None:
-    wanted = plan.identity()
+def _check_identity(stored: dict[str, Any], setup: StudySetup) -> None:
+    wanted = setup.identity()
     for key, value in wanted.items():
         if stored.get(key) != value:
             raise ConfigurationError(
-                f"study {plan.name!r} exists with a different {key.replace('_', ' ')} "
+                f"study {setup.name!r} exists with a different {key.replace('_', ' ')} "
                 f"(stored {_short(stored.get(key))}, now {_short(value)}); rerun it with its original options "
                 "or pick another --study"
             )

@@ -121,21 +121,21 @@ def _prediction(study: Study, candidate: Candidate) -> dict[str, Any] | None:
 def _outcome(study: Study, candidate: Candidate, floor: float | None) -> TrialOutcome:
     """Screen ``candidate`` once (:func:`screening.screen`; a quiet pass below ``floor`` tokens/s is
     measured again)."""
-    plan = study.plan
-    reason = plan.infeasibility(candidate)
+    setup = study.setup
+    reason = setup.infeasibility(candidate)
     if reason is not None:
         return TrialOutcome("infeasible", reason)
     config = study.engine_config(candidate)
     try:
         screened = screening.screen(
-            lambda: study.worker.measure_pass(config, plan.workload, candidate.concurrency,
+            lambda: study.worker.measure_pass(config, setup.workload, candidate.concurrency,
                                               seed=study.options.seed or 0),
             lambda text: study.say(f"{candidate.label}: {text}", kind="note"), study.deadline.in_time,
             floor=floor, machine=study.machine,
         )
     except WorkerFailure as failure:
         return TrialOutcome("failed", failure.reason, failure_kind=failure.kind)
-    measurement, objective = screened.measurement, plan.objective
+    measurement, objective = screened.measurement, setup.objective
     try:
         values = objective.values(measurement)
     except ValueError as exc:

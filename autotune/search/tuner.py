@@ -32,7 +32,7 @@ from autotune.search import budget, guide, profile
 from autotune.search.confirmation import confirm_study
 from autotune.search.options import TuneOptions
 from autotune.search.outcome import TuneProgress, TuneResult
-from autotune.search.plan import plan_study
+from autotune.search.setup import set_up_study
 from autotune.search.state import Study, start_study
 from autotune.search.study import optuna_storage, storage_errors
 from autotune.search.trials import screen_trials
@@ -49,13 +49,13 @@ def tune(options: TuneOptions, progress: Callable[[TuneProgress], None] | None =
     Every option is validated, the hardware probed and the models read before the database is
     written. Raises ConfigurationError for bad options or a study name used with other options.
     """
-    plan = plan_study(options)
+    setup = set_up_study(options)
     # A lost database connection (server restarted mid-study) ends the run with one line saying so.
     with open_database(options.db_url) as database, _quiet_optuna(), storage_errors(database):
         with named_lock(database.engine, OPTUNA_SCHEMA_LOCK):  # workers starting together race to create its tables
             storage = optuna_storage(database, options)
         try:
-            study = start_study(plan, options, database, storage, progress)
+            study = start_study(setup, options, database, storage, progress)
             with study.worker:
                 return run_study(study)
         finally:
@@ -97,16 +97,16 @@ def _settle(study: Study, spent: bool) -> str:
 
 
 def _result(study: Study, status: str, elapsed_s: float) -> TuneResult:
-    plan, rows = study.plan, study.rows()
+    setup, rows = study.setup, study.rows()
     analysis = profile.analyse(study, rows)
     note = ""
-    if plan.sampler.guided and status == "complete":
+    if setup.sampler.guided and status == "complete":
         guidance = study.guidance(rows)  # what the guide decided on (asking.py)
-        note = guide.ruled_out(plan.space, guidance, study.feasible, plan.objective.slo).sentence()
+        note = guide.ruled_out(setup.space, guidance, study.feasible, setup.objective.slo).sentence()
     return TuneResult(
-        study_name=plan.name, database=study.database.display_url, status=status,
-        objective=plan.objective.kind, slo=plan.objective.slo.to_dict(), n_trials=plan.n_trials,
-        hardware=plan.hardware.name, search_space=plan.search_space_record(), analysis=analysis,
+        study_name=setup.name, database=study.database.display_url, status=status,
+        objective=setup.objective.kind, slo=setup.objective.slo.to_dict(), n_trials=setup.n_trials,
+        hardware=setup.hardware.name, search_space=setup.search_space_record(), analysis=analysis,
         trials_this_run=study.trials_run, worker_starts=study.worker.starts, model_loads_this_run=study.worker.loads,
-        elapsed_s=elapsed_s, rows=rows, sampler=plan.sampler, notes=list(study.notes), search_note=note,
+        elapsed_s=elapsed_s, rows=rows, sampler=setup.sampler, notes=list(study.notes), search_note=note,
     )

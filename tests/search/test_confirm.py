@@ -285,13 +285,13 @@ def test_where_none_leads_depth_1_of_every_configuration_that_cannot_be_switched
         ["ngram@2", "mtp@1"]
 
 
-def test_the_study_plan_asks_its_engines_rule_for_the_floor():
-    from autotune.search.plan import StudyPlan
+def test_the_study_setup_asks_its_engines_rule_for_the_floor():
+    from autotune.search.setup import StudySetup
 
     eagle = SimpleNamespace(folder=SimpleNamespace(config={"architectures": ["LlamaForCausalLMEagle3"]}))
     whole = SimpleNamespace(folder=SimpleNamespace(config={"architectures": ["LlamaForCausalLM"]}))
     drafts = {"head": eagle, "small": whole}
-    floors = {engine: [StudyPlan.off_floor(SimpleNamespace(engine=engine, drafts=drafts), Candidate(m, 1, 8, d))
+    floors = {engine: [StudySetup.off_floor(SimpleNamespace(engine=engine, drafts=drafts), Candidate(m, 1, 8, d))
                        for m, d in (("mtp", None), ("draft", "head"), ("draft", "small"), ("ngram", None))]
               for engine in ("trtllm", "vllm", "embedded")}
     assert floors == {"trtllm": [1, 1, 0, 0], "vllm": [0, 0, 0, 0], "embedded": [0, 0, 0, 0]}
@@ -310,15 +310,15 @@ def test_where_none_leads_on_vllm_k_0_inside_the_server_joins():
     assert chosen[8][0].engine_config({"builtin": "/d"}).off_state  # run as K = 0 inside the speculative server
 
 
-def test_the_study_plan_measures_k_0_on_vllm_only():
-    from autotune.search.plan import StudyPlan
+def test_the_study_setup_measures_k_0_on_vllm_only():
+    from autotune.search.setup import StudySetup
 
     whole = SimpleNamespace(folder=SimpleNamespace(config={"architectures": ["LlamaForCausalLM"]}))
 
     def measured(engine: str) -> list[bool]:
-        plan = SimpleNamespace(engine=engine, drafts={"small": whole})
-        plan.off_floor = lambda c: StudyPlan.off_floor(plan, c)
-        return [StudyPlan.zero_to_measure(plan, Candidate(m, 1, 8, d))
+        setup = SimpleNamespace(engine=engine, drafts={"small": whole})
+        setup.off_floor = lambda c: StudySetup.off_floor(setup, c)
+        return [StudySetup.zero_to_measure(setup, Candidate(m, 1, 8, d))
                 for m, d in (("mtp", None), ("draft", "small"), ("ngram", None))]
 
     assert {engine: measured(engine) for engine in ("trtllm", "vllm", "embedded")} == {

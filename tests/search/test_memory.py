@@ -11,13 +11,13 @@ from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.errors import ConfigurationError
 from autotune.models.fit import MEMORY_MARGIN
 from autotune.search.memory import CPU_MAX_DEFAULT_CONCURRENCY, default_concurrencies
-from autotune.search.plan import plan_study
+from autotune.search.setup import set_up_study
 from autotune.workload import Request, Workload
 
 
 @pytest.fixture
 def memory(options):
-    return plan_study(options).memory
+    return set_up_study(options).memory
 
 
 @pytest.mark.parametrize(("method", "depth"), [("none", 0), ("mtp", 2), ("draft", 2)])
@@ -54,18 +54,18 @@ def test_speculative_configurations_that_do_not_fit_are_infeasible(memory) -> No
 def test_sequences_longer_than_the_models_handle_are_infeasible(options, models) -> None:
     # 81 prompt tokens + 10 of the 96 positions; two requests, one per sequence of the study's concurrency 2
     long_workload = Workload("long", [Request("x" * 80, 10), Request("y" * 80, 10)])
-    plan = plan_study(replace(options, workload=long_workload))
-    assert plan.memory.infeasibility("none", 0, 1) is None
-    assert "handles 96" in plan.memory.infeasibility("mtp", 8, 1)
+    setup = set_up_study(replace(options, workload=long_workload))
+    assert setup.memory.infeasibility("none", 0, 1) is None
+    assert "handles 96" in setup.memory.infeasibility("mtp", 8, 1)
 
 
 def test_the_plan_uses_the_profiles_memory(options, cpu_profile) -> None:
-    plan = plan_study(replace(options, concurrencies=None, hardware=cpu_profile(ram_bytes=64 << 30)))
-    assert plan.memory.device_bytes == 64 << 30
-    assert plan.space.concurrencies == (1, 2, 4, 8)  # a run cycles the workload's three requests
+    setup = set_up_study(replace(options, concurrencies=None, hardware=cpu_profile(ram_bytes=64 << 30)))
+    assert setup.memory.device_bytes == 64 << 30
+    assert setup.space.concurrencies == (1, 2, 4, 8)  # a run cycles the workload's three requests
 
 
 def test_concurrencies_at_which_not_even_the_baseline_fits_are_refused(options, cpu_profile) -> None:
     small = cpu_profile(ram_bytes=64 << 20)
     with pytest.raises(ConfigurationError, match=r"--concurrency 4096: the target alone needs ~.* GiB .* pass sizes up to"):
-        plan_study(replace(options, concurrencies=(1, 4096), hardware=small))
+        set_up_study(replace(options, concurrencies=(1, 4096), hardware=small))

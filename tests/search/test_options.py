@@ -10,7 +10,7 @@ import pytest
 from autotune.engines.embedded.model import ModelConfig
 from autotune.errors import ConfigurationError
 from autotune.search import Slo, TuneOptions, tune
-from autotune.search.plan import plan_study
+from autotune.search.setup import set_up_study
 
 
 @pytest.mark.parametrize(
@@ -53,26 +53,26 @@ def test_the_same_draft_twice_is_refused(options, models) -> None:
 def test_a_draft_with_another_vocabulary_is_refused(options, tmp_path, random_model_file) -> None:
     other = random_model_file(ModelConfig(300, 16, 1, 2, 32, 96), tmp_path / "other.safetensors")
     with pytest.raises(ConfigurationError, match="vocabulary of 300 tokens"):
-        plan_study(replace(options, drafts=(other,)))
+        set_up_study(replace(options, drafts=(other,)))
 
 
 def test_fewer_trials_than_baselines_is_refused(options) -> None:
     with pytest.raises(ConfigurationError, match="below the 2 baseline trials"):
-        plan_study(replace(options, sampler="tpe", n_trials=1))
+        set_up_study(replace(options, sampler="tpe", n_trials=1))
     # The model-guided search plans no baseline (it screens one only where it could lead).
-    assert plan_study(replace(options, sampler="model", n_trials=1)).planned() == []
+    assert set_up_study(replace(options, sampler="model", n_trials=1)).planned() == []
 
 
 def test_default_study_name_names_hardware_target_and_workload(options) -> None:
-    plan = plan_study(replace(options, study_name=None))
-    assert plan.name == "c0ffee00-target-tiny"
+    setup = set_up_study(replace(options, study_name=None))
+    assert setup.name == "c0ffee00-target-tiny"
 
 
 def test_grid_defaults_to_every_point(options) -> None:
-    plan = plan_study(replace(options, sampler="grid", n_trials=None))
-    assert plan.n_trials == len(plan.space.candidates()) == 2 + 3 * 2 * 2
-    assert plan.planned()[:2] == plan.space.baselines()
-    assert sorted(map(repr, plan.planned())) == sorted(map(repr, plan.space.candidates()))
+    setup = set_up_study(replace(options, sampler="grid", n_trials=None))
+    assert setup.n_trials == len(setup.space.candidates()) == 2 + 3 * 2 * 2
+    assert setup.planned()[:2] == setup.space.baselines()
+    assert sorted(map(repr, setup.planned())) == sorted(map(repr, setup.space.candidates()))
 
 
 def test_the_database_url_stays_out_of_the_options_repr() -> None:

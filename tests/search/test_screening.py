@@ -18,10 +18,10 @@ QUIET = BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.1,
 BUSY = BackgroundLoad(other_cpu_cores=1.8, steal_fraction=0.0, load_avg_1m=5.8, cpu_count=2)
 
 
-def passes(*plan: tuple[float, BackgroundLoad] | Exception):
+def passes(*setup: tuple[float, BackgroundLoad] | Exception):
     """A measure() answering the planned (tokens/s, load) passes in turn, raising a planned
     exception; ``calls`` counts them."""
-    answers = iter(plan)
+    answers = iter(setup)
 
     def measure() -> Pass:
         measure.calls += 1

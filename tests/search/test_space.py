@@ -8,23 +8,23 @@ import optuna
 import pytest
 
 from autotune.errors import ConfigurationError
-from autotune.search.plan import plan_study
+from autotune.search.setup import set_up_study
 from autotune.search.space import Candidate, SearchSpace
 
 
 def test_mtp_is_excluded_for_a_target_without_mtp_modules(options, models) -> None:
-    plan = plan_study(replace(options, target=models["plain_target"]))
-    assert plan.space.methods == ("none", "draft", "ngram")
-    assert all(c.method != "mtp" for c in plan.space.candidates())
+    setup = set_up_study(replace(options, target=models["plain_target"]))
+    assert setup.space.methods == ("none", "draft", "ngram")
+    assert all(c.method != "mtp" for c in setup.space.candidates())
 
 
 def test_mtp_is_included_when_the_target_has_modules(options) -> None:
-    assert plan_study(options).space.methods == ("none", "mtp", "draft", "ngram")
+    assert set_up_study(options).space.methods == ("none", "mtp", "draft", "ngram")
 
 
 def test_asking_for_mtp_without_modules_is_an_error(options, models) -> None:
     with pytest.raises(ConfigurationError, match="MTP modules"):
-        plan_study(replace(options, target=models["plain_target"], methods=("mtp",)))
+        set_up_study(replace(options, target=models["plain_target"], methods=("mtp",)))
 
 
 def test_the_baseline_is_always_in_the_space() -> None:

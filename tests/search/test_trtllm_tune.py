@@ -19,7 +19,7 @@ from autotune.models import folder as folder_module
 from autotune.models.fit import MEMORY_MARGIN
 from autotune.report import load_study, render_html
 from autotune.search import TuneOptions, list_studies, study_listing, tune
-from autotune.search.plan import plan_study
+from autotune.search.setup import set_up_study
 from autotune.store import open_database, performance
 from autotune.workload import Request, Workload
 
@@ -48,21 +48,21 @@ def trtllm_options(folders: dict[str, str], gpu, **overrides) -> TuneOptions:
 
 
 def test_the_plan_runs_the_preflight_and_builds_one_llm_for_the_largest_batch(fake_trtllm, folders, gpu) -> None:
-    plan = plan_study(trtllm_options(folders, gpu))
-    assert list(plan.drafts) == ["small"]
-    assert list(plan.excluded_drafts) == ["other-tokenizer"]
-    assert "tokenizer differs from the target" in plan.excluded_drafts["other-tokenizer"]
-    assert plan.space.methods == ("none", "mtp", "draft", "ngram")  # mtp: the target ships a module
-    assert plan.search_space_record()["excluded_drafts"] == plan.excluded_drafts
-    spec = plan.engine_spec
+    setup = set_up_study(trtllm_options(folders, gpu))
+    assert list(setup.drafts) == ["small"]
+    assert list(setup.excluded_drafts) == ["other-tokenizer"]
+    assert "tokenizer differs from the target" in setup.excluded_drafts["other-tokenizer"]
+    assert setup.space.methods == ("none", "mtp", "draft", "ngram")  # mtp: the target ships a module
+    assert setup.search_space_record()["excluded_drafts"] == setup.excluded_drafts
+    spec = setup.engine_spec
     assert spec.factory == RUNNER_FACTORY
     assert spec.kwargs["max_batch_size"] == 2 and spec.kwargs["target"] == str(Path(folders["target"]).resolve())
-    assert plan.drafts["small"].engine_arg == str(Path(folders["small"]).resolve())
-    assert plan.target.footprint.n_mtp == 1 and plan.target.footprint.weight_bytes > 0
+    assert setup.drafts["small"].engine_arg == str(Path(folders["small"]).resolve())
+    assert setup.target.footprint.n_mtp == 1 and setup.target.footprint.weight_bytes > 0
 
 
 def test_a_study_reads_each_model_folder_once(fake_trtllm, folders, gpu, monkeypatch) -> None:
-    """The preflight reads each folder; the plan and the worker's runner reuse what it read."""
+    """The preflight reads each folder; the setup and the worker's runner reuse what it read."""
     reads: Counter[Path] = Counter()
     read_model = folder_module.read_model
 
@@ -71,27 +71,27 @@ def test_a_study_reads_each_model_folder_once(fake_trtllm, folders, gpu, monkeyp
         return read_model(path, role)
 
     monkeypatch.setattr(folder_module, "read_model", counted)
-    plan = plan_study(trtllm_options(folders, gpu))
+    setup = set_up_study(trtllm_options(folders, gpu))
     # The runner the tuner's worker builds, here in-process: without max_batch_size, load() checks
     # each configuration against the folders without building an LLM (nor importing tensorrt_llm).
-    runner = TrtLlmRunner(**{**plan.engine_spec.kwargs, "max_batch_size": None})
+    runner = TrtLlmRunner(**{**setup.engine_spec.kwargs, "max_batch_size": None})
     for config in (EngineConfig("none"), EngineConfig("mtp", 2), EngineConfig("draft", 2, folders["small"])):
         runner.load(config)
     assert reads == {Path(folder).resolve(): 1 for folder in folders.values()}
 
 
 def test_default_concurrencies_come_from_the_gpu_memory(fake_trtllm, folders, gpu) -> None:
-    plan = plan_study(trtllm_options(folders, gpu, concurrencies=None))
-    assert plan.space.concurrencies == (1, 2, 4, 8, 16, 32, 64)  # GPU_MAX_DEFAULT_CONCURRENCY: the memory allows more
-    tight = int(plan.memory.required_bytes("none", 0, 2) / (1 - MEMORY_MARGIN)) - 1  # a byte short of batch 2
-    assert plan_study(trtllm_options(folders, gpu, concurrencies=None, hardware=gpu(tight))).space.concurrencies == (1,)
+    setup = set_up_study(trtllm_options(folders, gpu, concurrencies=None))
+    assert setup.space.concurrencies == (1, 2, 4, 8, 16, 32, 64)  # GPU_MAX_DEFAULT_CONCURRENCY: the memory allows more
+    tight = int(setup.memory.required_bytes("none", 0, 2) / (1 - MEMORY_MARGIN)) - 1  # a byte short of batch 2
+    assert set_up_study(trtllm_options(folders, gpu, concurrencies=None, hardware=gpu(tight))).space.concurrencies == (1,)
 
 
 def test_a_fingerprint_follows_the_folder_contents(fake_trtllm, folders, gpu, tmp_path) -> None:
-    before = plan_study(trtllm_options(folders, gpu)).target.fingerprint
+    before = set_up_study(trtllm_options(folders, gpu)).target.fingerprint
     hf.write_model(Path(folders["target"]), hf.llama_config(architectures=["DeepseekV3ForCausalLM"],
                                                             num_nextn_predict_layers=2))
-    assert plan_study(trtllm_options(folders, gpu)).target.fingerprint != before
+    assert set_up_study(trtllm_options(folders, gpu)).target.fingerprint != before
 
 
 @pytest.mark.parametrize(
@@ -106,17 +106,17 @@ def test_bad_trtllm_studies_fail_before_anything_runs(fake_trtllm, folders, gpu,
     overrides = {k: tuple(folders["other"] if d == "OTHER" else d for d in v) if k == "drafts" else v
                  for k, v in overrides.items()}
     with pytest.raises(ConfigurationError, match=message):
-        plan_study(trtllm_options(folders, gpu, **overrides))
+        set_up_study(trtllm_options(folders, gpu, **overrides))
 
 
 def test_a_cpu_machine_cannot_tune_trtllm(fake_trtllm, folders, cpu_profile) -> None:
     with pytest.raises(ConfigurationError, match="needs an NVIDIA GPU"):
-        plan_study(trtllm_options(folders, lambda _bytes: cpu_profile()))
+        set_up_study(trtllm_options(folders, lambda _bytes: cpu_profile()))
 
 
 def test_a_study_without_drafts_tunes_mtp_and_ngram(fake_trtllm, folders, gpu) -> None:
-    plan = plan_study(trtllm_options(folders, gpu, drafts=("builtin",)))
-    assert plan.space.methods == ("none", "mtp", "ngram") and plan.excluded_drafts == {}
+    setup = set_up_study(trtllm_options(folders, gpu, drafts=("builtin",)))
+    assert setup.space.methods == ("none", "mtp", "ngram") and setup.excluded_drafts == {}
 
 
 @pytest.mark.slow  # a whole stand-in study; the guided one stays in the quick tier

@@ -14,7 +14,7 @@ from autotune.errors import ConfigurationError
 from autotune.models.fit import MEMORY_MARGIN
 from autotune.search import Slo, list_studies, study_trials, tune
 from autotune.search.budget import finished_count
-from autotune.search.plan import plan_study
+from autotune.search.setup import set_up_study
 from autotune.search.samplers import SAMPLERS
 from autotune.search.study import open_study, optuna_storage
 from autotune.store import open_database, results
@@ -74,10 +74,10 @@ def test_a_study_runs_stores_every_trial_and_continues(options) -> None:
 
 
 def test_a_study_name_used_with_other_options_is_refused_and_nothing_written(options) -> None:
-    plan = plan_study(options)
+    setup = set_up_study(options)
     with open_database(options.db_url) as database:
         storage = optuna_storage(database, options)
-        open_study(database, storage, plan, SAMPLERS["tpe"].optuna_sampler(0))
+        open_study(database, storage, setup, SAMPLERS["tpe"].optuna_sampler(0))
         storage.engine.dispose()
 
     def counts() -> tuple[int, ...]:
@@ -109,7 +109,7 @@ def test_an_optuna_study_autotune_did_not_create_is_refused(options) -> None:
 
 @pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
 def test_grid_runs_every_point_once_and_records_what_does_not_fit(options, cpu_profile) -> None:
-    memory = plan_study(options).memory
+    memory = set_up_study(options).memory
     fitting = max(memory.required_bytes("none", 0, 2), memory.required_bytes("draft", 1, 1, "draft"))
     assert memory.required_bytes("draft", 1, 2, "draft") > fitting
     small = cpu_profile(ram_bytes=int(fitting / (1 - MEMORY_MARGIN)) + 1)

@@ -76,7 +76,7 @@ def importer(_index: int, profile: str):  # noqa: ANN202
 def tuner(index: int, _profile: str):  # noqa: ANN202
     from autotune.hardware.profile import HardwareProfile
     from autotune.search.options import TuneOptions
-    from autotune.search.plan import plan_study
+    from autotune.search.setup import set_up_study
     from autotune.search.samplers import SAMPLERS
     from autotune.search.study import open_study, optuna_storage
     from autotune.search.tuner import OPTUNA_SCHEMA_LOCK
@@ -85,16 +85,16 @@ def tuner(index: int, _profile: str):  # noqa: ANN202
 
     hardware = HardwareProfile("c" * 16, "stress-cpu", "cpu", 1, {"ram_total_bytes": 1 << 34}, ())
     options = TuneOptions(hardware=hardware, concurrencies=(1, 2), max_depth=2, sampler="random", seed=index)
-    plan = plan_study(options)
+    setup = set_up_study(options)
 
     def act(url: str, round_number: int) -> str:
-        study_plan = dataclasses.replace(plan, name=f"tune-{index}-{round_number}")
-        options_here = dataclasses.replace(options, db_url=url, study_name=study_plan.name)
+        study_setup = dataclasses.replace(setup, name=f"tune-{index}-{round_number}")
+        options_here = dataclasses.replace(options, db_url=url, study_name=study_setup.name)
         with open_database(url) as database:
             with named_lock(database.engine, OPTUNA_SCHEMA_LOCK):
                 storage = optuna_storage(database, options_here)
             try:
-                study_id, study = open_study(database, storage, study_plan, SAMPLERS["random"].optuna_sampler(index))
+                study_id, study = open_study(database, storage, study_setup, SAMPLERS["random"].optuna_sampler(index))
                 trial = study.ask()
                 with database.session() as session:
                     results.record_trial(session, study_id, results.TrialEntry(

@@ -1,5 +1,5 @@
 """Everything a study needs that can be worked out before writing anything: the hardware profile,
-the workload, the models (fingerprints and footprints), the memory plan, the search space, the
+the workload, the models (fingerprints and footprints), the memory budget, the search space, the
 study name and the identity a resumed study must match."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from autotune.engines.worker import EngineSpec
 from autotune.errors import ConfigurationError
 from autotune.models.kind import speculative_kind_of
 from autotune.search.artifacts import ModelArtifact, StudyModels, embedded_models, folder_models
-from autotune.search.memory import MemoryPlan, default_concurrencies, plan_memory
+from autotune.search.memory import MemoryBudget, default_concurrencies, memory_budget
 from autotune.search.objective import Objective
 from autotune.search.options import TuneOptions
 from autotune.search.samplers import Sampler
@@ -24,7 +24,7 @@ from autotune.workload import Workload, load_workload
 
 
 @dataclass(frozen=True)
-class StudyPlan:
+class StudySetup:
     name: str
     engine: str
     hardware: Any  # HardwareProfile (typed loosely: the hardware package imports torch)
@@ -32,7 +32,7 @@ class StudyPlan:
     target: ModelArtifact
     drafts: dict[str, ModelArtifact]  # by label
     excluded_drafts: dict[str, str]  # label -> why the preflight left it out (TensorRT-LLM)
-    memory: MemoryPlan
+    memory: MemoryBudget
     space: SearchSpace
     objective: Objective
     n_trials: int
@@ -127,7 +127,7 @@ def _digest(identity: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def plan_study(options: TuneOptions) -> StudyPlan:
+def set_up_study(options: TuneOptions) -> StudySetup:
     """Validate ``options`` and work out the study (probing the hardware unless given)."""
     options.validate()
     workload = load_workload(options.workload)
@@ -139,7 +139,7 @@ def plan_study(options: TuneOptions) -> StudyPlan:
         models = embedded_models(options.target, options.drafts, _wants_drafts(options))
         hardware = _hardware(options)
     target = models.target
-    memory = plan_memory(hardware.memory_total_bytes, target.footprint,
+    memory = memory_budget(hardware.memory_total_bytes, target.footprint,
                          {label: draft.footprint for label, draft in models.drafts.items()}, workload,
                          whole_prompt_logits=not options.folder_engine)
     if options.concurrencies:
@@ -155,7 +155,7 @@ def plan_study(options: TuneOptions) -> StudyPlan:
             f"{', '.join(map(str, space.concurrencies))}); raise --trials or pass fewer --concurrency"
         )
     name = options.study_name or f"{hardware.fingerprint[:8]}-{target.name}-{workload.label}"
-    return StudyPlan(
+    return StudySetup(
         name=name.strip(), engine=options.engine, hardware=hardware, workload=workload, target=target,
         drafts={label: models.drafts[label] for label in space.drafts}, excluded_drafts=models.excluded_drafts,
         memory=memory, space=space, objective=options.objective_spec, n_trials=n_trials, sampler=sampler,
