@@ -13,7 +13,7 @@ from autotune.errors import ConfigurationError
 from autotune.hardware.catalog import accelerator
 from autotune.planning.inputs import Deployment, compute_dtype, deployment_spec, read_config_model
 
-CONFIGS = Path(__file__).parent / "data" / "configs"
+CONFIGS = Path(__file__).parents[1] / "data" / "configs"
 
 
 def test_a_config_or_its_folder_is_read_as_a_model(tmp_path: Path) -> None:

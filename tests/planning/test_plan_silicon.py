@@ -22,7 +22,7 @@ from autotune.planning.inputs import Deployment, compute_dtype, deployment_spec,
 
 pytest.importorskip("aiconfigurator_core", reason="the plan extra (aiconfigurator-core) is not installed")
 
-CONFIGS = Path(__file__).parent / "data" / "configs"
+CONFIGS = Path(__file__).parents[1] / "data" / "configs"
 LLAMA_8B, LLAMA_70B = str(CONFIGS / "llama-3.1-8b.json"), str(CONFIGS / "llama-3.3-70b.json")
 EAGLE_70B, DEEPSEEK = str(CONFIGS / "eagle3-llama-3.3-70b.json"), str(CONFIGS / "deepseek-v3.json")
 NOWHERE = "sqlite:///nowhere-at-all.db"

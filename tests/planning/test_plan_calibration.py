@@ -28,7 +28,7 @@ from autotune.store import open_database, performance, profile_queries, reposito
 from test_plan import TARGET, TARGET_CONFIG
 from test_plan import url as tuned_url  # noqa: F401 - the tuned target's database fixture
 
-LLAMA_8B = Path(__file__).parent / "data" / "configs" / "llama-3.1-8b.json"
+LLAMA_8B = Path(__file__).parents[1] / "data" / "configs" / "llama-3.1-8b.json"
 TRUE_OVERHEAD_US = 600.0  # what the made-up engine spends per step (vLLM's assumed one is 250)
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
 

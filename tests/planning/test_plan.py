@@ -254,7 +254,7 @@ def test_no_acceptance_for_the_workload_names_tune_and_the_stored_workloads(url:
 
 # -- a plan from a config, no tuning beforehand ---------------------------------------------------------
 
-CONFIGS = Path(__file__).parent / "data" / "configs"
+CONFIGS = Path(__file__).parents[1] / "data" / "configs"
 LLAMA_8B = str(CONFIGS / "llama-3.1-8b.json")
 DEEPSEEK = str(CONFIGS / "deepseek-v3.json")
 
@@ -262,7 +262,7 @@ DEEPSEEK = str(CONFIGS / "deepseek-v3.json")
 def config_plan(rates=None, concurrencies=None, **options):  # noqa: ANN001, ANN003, ANN201 - plan_from_config's
     """A plan from a config (acceptance length 3.2 at depth 4 unless ``rates`` are given), priced by
     the roofline unless ``step_costs`` says otherwise (these tests check the roofline's physics;
-    tests/test_plan_silicon.py the measured kernels')."""
+    tests/planning/test_plan_silicon.py the measured kernels')."""
     options.setdefault("step_costs", "roofline")
     deployment = Deployment(**{k: options.pop(k) for k in ("tp", "dtype", "kv_dtype", "engine", "isl", "osl",
                                                            "step_costs", "ep") if k in options})

@@ -16,7 +16,7 @@ from autotune.errors import ConfigurationError
 from autotune.models.quantization import MXFP4_BYTES, NVFP4_BYTES
 from autotune.planning.inputs import read_config_model
 
-CONFIGS = Path(__file__).parent / "data" / "configs"
+CONFIGS = Path(__file__).parents[1] / "data" / "configs"
 try:
     import aiconfigurator_core
     SHIPPED = Path(aiconfigurator_core.__file__).parent / "model_configs"
