@@ -225,13 +225,12 @@ def store_validation(db_url: str | None, result: ValidationResult) -> Validation
     from dataclasses import replace
 
     from autotune.store import open_database
-    from autotune.store.validations import add_validation
+    from autotune.store.validations import ValidationRun, add_validation
 
     with open_database(db_url) as database, database.session() as session:
-        record = add_validation(session, profile_id=result.profile_id, engine=result.engine,
-                                engine_version=result.engine_version, runs=result.runs,
-                                concurrency=result.concurrency, result=result.to_dict(),
-                                created_at=result.created_at)
+        record = add_validation(session, ValidationRun(result.profile_id, result.engine, result.engine_version,
+                                                       result.runs, result.concurrency, result.to_dict(),
+                                                       result.created_at))
         return replace(result, id=record.id)
 
 
