@@ -27,7 +27,7 @@ from autotune.engines.registry import folder_support
 from autotune.errors import ConfigurationError
 from autotune.models.folder import HfModel
 from autotune.models.footprint import ModelFootprint, folder_footprint
-from autotune.preflight import preflight, usable_drafts
+from autotune.preflight import PreflightSpace, preflight, usable_drafts
 
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM"}
 
@@ -121,8 +121,8 @@ def folder_models(
     is left out; larger batches that do not fit are the memory plan's to skip); ``seq_len``: tokens
     per sequence, an upper bound (prompt bytes + max_tokens)."""
     folders = list(drafts) if want_drafts else []
-    report = preflight(target, folders, folder_support(engine), hardware=hardware, concurrencies=concurrencies,
-                       seq_len=seq_len, depths=tuple(range(1, max_depth + 1)), methods=methods)
+    space = PreflightSpace(concurrencies, seq_len, tuple(range(1, max_depth + 1)), methods)
+    report = preflight(target, folders, folder_support(engine), hardware=hardware, space=space)
     if report.target_errors:
         raise ConfigurationError(f"the target cannot be tuned with {ENGINE_NAMES.get(engine, engine)}: "
                                  + "; ".join(check.message for check in report.target_errors))
