@@ -138,11 +138,11 @@ def export_models(out: str | Path, which: str = "both", *, architecture: str = "
 def measure(*, engine: str = "embedded", protocol: ProtocolOptions | None = None,
             progress: Callable[[str], None] | None = None, **configuration: Any) -> MeasureReport:
     """Run one configuration against the baseline with ``engine`` under ``protocol``; the
-    configuration's keywords are those of :func:`autotune.measure.measure_configuration` (method,
+    configuration's keywords are the fields of :class:`autotune.measure.MeasureRequest` (method,
     depth, concurrency, draft, target, workload, temperature, verify, device, seed)."""
-    from autotune.measure import measure_configuration  # torch only when measuring
+    from autotune.measure import MeasureRequest, measure_configuration  # torch only when measuring
 
-    return measure_configuration(engine=engine, protocol=protocol, progress=progress, **configuration)
+    return measure_configuration(MeasureRequest(**configuration), engine=engine, protocol=protocol, progress=progress)
 
 
 def tune(options: TuneOptions, progress: Callable[[TuneProgress], None] | None = None) -> TuneResult:
@@ -352,6 +352,6 @@ def preflight(target: str | Path, drafts: Sequence[str | Path] = (), *, engine: 
               seq_len: int = DEFAULT_SEQ_LEN) -> PreflightReport:
     """Check a target/draft pairing (Hugging Face folders) for ``engine`` before spending GPU time."""
     from autotune.engines.registry import folder_support
-    from autotune.preflight import preflight as check_pairing
+    from autotune.preflight import PreflightSpace, preflight as check_pairing
 
-    return check_pairing(target, list(drafts), folder_support(engine), seq_len=seq_len)
+    return check_pairing(target, list(drafts), folder_support(engine), space=PreflightSpace(seq_len=seq_len))

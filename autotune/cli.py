@@ -349,8 +349,7 @@ def protocol_options(fn: Callable) -> Callable:
 @protocol_options
 @engine_option
 @json_option
-def measure_command(method, depth, concurrency, draft, target, workload, temperature, verify, device, seed, precision,
-                    min_repetitions, max_repetitions, max_seconds, engine, as_json) -> None:
+def measure_command(precision, min_repetitions, max_repetitions, max_seconds, engine, as_json, **request) -> None:
     """Run one configuration and report it (the embedded engine by default, or TensorRT-LLM).
 
     Real speculative decoding: output tokens/s, TTFT/TPOT percentiles, acceptance (counted),
@@ -370,9 +369,7 @@ def measure_command(method, depth, concurrency, draft, target, workload, tempera
     """
     protocol = ProtocolOptions(precision, min_repetitions, max_repetitions, max_seconds)
     with render.status_spinner(enabled=not as_json) as progress:
-        report = api.measure(method=method, depth=depth, concurrency=concurrency, draft=draft, workload=workload,
-                             temperature=temperature, verify=verify, device=device, seed=seed, target=target,
-                             engine=engine, protocol=protocol, progress=progress)
+        report = api.measure(engine=engine, protocol=protocol, progress=progress, **request)
     emit(report, as_json, render.print_measure)
 
 
@@ -679,8 +676,7 @@ def export_command(db_url, profile_id, fmt, output, force, trtllm_version) -> No
               help="An argument appended to every server's command line (repeatable), "
                    "e.g. --server-arg=--enforce-eager.")
 @json_option
-def validate_command(db_url, profile_id, engine, concurrency, runs, vllm_python, port, start_timeout_s, workload,
-                     server_args, as_json) -> None:
+def validate_command(db_url, profile_id, concurrency, server_args, as_json, **options) -> None:
     """Serve a profile's vLLM export as written and check its figures under load.
 
     Starts the exported script (the bytes `autotune export --format vllm` writes) on 127.0.0.1,
@@ -703,13 +699,11 @@ def validate_command(db_url, profile_id, engine, concurrency, runs, vllm_python,
     from autotune.validation.progress import validation_progress
     from autotune.validation.table import COLUMNS, OPTIONAL, parse_concurrency, summary_lines, title, validation_rows
 
-    options = ValidationOptions(engine=engine, concurrency=parse_concurrency(concurrency), runs=runs,
-                                vllm_python=vllm_python, port=port, start_timeout_s=start_timeout_s,
-                                workload=workload, server_args=tuple(server_args))
+    validation = ValidationOptions(concurrency=parse_concurrency(concurrency), server_args=tuple(server_args), **options)
     # A status line on a terminal, one line per server start and run on a pipe (stderr: --json's
     # stdout stays the JSON alone).
     with validation_progress() as progress:
-        result = api.validate(db_url, profile_id, options, progress=progress)
+        result = api.validate(db_url, profile_id, validation, progress=progress)
     if as_json:
         click.echo(json_shapes.dumps(result.to_dict()))
         return

@@ -21,6 +21,7 @@ from typing import Any
 from autotune.analysis.intervals import Estimate
 from autotune.engines.base import Engine, EngineConfig, Measurement, validate_run_options
 from autotune.engines.protocol import ProtocolOptions, ProtocolResult, RepeatedMeasurement, measure_repeatedly
+from autotune.engines.base import RunShape
 from autotune.errors import ConfigurationError
 from autotune.workload import Workload, load_workload
 
@@ -125,51 +126,66 @@ def first_divergence(expected: list[list[int]], got: list[list[int]]) -> Diverge
     return None
 
 
+@dataclass(frozen=True)
+class MeasureRequest:
+    """One configuration to measure against the baseline, on which models and device.
+
+    ``depth`` None means ``DEFAULT_DEPTH`` for a speculative method and 0 for none; ``draft``
+    None means the built-in draft for method draft; ``workload`` a JSONL path, a Workload, or None
+    for the built-in workload; ``temperature`` overrides the requests' own; ``verify`` compares the
+    greedy outputs with the baseline's; ``target`` None is the built-in target; ``device`` is the
+    embedded engine's torch device.
+    """
+
+    method: str = DEFAULT_METHOD
+    depth: int | None = None
+    concurrency: int = 1
+    draft: str | Path | None = None
+    workload: str | Path | Workload | None = None
+    temperature: float | None = None
+    verify: bool = False
+    device: str = "cpu"
+    seed: int = 0
+    target: str | Path | None = None
+
+
 def measure_configuration(
-    method: str = DEFAULT_METHOD,
-    depth: int | None = None,
-    concurrency: int = 1,
-    draft: str | Path | None = None,
-    workload: str | Path | Workload | None = None,
-    temperature: float | None = None,
-    verify: bool = False,
-    device: str = "cpu",
-    seed: int = 0,
-    target: str | Path | None = None,
+    request: MeasureRequest = MeasureRequest(),
+    *,
     engine: Engine | str | None = None,
     protocol: ProtocolOptions | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> MeasureReport:
-    """Measure one configuration with ``engine``: an engine object, or the name of one
-    (``embedded``, the default, ``trtllm`` or ``vllm``: ``target`` and ``draft`` are then Hugging Face
+    """Measure ``request`` with ``engine``: an engine object, or the name of one (``embedded``, the
+    default, ``trtllm`` or ``vllm``: the request's ``target`` and ``draft`` are then Hugging Face
     model folders, the target required, and the run happens in a worker process).
 
-    ``depth`` None means ``DEFAULT_DEPTH`` for a speculative method and 0 for none; ``draft``
-    None means the built-in draft for method draft; ``workload`` a JSONL path, a Workload, or None
-    for the built-in workload; ``temperature`` overrides the requests' own; ``protocol`` says how
-    precisely to measure (default: ±5 % at 95 %, 3 to 10 rounds). Invalid options, and a configuration
-    that cannot fit on the device (the check ``tune`` applies: memory at this concurrency, the models'
-    context windows), raise ConfigurationError before any model is loaded.
+    ``protocol`` says how precisely to measure (default: ±5 % at 95 %, 3 to 10 rounds). Invalid
+    options, and a configuration that cannot fit on the device (the check ``tune`` applies: memory at
+    this concurrency, the models' context windows), raise ConfigurationError before any model is loaded.
     """
+    depth = request.depth
     if depth is None:
-        depth = 0 if method == "none" else DEFAULT_DEPTH
-    config = EngineConfig(method, depth, None if draft is None else str(draft))
+        depth = 0 if request.method == "none" else DEFAULT_DEPTH
+    config = EngineConfig(request.method, depth, None if request.draft is None else str(request.draft))
     config.validate()
-    validate_run_options(concurrency, temperature)
+    temperature = request.temperature
+    validate_run_options(request.concurrency, temperature)
     protocol = protocol or ProtocolOptions()
     protocol.validate()
-    loaded_workload = load_workload(workload)
-    if verify:
+    loaded_workload = load_workload(request.workload)
+    if request.verify:
         sampled = temperature > 0 if temperature is not None else any(r.temperature > 0 for r in loaded_workload.requests)
         if sampled:
             raise ConfigurationError(
                 "verify compares greedy outputs token for token, but this run samples (temperature > 0); "
                 "pass temperature 0"
             )
-    run = _Run(config, loaded_workload, concurrency, temperature, seed, verify, protocol, progress)
+    run = _Run(config, loaded_workload, request.concurrency, temperature, request.seed, request.verify, protocol,
+               progress)
     if engine is not None and not isinstance(engine, str):
         return run.on(engine)
-    named = _named_engine(engine or "embedded", target, device, run)
+    named = _named_engine(engine or "embedded", request.target, request.device, run)
     try:
         return run.on(named)
     finally:
@@ -195,8 +211,9 @@ class _Run:
             result = in_worker([EngineConfig("none"), self.config], self.workload, self.concurrency, self.temperature,
                                self.seed, self.protocol, notice=self.progress)
         else:
-            result = measure_repeatedly(engine, [self.config], self.workload, self.concurrency, self.temperature,
-                                        self.seed, self.protocol, baseline=True, progress=self.progress)
+            shape = RunShape(self.workload, self.concurrency, self.temperature, self.seed)
+            result = measure_repeatedly(engine, [self.config], shape, self.protocol, baseline=True,
+                                        progress=self.progress)
         report = MeasureReport(self.config, result)
         if not self.verify or report.baseline is None:
             return MeasureReport(self.config, result, True if self.verify else None)

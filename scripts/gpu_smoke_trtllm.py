@@ -139,12 +139,12 @@ def usable_configs(args: argparse.Namespace, results: dict[str, Any]) -> list[tu
     from autotune.engines.trtllm.checks import TRTLLM_SUPPORT
     from autotune.hardware import probe_hardware  # torch + NVML, only when run
     from autotune.models.kind import mtp_layers
-    from autotune.preflight import preflight, usable_drafts
+    from autotune.preflight import PreflightSpace, preflight, usable_drafts
 
     hardware = probe_hardware(quick=True, device=args.probe_device)
     results["hardware"] = hardware.to_dict()
-    report = preflight(args.target, args.draft, TRTLLM_SUPPORT, hardware=hardware, concurrencies=args.concurrencies,
-                       seq_len=args.seq_len, depths=[args.depth])
+    space = PreflightSpace(args.concurrencies, args.seq_len, [args.depth])
+    report = preflight(args.target, args.draft, TRTLLM_SUPPORT, hardware=hardware, space=space)
     results["preflight"] = report.to_dict()
     for check in report.checks:
         print(f"preflight {check.status:5} {check.name:15} {check.message}")

@@ -119,7 +119,7 @@ def run_ours(which: str, prompts: list[list[int]], max_tokens: list[int]):
 
     model = load_builtin_draft() if which == "draft" else load_builtin_target()
     requests = [GenerationRequest(p, m, 0.0) for p, m in zip(prompts, max_tokens)]
-    result = decode(model, requests, method="none", batch_size=1, eos_id=ByteTokenizer.eos_id)
+    result = decode(model, requests, batch_size=1, eos_id=ByteTokenizer.eos_id)
 
     @torch.inference_mode()
     def margin(prompt: list[int], generated: list[int], ours: int, theirs: int) -> float:

@@ -15,7 +15,14 @@ from autotune.engines import noise
 from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.protocol import BASELINE, ProtocolOptions
 from autotune.errors import ConfigurationError
-from autotune.measure import DEFAULT_DEPTH, DEFAULT_METHOD, Divergence, first_divergence, measure_configuration
+from autotune.measure import (
+    DEFAULT_DEPTH,
+    DEFAULT_METHOD,
+    Divergence,
+    MeasureRequest,
+    first_divergence,
+    measure_configuration,
+)
 from autotune.workload import Request, Workload, builtin_workload, load_workload
 
 TINY = Path(__file__).parent / "data" / "tiny.jsonl"
@@ -96,7 +103,7 @@ def test_defaults_measure_the_builtin_draft_on_the_builtin_workload(quiet_machin
 def test_the_warm_up_is_not_a_measured_pass(quiet_machine):
     workload = Workload("w", [Request("a", 3), Request("b", 3), Request("c", 3)])
     engine = FakeEngine({"mtp": [[1, 2], [3], [4]], "none": [[1, 2], [3], [4]]})
-    measure_configuration("mtp", 2, concurrency=2, workload=workload, engine=engine, protocol=QUICK)
+    measure_configuration(MeasureRequest("mtp", 2, concurrency=2, workload=workload), engine=engine, protocol=QUICK)
     warm_up = [call for call in engine.calls if call[2] != request_stream(workload, 2)]
     # In reverse order: the first round starts with the configuration warmed (so loaded) last.
     assert [config for config, _, _ in warm_up] == [EngineConfig("mtp", 2), BASELINE]
@@ -106,7 +113,7 @@ def test_the_warm_up_is_not_a_measured_pass(quiet_machine):
 
 def test_verify_runs_the_baseline_on_the_same_prompts_and_concurrency(quiet_machine):
     engine = FakeEngine({"mtp": [[1, 2], [3]], "none": [[1, 2], [3]]})
-    report = measure_configuration("mtp", 2, concurrency=4, verify=True, engine=engine)
+    report = measure_configuration(MeasureRequest("mtp", 2, concurrency=4, verify=True), engine=engine)
     workload = builtin_workload()
     timed = engine.timed_calls(workload)
     # Interleaved: none, mtp in round 1, then mtp, none ...
@@ -129,7 +136,7 @@ def test_verify_runs_the_baseline_on_the_same_prompts_and_concurrency(quiet_mach
 def test_verify_reports_the_first_divergence_with_its_logit_margin(quiet_machine):
     workload = Workload("w", [Request("a", 3), Request("b", 3)])
     engine = FakeEngine({"ngram": [[1, 2, 3], [4, 9, 6]], "none": [[1, 2, 3], [4, 5, 6]]})
-    report = measure_configuration("ngram", 2, workload=workload, verify=True, engine=engine)
+    report = measure_configuration(MeasureRequest("ngram", 2, workload=workload, verify=True), engine=engine)
     assert report.outputs_match is False
     assert report.first_divergence == Divergence(1, 1, 5, 9, 0.25)
     assert engine.margin_args == (Request("b", 3), [4], 5, 9)
@@ -138,7 +145,7 @@ def test_verify_reports_the_first_divergence_with_its_logit_margin(quiet_machine
 
 def test_method_none_is_its_own_baseline(quiet_machine):
     engine = FakeEngine({"none": [[1]] * 8})
-    report = measure_configuration("none", engine=engine, protocol=QUICK, verify=True)
+    report = measure_configuration(MeasureRequest("none", verify=True), engine=engine, protocol=QUICK)
     assert {config for config, _, _ in engine.calls} == {BASELINE}
     assert len(engine.timed_calls(builtin_workload())) == 3  # measured once per round, not twice
     assert report.baseline is None and report.speedup is None and report.outputs_match is True
@@ -186,19 +193,22 @@ def test_first_divergence():
     ],
 )
 def test_invalid_options_fail_before_anything_is_loaded(tmp_path, options):
+    request = {name: value for name, value in options.items() if name != "protocol"}
     # A missing target would raise EngineError on load: ConfigurationError proves we never got there.
     with pytest.raises(ConfigurationError):
-        measure_configuration(target=tmp_path / "missing.safetensors", **options)
+        measure_configuration(MeasureRequest(target=tmp_path / "missing.safetensors", **request),
+                              protocol=options.get("protocol"))
 
 
 def test_verify_refuses_a_workload_that_samples(tmp_path, quiet_machine):
     path = tmp_path / "w.jsonl"
     path.write_text('{"prompt": "a", "temperature": 0.8}\n')
     with pytest.raises(ConfigurationError, match="greedy"):
-        measure_configuration(workload=path, verify=True, target=tmp_path / "missing.safetensors")
+        measure_configuration(MeasureRequest(workload=path, verify=True, target=tmp_path / "missing.safetensors"))
     # An explicit temperature 0 overrides the requests' own: verification is possible again.
     engine = FakeEngine({"draft": [[1]], "none": [[1]]})
-    assert measure_configuration(workload=path, verify=True, temperature=0, engine=engine, protocol=QUICK).outputs_match
+    request = MeasureRequest(workload=path, verify=True, temperature=0)
+    assert measure_configuration(request, engine=engine, protocol=QUICK).outputs_match
 
 
 
@@ -224,7 +234,7 @@ def one_torch_thread():
 
 
 def test_the_embedded_engine_measures_with_intervals_and_a_paired_speedup(quiet_machine, one_torch_thread):
-    report = measure_configuration(method="draft", depth=4, concurrency=1, protocol=QUICK, workload=SMALL)
+    report = measure_configuration(MeasureRequest("draft", 4, concurrency=1, workload=SMALL), protocol=QUICK)
     assert report.repeated.repetitions >= 3 and report.protocol.rounds_kept == 3
     data = json.loads(json.dumps(report.to_dict()))
     assert data["repetitions"] >= 3 and len(data["samples"]) == data["repetitions"]
@@ -290,7 +300,7 @@ def no_engine_built(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_batch_too_large_for_memory_is_refused_with_the_largest_that_fits(no_engine_built):
     with pytest.raises(ConfigurationError, match=r"draft@2 at concurrency 100000 .* pass --concurrency (\d+) or less"):
-        measure_configuration(method="draft", depth=2, concurrency=100_000, workload=SMALL)
+        measure_configuration(MeasureRequest("draft", 2, concurrency=100_000, workload=SMALL))
 
 
 def test_the_suggested_concurrency_fits_and_one_more_does_not():
@@ -314,7 +324,7 @@ def test_a_request_longer_than_the_context_window_is_refused(tmp_path, no_engine
     path = tmp_path / "long.jsonl"
     path.write_text(json.dumps({"prompt": "x" * 1000, "max_tokens": 20}) + "\n")
     with pytest.raises(ConfigurationError, match=r"handles 1024; use a workload with shorter prompts .* --depth"):
-        measure_configuration(method="ngram", depth=4, workload=path)
+        measure_configuration(MeasureRequest("ngram", 4, workload=path))
 
 
 def test_measure_and_tune_share_one_memory_budget(gpu):
@@ -349,7 +359,7 @@ def test_a_gpu_index_the_machine_lacks_is_refused(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     with pytest.raises(ConfigurationError, match=r"device cuda:3 does not exist: .* cuda:0 to cuda:0"):
-        measure_configuration(device="cuda:3", workload=SMALL)
+        measure_configuration(MeasureRequest(device="cuda:3", workload=SMALL))
 
 
 def test_a_folder_engine_gets_the_same_check_from_config_json(fake_trtllm, tmp_path, no_engine_built):
@@ -359,7 +369,7 @@ def test_a_folder_engine_gets_the_same_check_from_config_json(fake_trtllm, tmp_p
 
     target = hf.write_model(tmp_path / "target", hf.llama_config(max_position_embeddings=16))
     with pytest.raises(ConfigurationError, match=r"ngram@2 at concurrency 1 .* the target handles 16; use a workload"):
-        measure_configuration(method="ngram", depth=2, workload=SMALL, engine="trtllm", target=target)
+        measure_configuration(MeasureRequest("ngram", 2, workload=SMALL, target=target), engine="trtllm")
 
 
 def test_a_model_of_unknown_cache_size_is_refused_on_its_weights_alone():

@@ -159,9 +159,9 @@ def store_plannable_target(url: str) -> str:
             fingerprint="a" * 64, name="plan-target", role="target",
                                       source="builtin:plan-target", num_params=9_300_000, num_mtp_modules=0,
                                       vocab_size=259, config=config))
-        performance.save_acceptance(session, target_model_id=target.id, proposer="ngram", draft_model_id=None,
-                                    positions=[{"steps": 100, "accepted": 30, "drafted": 100}], sources=[1],
-                                    workload_fingerprint=workload.sha256, workload_name=workload.label, max_depth=1)
+        performance.save_acceptance(session, performance.AcceptanceKey(target.id, "ngram", workload.sha256),
+                                    draft_model_id=None, positions=[{"steps": 100, "accepted": 30, "drafted": 100}],
+                                    sources=[1], workload_name=workload.label, max_depth=1)
     return "plan-target"
 
 

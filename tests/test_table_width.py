@@ -17,9 +17,9 @@ import profile_factory as factory
 from autotune import render
 from autotune.cli import cli
 from autotune.profiles import transfer
-from test_plan import TARGET
-from test_plan import url as plan_url  # noqa: F401 - the plan's database fixture
-from test_report_prediction import url as predicted_url  # noqa: F401 - a study whose trials have predictions
+from planning.test_plan import TARGET
+from planning.test_plan import url as plan_url  # noqa: F401 - the plan's database fixture
+from report.test_report_prediction import url as predicted_url  # noqa: F401 - a study whose trials have predictions
 
 EXAMPLE_PROFILE = next((Path(__file__).parent.parent / "profiles").glob("*.json"))
 BOX = "┏┃┡│└"  # the characters rich's table lines start with

@@ -216,32 +216,45 @@ class Engine(Protocol):
         """Release models and memory."""
 
 
+@dataclass(frozen=True)
+class RunShape:
+    """How a run is driven: the workload's steady-state stream at ``concurrency`` requests in
+    flight, at ``temperature`` (None: the requests' own), with ``seed``."""
+
+    workload: Workload
+    concurrency: int
+    temperature: float | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one run measured and where: ``config`` driven as ``shape`` says, by ``engine`` (its
+    name) on ``device``."""
+
+    config: EngineConfig
+    shape: RunShape
+    engine: str
+    device: str
+
+
 def measurement_of_run(
-    config: EngineConfig,
-    workload: Workload,
-    results: Sequence[RequestResult],
-    counters: RunCounters,
-    *,
-    concurrency: int,
-    temperature: float | None,
-    seed: int,
-    wall_time_s: float,
-    device: str,
-    engine: str,
+    run: RunContext, results: Sequence[RequestResult], counters: RunCounters, wall_time_s: float
 ) -> Measurement:
-    """The :class:`Measurement` of one run of ``workload`` (``results`` in request order) at
-    ``concurrency`` requests in flight: throughput and latencies over the steady window (module doc), the
-    same way for every engine; the per-request lists cover every request of the run."""
-    figures = window_figures(results, concurrency)
+    """The :class:`Measurement` of ``run`` (``results`` in request order): throughput and latencies
+    over the steady window (:mod:`autotune.analysis.steady`), the same way for every engine; the per-request lists cover
+    every request of the run."""
+    config, shape, workload = run.config, run.shape, run.shape.workload
+    figures = window_figures(results, shape.concurrency)
     window = figures.window
     return Measurement(
         method=config.method,
         depth=config.depth,
-        concurrency=concurrency,
+        concurrency=shape.concurrency,
         draft=config.draft_model,
-        temperature=temperature,
-        seed=seed,
-        device=device,
+        temperature=shape.temperature,
+        seed=shape.seed,
+        device=run.device,
         workload_name=workload.label,
         workload_sha256=workload.sha256,
         n_requests=len(results),
@@ -256,7 +269,7 @@ def measurement_of_run(
         tpot_ms_p90=figures.tpot_ms[1],
         tpot_ms_p99=figures.tpot_ms[2],
         acceptance_rate=counters.accepted_tokens / counters.drafted_tokens if counters.drafted_tokens else None,
-        engine=engine,
+        engine=run.engine,
         window_start_s=window.start_s,
         window_s=window.length_s,
         occupancy=window.occupancy,

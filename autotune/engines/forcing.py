@@ -10,6 +10,7 @@ accepted, so the engine's own accepted-token counters decide, never the switch h
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from autotune.engines.base import EngineConfig
@@ -26,18 +27,30 @@ def require_all_accepted(engine: str, accepted: int, drafted: int, switch: str) 
         )
 
 
-def timing_point(
-    config: EngineConfig, concurrency: int, round_index: int, *, steps: int, step_s: float, propose_s: float,
-    prefill_s: float, drafted: int, prefill_tokens: int,
-) -> dict[str, Any]:
-    """One timing run's point (the keys of :class:`autotune.perfmodel.cost.CostPoint`) from its totals
-    over ``steps`` decode steps with all ``concurrency`` rows active: ``step_s`` their wall time,
-    ``propose_s`` the part the engine timed as drafting (0 when it does not time drafting apart),
-    ``drafted`` their draft tokens; ``prefill_s`` the prefill of the rows."""
+@dataclass(frozen=True)
+class TimingTotals:
+    """One timing run's totals over its ``steps`` decode steps with every row active: ``step_s``
+    their wall time, ``propose_s`` the part the engine timed as drafting (0 when it does not time
+    drafting apart), ``drafted`` their draft tokens; ``prefill_s`` and ``prefill_tokens`` the rows'
+    prefill."""
+
+    steps: int
+    step_s: float
+    propose_s: float
+    prefill_s: float
+    drafted: int
+    prefill_tokens: int
+
+
+def timing_point(config: EngineConfig, concurrency: int, round_index: int, totals: TimingTotals) -> dict[str, Any]:
+    """One timing run's point (the keys of :class:`autotune.perfmodel.cost.CostPoint`) from its
+    ``totals`` with all ``concurrency`` rows active."""
+    steps = totals.steps
     return {
         "method": config.method, "draft": config.draft_model, "depth": config.depth, "concurrency": concurrency,
-        "round": round_index, "steps": steps, "propose_s": propose_s / steps, "verify_s": (step_s - propose_s) / steps,
-        "prefill_s": prefill_s, "drafted_per_step": drafted / (steps * concurrency), "prefill_tokens": prefill_tokens,
+        "round": round_index, "steps": steps, "propose_s": totals.propose_s / steps,
+        "verify_s": (totals.step_s - totals.propose_s) / steps, "prefill_s": totals.prefill_s,
+        "drafted_per_step": totals.drafted / (steps * concurrency), "prefill_tokens": totals.prefill_tokens,
     }
 
 

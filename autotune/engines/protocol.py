@@ -43,7 +43,7 @@ from autotune.analysis.intervals import Estimate, mean_interval, paired_by_round
 from autotune.analysis.plausibility import implausible_speedup
 from autotune.analysis.steady import request_stream
 from autotune.engines import noise
-from autotune.engines.base import Engine, EngineConfig, Measurement
+from autotune.engines.base import Engine, EngineConfig, Measurement, RunShape
 from autotune.errors import ConfigurationError, EngineError
 from autotune.workload import Workload
 
@@ -237,6 +237,19 @@ class Pass:
 
 
 @dataclass
+class _Rounds:
+    """The protocol's round count so far: kept and discarded rounds, and why each was discarded."""
+
+    kept: int = 0
+    discarded: int = 0
+    faults: list[str] = field(default_factory=list)
+
+    @property
+    def number(self) -> int:
+        return self.kept + self.discarded
+
+
+@dataclass
 class _Track:
     """The kept passes of one configuration while the protocol runs."""
 
@@ -253,20 +266,17 @@ class _Track:
 def measure_repeatedly(
     engine: Engine,
     configs: Sequence[EngineConfig],
-    workload: Workload,
-    concurrency: int,
-    temperature: float | None = None,
-    seed: int = 0,
+    shape: RunShape,
     options: ProtocolOptions | None = None,
     baseline: bool = True,
     progress: Callable[[str], None] | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> ProtocolResult:
-    """Run the protocol (see the module doc) for ``configs`` at ``concurrency``; with ``baseline``
-    the no-speculation configuration is measured in the same rounds and every speculative
-    configuration gets a paired speedup. ``progress`` gets a line per pass; a discarded round's line
-    goes to ``notice`` when given (a caller that shows no passes still says why a run takes longer),
-    else to ``progress``."""
+    """Run the protocol (see the module doc) for ``configs``, every pass driven as ``shape`` says;
+    with ``baseline`` the no-speculation configuration is measured in the same rounds and every
+    speculative configuration gets a paired speedup. ``progress`` gets a line per pass; a discarded
+    round's line goes to ``notice`` when given (a caller that shows no passes still says why a run
+    takes longer), else to ``progress``."""
     options = options or ProtocolOptions()
     options.validate()
     ordered = list(dict.fromkeys(([BASELINE] if baseline else []) + list(configs)))
@@ -275,77 +285,81 @@ def measure_repeatedly(
     report = progress or (lambda _text: None)
     started = time.monotonic()
     tracks = [_Track(config) for config in ordered]
-    _warm_up(engine, ordered, workload, concurrency, temperature, seed)
-    faults: list[str] = []
-    discarded = 0
-    kept = 0
-    round_number = 0
+    _warm_up(engine, ordered, shape)
+    rounds = _Rounds()
     capped: str | None = None
-    while True:
+    stop = False
+    while not stop:
+        round_number = rounds.number
         active = [t for t in tracks if not t.dropped]
         order = active if round_number % 2 == 0 else active[::-1]
         passes = {}
         for track in order:
-            report(f"round {round_number + 1}: {track.config.label()} at concurrency {concurrency}")
-            passes[track.config] = _measure_pass(engine, track.config, workload, concurrency, temperature, seed)
-        fault = _round_fault(passes, baseline, allow_disturbed=options.measure_under_load or discarded >= options.max_repetitions)
+            report(f"round {round_number + 1}: {track.config.label()} at concurrency {shape.concurrency}")
+            passes[track.config] = _measure_pass(engine, track.config, shape)
+        allow_disturbed = options.measure_under_load or rounds.discarded >= options.max_repetitions
+        fault = _round_fault(passes, baseline, allow_disturbed=allow_disturbed)
         if fault is None:
-            kept += 1
+            rounds.kept += 1
             for track in active:
                 track.passes.append(passes[track.config])
                 track.rounds.append(round_number)
         else:
-            discarded += 1
-            faults.append(f"round {round_number + 1}: {fault}")
-            (notice or report)(f"round {round_number + 1} at concurrency {concurrency}: {fault}: re-measuring")
-        round_number += 1
-        elapsed = time.monotonic() - started
-        if kept >= options.min_repetitions:
-            if options.race:
-                _race(tracks)
-            if all(_precise(t, tracks[0] if baseline else None, options.precision) for t in tracks if not t.dropped):
-                break
-        if kept >= options.max_repetitions:
-            capped = "repetitions"
-            break
-        if elapsed >= options.max_seconds and kept >= options.min_repetitions:
-            capped = "time"
-            break
-        if options.budget_s is not None and elapsed >= options.budget_s:
-            if not kept:
-                raise EngineFault(f"the time budget ran out before a round could be kept at concurrency {concurrency}"
-                                  + (f" (last: {faults[-1]})" if faults else ""))
-            capped = "budget"
-            break
-        if discarded >= 2 * options.max_repetitions:  # implausible again and again: give up, say why
-            raise EngineFault(f"no plausible round in {discarded} tries at concurrency {concurrency}: {faults[-1]}")
+            rounds.discarded += 1
+            rounds.faults.append(f"round {round_number + 1}: {fault}")
+            (notice or report)(f"round {round_number + 1} at concurrency {shape.concurrency}: {fault}: re-measuring")
+        stop, capped = _stopping(tracks, baseline, rounds, options, time.monotonic() - started, shape.concurrency)
     base_track = tracks[0] if baseline else None
-    measurements = [_summarize(t, base_track, concurrency, capped if not t.dropped else None) for t in tracks]
-    return ProtocolResult(concurrency, measurements, kept, discarded, time.monotonic() - started, capped, faults, options)
+    measurements = [_summarize(t, base_track, shape.concurrency, capped if not t.dropped else None) for t in tracks]
+    return ProtocolResult(shape.concurrency, measurements, rounds.kept, rounds.discarded, time.monotonic() - started,
+                          capped, rounds.faults, options)
+
+
+def _stopping(tracks: list[_Track], baseline: bool, rounds: _Rounds, options: ProtocolOptions, elapsed: float,
+              concurrency: int) -> tuple[bool, str | None]:
+    """After a round: whether to stop, and the cap that stopped it (None when every interval is
+    precise enough, or when going on). Races the tracks once the minimum rounds are kept; raises
+    EngineFault when the budget ran out before any round was kept, or when rounds keep failing."""
+    if rounds.kept >= options.min_repetitions:
+        if options.race:
+            _race(tracks)
+        if all(_precise(t, tracks[0] if baseline else None, options.precision) for t in tracks if not t.dropped):
+            return True, None
+    if rounds.kept >= options.max_repetitions:
+        return True, "repetitions"
+    if elapsed >= options.max_seconds and rounds.kept >= options.min_repetitions:
+        return True, "time"
+    if options.budget_s is not None and elapsed >= options.budget_s:
+        if not rounds.kept:
+            raise EngineFault(f"the time budget ran out before a round could be kept at concurrency {concurrency}"
+                              + (f" (last: {rounds.faults[-1]})" if rounds.faults else ""))
+        return True, "budget"
+    if rounds.discarded >= 2 * options.max_repetitions:  # implausible again and again: give up, say why
+        raise EngineFault(f"no plausible round in {rounds.discarded} tries at concurrency {concurrency}: "
+                          f"{rounds.faults[-1]}")
+    return False, None
 
 
 class EngineFault(EngineError):
     """The protocol could not get a plausible measurement (the machine kept disturbing it)."""
 
 
-def _warm_up(engine: Engine, configs: list[EngineConfig], workload: Workload, concurrency: int,
-             temperature: float | None, seed: int) -> None:
+def _warm_up(engine: Engine, configs: list[EngineConfig], shape: RunShape) -> None:
     """One batch of the first requests per configuration, not timed (loads models, fills caches).
     In reverse order, so that the first round starts with the configuration loaded last. An engine
     that holds one configuration at a time (``holds_one_configuration``: TensorRT-LLM, vLLM on a
     GPU) would shut every other warmed engine down before measuring it, so only that one is warmed:
     such an engine warms each build up itself, as it must for the rebuilds of later rounds anyway."""
-    first = request_stream(workload, concurrency).head(concurrency)
+    first = request_stream(shape.workload, shape.concurrency).head(shape.concurrency)
     warmed = configs[:1] if getattr(engine, "holds_one_configuration", False) else configs
     for config in reversed(warmed):
         engine.load(config)
-        engine.measure(first, concurrency, temperature, seed)
+        engine.measure(first, shape.concurrency, shape.temperature, shape.seed)
 
 
-def _measure_pass(engine: Engine, config: EngineConfig, workload: Workload, concurrency: int,
-                  temperature: float | None, seed: int) -> Pass:
+def _measure_pass(engine: Engine, config: EngineConfig, shape: RunShape) -> Pass:
     engine.load(config)
-    return measure_pass(engine, workload, concurrency, temperature, seed)
+    return measure_pass(engine, shape.workload, shape.concurrency, shape.temperature, shape.seed)
 
 
 def measure_pass(engine: Engine, workload: Workload, concurrency: int, temperature: float | None = None,

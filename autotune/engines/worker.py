@@ -87,6 +87,7 @@ from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.failures import OUT_OF_MEMORY_MARKERS
 from autotune.engines.noise import BackgroundLoad
 from autotune.engines.protocol import Pass, ProtocolOptions, ProtocolResult, measure_pass, measure_repeatedly
+from autotune.engines.base import RunShape
 from autotune.errors import AutotuneError, EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload
 
@@ -437,8 +438,9 @@ def _handle(engine: Any, message: tuple, notice: Callable[[str], None]) -> dict[
                 "load": one.load.to_dict()}
     if operation == "protocol":
         configs, data, concurrency, temperature, seed, options = args
-        result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs], workload_from_data(data), concurrency,
-                                    temperature, seed, ProtocolOptions(**options), notice=notice)
+        result = measure_repeatedly(engine, [EngineConfig(**c) for c in configs],
+                                    RunShape(workload_from_data(data), concurrency, temperature, seed),
+                                    ProtocolOptions(**options), notice=notice)
         return {"loads": engine.loads, "result": result.to_dict(include_outputs=True)}
     if operation == "timing":
         configs, data, concurrencies, options = args

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from autotune.errors import ConfigurationError, NotFoundError
+from autotune.errors import NotFoundError
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -113,7 +113,7 @@ async def _in_daemon_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(exc))
+            loop.call_soon_threadsafe(lambda error=exc: future.done() or future.set_exception(error))
         else:
             loop.call_soon_threadsafe(lambda: future.done() or future.set_result(result))
 

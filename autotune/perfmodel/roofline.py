@@ -319,13 +319,24 @@ class PassTime:
         return "memory" if self.memory_s >= self.compute_s else "compute"
 
 
-def forward_pass(spec: AcceleratorSpec, shape: ModelShape, rows: int, tokens: float, context: float, *,
-                 layers: float | None = None, head: bool = True, extra_params: float = 0.0,
-                 pass_overhead: bool = True) -> PassTime:
-    """``rows`` sequences through ``layers`` decoder layers (default: all) and the head, ``tokens``
-    new tokens per row attending to ``context`` cached ones (module doc). ``extra_params``: dense
-    weights besides (an MTP module's projection, with its input kernels); ``pass_overhead``: the pass is launched on its
-    own (False for MTP modules, which run inside the target's graph)."""
+@dataclass(frozen=True)
+class PassPart:
+    """Which part of a model a pass runs: ``layers`` decoder layers (None: all), the head or not,
+    ``extra_params`` dense weights besides (an MTP module's projection, with its input kernels);
+    ``pass_overhead``: the pass is launched on its own (False for MTP modules, which run inside the
+    target's graph)."""
+
+    layers: float | None = None
+    head: bool = True
+    extra_params: float = 0.0
+    pass_overhead: bool = True
+
+
+def forward_pass(spec: AcceleratorSpec, shape: ModelShape, rows: int, tokens: float, context: float,
+                 part: PassPart = PassPart()) -> PassTime:
+    """``rows`` sequences through the ``part`` of the model, ``tokens`` new tokens per row attending
+    to ``context`` cached ones (module doc)."""
+    layers, head, extra_params = part.layers, part.head, part.extra_params
     n_layers = shape.layers if layers is None else layers
     total_tokens = rows * tokens
     layer = shape.layer_params
@@ -348,7 +359,7 @@ def forward_pass(spec: AcceleratorSpec, shape: ModelShape, rows: int, tokens: fl
     flops = (2 * matmul * total_tokens + attention) / tp
     kernels = n_layers * shape.kernels_per_layer + (PASS_END_KERNELS if head else 0) \
         + (MTP_INPUT_KERNELS if extra_params else 0)
-    overhead_us = (spec.pass_overhead_us if pass_overhead else 0.0) + kernels * spec.kernel_latency_us
+    overhead_us = (spec.pass_overhead_us if part.pass_overhead else 0.0) + kernels * spec.kernel_latency_us
     comm_s = 0.0
     if tp > 1:
         if not spec.interconnect_gbps:
@@ -367,8 +378,8 @@ def target_step_s(spec: AcceleratorSpec, target: ModelShape, rows: int, tokens: 
 
 def mtp_token_s(spec: AcceleratorSpec, target: ModelShape, rows: int, context: float) -> float:
     """One MTP module drafting one token per row: a layer, the projection and the shared head."""
-    return forward_pass(spec, target, rows, 1, context, layers=1, extra_params=2 * target.d_model ** 2,
-                        pass_overhead=False).seconds
+    part = PassPart(layers=1, extra_params=2 * target.d_model ** 2, pass_overhead=False)
+    return forward_pass(spec, target, rows, 1, context, part).seconds
 
 
 def prefill_s(spec: AcceleratorSpec, shape: ModelShape, rows: int, prompt_tokens: int, *,
@@ -376,8 +387,8 @@ def prefill_s(spec: AcceleratorSpec, shape: ModelShape, rows: int, prompt_tokens
     """``rows`` prompts of ``prompt_tokens`` through the model (each token attends to half the
     prompt on average)."""
     extra = 2 * shape.d_model ** 2 if layers is not None else 0.0
-    return forward_pass(spec, shape, rows, prompt_tokens, prompt_tokens / 2, layers=layers, extra_params=extra,
-                        pass_overhead=pass_overhead).seconds
+    part = PassPart(layers=layers, extra_params=extra, pass_overhead=pass_overhead)
+    return forward_pass(spec, shape, rows, prompt_tokens, prompt_tokens / 2, part).seconds
 
 
 # -- the cost profile ---------------------------------------------------------------------------------
@@ -426,20 +437,28 @@ def default_methods(target: ModelShape, drafts: Mapping[str, ModelShape]) -> set
     return {BASELINE, "ngram", *(("mtp",) if target.n_mtp else ()), *(("draft",) if drafts else ())}
 
 
+@dataclass(frozen=True)
+class CostGrid:
+    """The configurations a cost profile prices: every method of ``methods`` (None:
+    :func:`default_methods`) at every depth of ``depths`` and concurrency of ``concurrencies``."""
+
+    concurrencies: Iterable[int]
+    depths: Iterable[int]
+    methods: Iterable[str] | None = None
+
+
 def roofline_cost(
     spec: AcceleratorSpec,
     target: ModelShape,
     drafts: Mapping[str, ModelShape],
-    concurrencies: Iterable[int],
-    depths: Iterable[int],
+    grid: CostGrid,
     context_tokens: float,
     prompt_tokens: int,
-    methods: Iterable[str] | None = None,
 ) -> CostProfile:
-    """A :class:`CostProfile` (source ``"roofline"``) of the baseline and every asked method at
-    every depth and concurrency (module doc). ``drafts``: draft label -> shape; ``context_tokens``:
-    cached tokens a row attends to during decoding (on average); ``prompt_tokens``: the prompt
-    each row prefills (the longest). ``methods``: default :func:`default_methods`."""
+    """A :class:`CostProfile` (source ``"roofline"``) of the baseline and the ``grid``'s
+    configurations (module doc). ``drafts``: draft label -> shape; ``context_tokens``: cached tokens a
+    row attends to during decoding (on average); ``prompt_tokens``: the prompt each row prefills (the
+    longest)."""
     pricer = RooflinePricer(spec, target, drafts, context_tokens, max(int(prompt_tokens), 1))
-    wanted = set(methods) if methods is not None else default_methods(target, drafts)
-    return cost_profile(pricer, concurrencies, depths, prompt_tokens, wanted, "roofline", ROOFLINE_SPREAD)
+    wanted = set(grid.methods) if grid.methods is not None else default_methods(target, drafts)
+    return cost_profile(pricer, grid.concurrencies, grid.depths, prompt_tokens, wanted, "roofline", ROOFLINE_SPREAD)

@@ -114,6 +114,20 @@ def locate(nvml_name: str, engine: str, engine_version: str | None) -> SiliconDa
     return SiliconData(package_version, system, engine, wanted)
 
 
+@dataclass(frozen=True)
+class SiliconBuild:
+    """How the library builds a model: against ``data``, for ``tp`` GPUs (MoE: ``ep`` of them split
+    the experts, the rest split each expert), in ``dtype`` / ``kv_dtype`` (None: the checkpoint's),
+    attention computed in ``fmha`` (None: as the library infers)."""
+
+    data: SiliconData
+    tp: int
+    ep: int = 1
+    dtype: str | None = None
+    kv_dtype: str | None = None
+    fmha: str | None = None
+
+
 @dataclass
 class SiliconModel:
     """A model compiled against :class:`SiliconData` (module doc): per-op step times, and what of
@@ -125,16 +139,15 @@ class SiliconModel:
     low_fidelity: set[str] = field(default_factory=set)  # tables the library fell back to (module doc)
 
     @classmethod
-    def compile(cls, name: str, config: Mapping[str, Any], quant: Mapping[str, Any] | None, data: SiliconData, *,
-                tp: int, ep: int, dtype: str | None, kv_dtype: str | None, fmha: str | None = None) -> SiliconModel:
+    def compile(cls, name: str, config: Mapping[str, Any], quant: Mapping[str, Any] | None,
+                build: SiliconBuild) -> SiliconModel:
         """``config`` (a config.json's object; ``quant``: its hf_quant_config.json) as the library
-        builds it for ``tp`` GPUs (MoE: ``ep`` of them split the experts, the rest split each
-        expert) in ``dtype`` / ``kv_dtype`` (None: the checkpoint's), attention computed in ``fmha``
-        (None: as the library infers); SiliconMissing when it cannot."""
+        builds it as ``build`` says; SiliconMissing when it cannot."""
         from aiconfigurator_core.sdk.engine import EngineHandle
 
+        data, tp, ep, dtype = build.data, build.tp, build.ep, build.dtype
         modes = {"gemm_quant_mode": GEMM_MODES.get(dtype or ""), "moe_quant_mode": GEMM_MODES.get(dtype or ""),
-                 "kvcache_quant_mode": KV_MODES.get(kv_dtype or ""), "fmha_quant_mode": GEMM_MODES.get(fmha or "")}
+                 "kvcache_quant_mode": KV_MODES.get(build.kv_dtype or ""), "fmha_quant_mode": GEMM_MODES.get(build.fmha or "")}
         model = cls(name, data, None)
         with tempfile.TemporaryDirectory(prefix="autotune-silicon-") as folder, model._collect():
             (Path(folder) / "config.json").write_text(json.dumps(config), encoding="utf-8")

@@ -16,8 +16,8 @@ width) fall back to the roofline one by one; :attr:`Priced.parts` names each par
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from autotune.hardware.catalog import AcceleratorSpec
 from autotune.models.kind import DRAFT_TARGET, EAGLE3
@@ -25,6 +25,9 @@ from autotune.models.quantization import dtype_of_bytes, weight_bytes_per_param
 from autotune.perfmodel.calibration import FAST_SPREAD, SLOW_SPREAD
 from autotune.perfmodel.roofline import ROOFLINE_SPREAD, ModelShape, RooflinePricer
 from autotune.perfmodel.step_costs import StepPricer
+
+if TYPE_CHECKING:
+    from autotune.perfmodel.silicon import SiliconBuild
 
 STEP_COSTS = ("auto", "silicon", "roofline")
 
@@ -90,7 +93,7 @@ class Pricing:
             return _roofline(roofline, [f"step costs from the roofline: {exc}"])
 
     def _silicon(self, spec: AcceleratorSpec, roofline: RooflinePricer) -> Priced:
-        from autotune.perfmodel.silicon import SiliconMissing, SiliconModel, locate
+        from autotune.perfmodel.silicon import SiliconBuild, SiliconMissing, locate
         from autotune.perfmodel.silicon_cost import SILICON_FAST_SPREAD, SILICON_SLOW_SPREAD, SiliconPricer
 
         if spec.device_type != "cuda" or self.gpu is None:
@@ -101,7 +104,7 @@ class Pricing:
         # The checkpoint's own format is the library's to read (it knows block-scaled FP8, NVFP4 with
         # 16-bit attention, ...): only a --dtype that differs from it is handed over.
         native = dtype_of_bytes(weight_bytes_per_param(self.target.config, self.target.quant))
-        build = dict(data=data, tp=spec.tp, dtype=self.dtype if self.dtype != native else None, kv_dtype=self.kv_dtype)
+        build = SiliconBuild(data, spec.tp, dtype=self.dtype if self.dtype != native else None, kv_dtype=self.kv_dtype)
         notes: list[str] = []
         target = _compile(self.target, self.ep, build, notes)
         models, heads = {}, {}
@@ -127,14 +130,14 @@ class Pricing:
                       dict(pricer.sources), notes, data.label())
 
 
-def _compile(source: ConfigSource, ep: int, build: dict[str, Any], notes: list[str]) -> Any:
+def _compile(source: ConfigSource, ep: int, build: SiliconBuild, notes: list[str]) -> Any:
     """``source`` compiled against the data and tried at one row, so that a table the library lacks
     shows here rather than mid-plan. Where the inferred attention dtype has no context-attention
     table (FP8 MLA prefill on Hopper in 0.12.0), attention is priced in bf16 instead, and a note says so."""
     from autotune.perfmodel.silicon import SiliconMissing, SiliconModel
 
     def tried(fmha: str | None) -> Any:
-        model = SiliconModel.compile(source.name, source.config, source.quant, ep=ep, fmha=fmha, **build)
+        model = SiliconModel.compile(source.name, source.config, source.quant, replace(build, ep=ep, fmha=fmha))
         model.decode_ops(1, 1), model.prefill_s(1, 1)
         return model
 

@@ -18,6 +18,7 @@ once per study.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,7 +39,19 @@ DEFAULT_CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_SEQ_LEN = 2048  # prompt + generated tokens per sequence
 DEFAULT_DEPTHS = (1, 2, 3, 4)
 
-__all__ = ["Check", "PreflightReport", "preflight", "usable_drafts"]
+__all__ = ["Check", "PreflightReport", "PreflightSpace", "preflight", "usable_drafts"]
+
+
+@dataclass(frozen=True)
+class PreflightSpace:
+    """The workload and search space the checks assume: ``concurrencies``, ``seq_len`` (tokens per
+    sequence) and ``depths``; ``methods``: the methods the user asked for (None: any), so that a
+    missing MTP module is an error only when mtp was asked for."""
+
+    concurrencies: Sequence[int] = DEFAULT_CONCURRENCIES
+    seq_len: int = DEFAULT_SEQ_LEN
+    depths: Sequence[int] = DEFAULT_DEPTHS
+    methods: Sequence[str] | None = None
 
 
 def preflight(
@@ -46,21 +59,17 @@ def preflight(
     drafts: Sequence[str | Path],
     support: FolderSupport,
     hardware: HardwareProfile | None = None,
-    concurrencies: Sequence[int] = DEFAULT_CONCURRENCIES,
-    seq_len: int = DEFAULT_SEQ_LEN,
-    depths: Sequence[int] = DEFAULT_DEPTHS,
-    methods: Sequence[str] | None = None,
+    space: PreflightSpace = PreflightSpace(),
 ) -> PreflightReport:
     """Check ``target`` and each of ``drafts`` (Hugging Face model folders) for the engine whose
-    ``support`` is given (module doc).
+    ``support`` is given (module doc), in ``space``.
 
-    ``hardware``: a probed profile (its GPU memory); None skips the memory fit. ``concurrencies``,
-    ``seq_len`` (tokens per sequence) and ``depths``: the workload and search space the checks
-    assume. ``methods``: the methods the user asked for (None: any), so that a missing MTP module
-    is an error only when mtp was asked for. A target folder that cannot be read raises
-    ConfigurationError; an unreadable draft folder is an error check of that draft.
+    ``hardware``: a probed profile (its GPU memory); None skips the memory fit. A target folder that
+    cannot be read raises ConfigurationError; an unreadable draft folder is an error check of that
+    draft.
     """
-    _validate(concurrencies, seq_len, depths, methods, support)
+    _validate(space, support)
+    concurrencies, seq_len, depths, methods = space.concurrencies, space.seq_len, space.depths, space.methods
     draft_names = tuple(str(d) for d in drafts)
     if len(set(draft_names)) != len(draft_names):
         raise ConfigurationError("a draft is listed twice; pass each draft folder once")
@@ -96,8 +105,9 @@ def preflight(
     return PreflightReport(support.engine, str(target), draft_names, tuple(checks), folders)
 
 
-def _validate(concurrencies: Sequence[int], seq_len: int, depths: Sequence[int], methods: Sequence[str] | None,
-              support: FolderSupport) -> None:
+def _validate(space: PreflightSpace, support: FolderSupport) -> None:
+    concurrencies, seq_len, depths, methods = space.concurrencies, space.seq_len, space.depths, space.methods
+
     def positive_ints(values: Sequence[int]) -> bool:
         return bool(values) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values)
 

@@ -27,7 +27,7 @@ from autotune.engines.registry import engine_adapter, folder_support
 from autotune.errors import ConfigurationError
 from autotune.models.folder import HfModel
 from autotune.models.footprint import ModelFootprint, folder_footprint
-from autotune.preflight import preflight, usable_drafts
+from autotune.preflight import PreflightSpace, preflight, usable_drafts
 from autotune.search.options import TuneOptions
 from autotune.store.results import ModelEntry
 
@@ -111,9 +111,9 @@ def folder_models(options: TuneOptions, drafts: Sequence[str], hardware: Any, se
     skip), every depth up to ``options.max_depth`` and the options' methods; ``seq_len``: tokens per
     sequence, an upper bound (prompt bytes + max_tokens)."""
     engine, target = options.engine, options.target
-    report = preflight(target, list(drafts), folder_support(engine), hardware=hardware,
-                       concurrencies=options.concurrencies or (1,), seq_len=seq_len,
-                       depths=tuple(range(1, options.max_depth + 1)), methods=options.methods)
+    space = PreflightSpace(options.concurrencies or (1,), seq_len, tuple(range(1, options.max_depth + 1)),
+                           options.methods)
+    report = preflight(target, list(drafts), folder_support(engine), hardware=hardware, space=space)
     if report.target_errors:
         raise ConfigurationError(f"the target cannot be tuned with {engine_adapter(engine).display_name}: "
                                  + "; ".join(check.message for check in report.target_errors))

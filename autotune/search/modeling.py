@@ -106,10 +106,9 @@ class StudyModeling:
         """The cost profile: the stored one for this key, or timed now and stored. The caller holds
         the study lock, so concurrent workers time once. A failed timing raises EngineError for the
         model-guided search (module doc) and leaves no model for the other samplers."""
-        key = self.cost_key()
+        profile_key = performance.CostProfileKey(self.hardware_id, self.setup.engine, self.target_id, self.cost_key())
         with self.database.session() as session:
-            stored = performance.find_cost_profile(session, hardware_id=self.hardware_id, engine=self.setup.engine,
-                                                   target_model_id=self.target_id, key=key)
+            stored = performance.find_cost_profile(session, profile_key)
             if stored is not None:
                 self.cost = CostProfile([CostPoint.from_dict(p) for p in stored.points], stored.source)
                 return
@@ -134,8 +133,7 @@ class StudyModeling:
         self.cost = CostProfile([CostPoint.from_dict(p) for p in labelled], "timed")
         with self.database.session() as session:
             performance.save_cost_profile(
-                session, hardware_id=self.hardware_id, engine=self.setup.engine, target_model_id=self.target_id, key=key,
-                source="timed", points=labelled, duration_s=time.monotonic() - started,
+                session, profile_key, source="timed", points=labelled, duration_s=time.monotonic() - started,
                 settings={"steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "depths": timed_depths(self.setup.space.max_depth),
                           "concurrencies": self.timing_concurrencies(), "forced_acceptance": "all drafts",
                           "dropped_rounds": self.cost.dropped_rounds, "spread": self.cost.spread},
@@ -163,14 +161,13 @@ class StudyModeling:
         if not counts or counts[0].steps == 0:
             return
         proposer = self._proposer(row.method, row.draft)
+        key = performance.AcceptanceKey(self.target_id, proposer, self.setup.workload.sha256)
         with self.database.session() as session:
-            stored = performance.find_acceptance(session, target_model_id=self.target_id, proposer=proposer,
-                                                 workload_fingerprint=self.setup.workload.sha256)
+            stored = performance.find_acceptance(session, key)
             curve = (AcceptanceCurve.from_positions(proposer, stored.positions, stored.sources) if stored
                      else AcceptanceCurve.empty(proposer)).pooled(counts, row.measurement_id)
             performance.save_acceptance(
-                session, target_model_id=self.target_id, proposer=proposer, draft_model_id=draft_model_id,
-                workload_fingerprint=self.setup.workload.sha256, workload_name=self.setup.workload.label,
+                session, key, draft_model_id=draft_model_id, workload_name=self.setup.workload.label,
                 max_depth=curve.max_depth, positions=[p.to_dict() for p in curve.positions], sources=list(curve.sources),
             )
 

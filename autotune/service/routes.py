@@ -46,7 +46,7 @@ Name = Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH)]
 OptionalName = Annotated[str | None, Query(min_length=1, max_length=MAX_NAME_LENGTH)]
 StudyName = Annotated[str, Path(min_length=1, max_length=MAX_NAME_LENGTH, description="The study's name.")]
 ProfileId = Annotated[int, Path(ge=1, le=MAX_ID, description="The profile's id (`autotune profiles list`).")]
-Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"At most this many items (newest first); the "
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description="At most this many items (newest first); the "
                              "X-Total-Count header says how many there are.")]
 BEST_PATH = "/v1/profiles/best"
 T = TypeVar("T")
@@ -89,8 +89,6 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
     whether the server takes writes (it has a token), for /healthz to say; ``answers``: where the
     best-profile answers are kept (None: nothing is kept)."""
     router = APIRouter(responses=ERROR_RESPONSES)
-    answers = answers or AnswerCache(0)
-    plots = StudyPlots(db_url)
 
     @router.get("/healthz", tags=["service"], summary="Liveness and database reachability")
     def healthz() -> Response:
@@ -99,6 +97,15 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
         status = api.db_status(db_url)
         return json_response({"status": "ok", "version": __version__, "schema_is_head": status.is_head,
                               "read_only": not writable, "writes": READ_ONLY})
+
+    _add_profile_routes(router, db_url, answers or AnswerCache(0))
+    _add_study_routes(router, db_url, StudyPlots(db_url))
+    _add_planning_routes(router, db_url)
+    return router
+
+
+def _add_profile_routes(router: APIRouter, db_url: str | None, answers: AnswerCache) -> None:
+    """The deployment profiles: listed, the best, one, one exported."""
 
     @router.get("/v1/profiles", tags=["profiles"], summary="List deployment profiles (`autotune profiles list`)")
     def profiles(hardware: Annotated[str | None, Query(max_length=MAX_NAME_LENGTH, description=HARDWARE_HELP)] = None,
@@ -142,6 +149,10 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
         return Response(exported.text.encode("utf-8"), media_type=EXPORT_MEDIA_TYPES[format],
                         headers={"Content-Disposition": f'attachment; filename="{exported.filename}"'})
 
+
+def _add_study_routes(router: APIRouter, db_url: str | None, plots: StudyPlots) -> None:
+    """The tuning studies: listed, their trials, report and plots."""
+
     @router.get("/v1/studies", tags=["studies"], summary="List tuning studies (`autotune studies`)")
     def studies(limit: Limit = DEFAULT_LIMIT) -> Response:
         return listing(json_shapes.study_list(api.studies(db_url)), limit)
@@ -175,6 +186,10 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
             raise NotFoundError(f"study {name!r} has no {plot} plot; it has {', '.join(drawn) or 'none'}")
         return Response(drawn[plot], media_type="image/png", headers={"Cache-Control": "no-cache"})
 
+
+def _add_planning_routes(router: APIRouter, db_url: str | None) -> None:
+    """The stored hardware and the what-if plan."""
+
     @router.get("/v1/hardware", tags=["hardware"], summary="Stored hardware profiles and the accelerator catalog")
     def hardware() -> Response:
         return json_response(api.hardware(db_url).to_dict())
@@ -198,5 +213,3 @@ def build_router(db_url: str | None, writable: bool = False, answers: AnswerCach
                                                  max_depth=max_depth, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
                                                  engine=engine, isl=isl, osl=osl))
         return json_response(predicted.to_dict())
-
-    return router

@@ -14,6 +14,7 @@ counts one twice) and owns the points' format. No engine, Optuna or torch types.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -25,40 +26,54 @@ from autotune.store.rows import get_or_create
 COST_SOURCES = ("timed", "roofline")
 
 
+@dataclass(frozen=True)
+class AcceptanceKey:
+    """What identifies an acceptance profile: one per target, proposer and workload."""
+
+    target_model_id: int
+    proposer: str
+    workload_fingerprint: str
+
+
+@dataclass(frozen=True)
+class CostProfileKey:
+    """What identifies a cost profile: one per machine kind, engine, target and the caller's ``key``."""
+
+    hardware_id: int
+    engine: str
+    target_model_id: int
+    key: str
+
+
 # -- acceptance ---------------------------------------------------------------------------------
 
 
-def find_acceptance(
-    session: Session, *, target_model_id: int, proposer: str, workload_fingerprint: str
-) -> AcceptanceProfileRecord | None:
-    """The acceptance profile of ``proposer`` for the target on the workload, if one was saved."""
+def find_acceptance(session: Session, key: AcceptanceKey) -> AcceptanceProfileRecord | None:
+    """The acceptance profile saved under ``key``, if any."""
     return session.scalar(
         select(AcceptanceProfileRecord).where(
-            AcceptanceProfileRecord.target_model_id == target_model_id,
-            AcceptanceProfileRecord.proposer == proposer,
-            AcceptanceProfileRecord.workload_fingerprint == workload_fingerprint,
+            AcceptanceProfileRecord.target_model_id == key.target_model_id,
+            AcceptanceProfileRecord.proposer == key.proposer,
+            AcceptanceProfileRecord.workload_fingerprint == key.workload_fingerprint,
         )
     )
 
 
 def save_acceptance(
     session: Session,
+    key: AcceptanceKey,
     *,
-    target_model_id: int,
-    proposer: str,
     draft_model_id: int | None,
-    workload_fingerprint: str,
     workload_name: str,
     max_depth: int,
     positions: Sequence[Mapping[str, Any]],
     sources: Sequence[int],
 ) -> AcceptanceProfileRecord:
-    """Create or replace the profile for (target, proposer, workload): ``positions`` and ``sources``
-    are the caller's pooled totals and replace the stored ones (nothing is added up here)."""
+    """Create or replace the profile under ``key``: ``positions`` and ``sources`` are the caller's
+    pooled totals and replace the stored ones (nothing is added up here)."""
     if len(positions) != max_depth:
         raise ValueError(f"{len(positions)} positions for max_depth {max_depth}: one entry per draft position")
-    key = {"target_model_id": target_model_id, "proposer": proposer, "workload_fingerprint": workload_fingerprint}
-    record = get_or_create(session, AcceptanceProfileRecord, key,
+    record = get_or_create(session, AcceptanceProfileRecord, asdict(key),
                               {"workload_name": workload_name, "max_depth": max_depth})
     record.draft_model_id = draft_model_id
     record.workload_name = workload_name
@@ -88,41 +103,32 @@ def acceptance_profiles(
 # -- step costs ---------------------------------------------------------------------------------
 
 
-def find_cost_profile(
-    session: Session, *, hardware_id: int, engine: str, target_model_id: int, key: str
-) -> CostProfileRecord | None:
-    """The step costs saved under ``key`` for the target on this machine kind and engine, if any."""
+def find_cost_profile(session: Session, key: CostProfileKey) -> CostProfileRecord | None:
+    """The step costs saved under ``key``, if any."""
     return session.scalar(
         select(CostProfileRecord).where(
-            CostProfileRecord.hardware_id == hardware_id,
-            CostProfileRecord.engine == engine,
-            CostProfileRecord.target_model_id == target_model_id,
-            CostProfileRecord.key == key,
+            CostProfileRecord.hardware_id == key.hardware_id,
+            CostProfileRecord.engine == key.engine,
+            CostProfileRecord.target_model_id == key.target_model_id,
+            CostProfileRecord.key == key.key,
         )
     )
 
 
 def save_cost_profile(
     session: Session,
+    key: CostProfileKey,
     *,
-    hardware_id: int,
-    engine: str,
-    target_model_id: int,
-    key: str,
     source: str,
     points: Sequence[Mapping[str, Any]],
     settings: Mapping[str, Any],
     duration_s: float | None,
 ) -> CostProfileRecord:
-    """Create or replace the step costs under (hardware, engine, target, key); a replaced profile
-    counts as new (``created_at`` is now), so that listings show the costs in use first."""
+    """Create or replace the step costs under ``key``; a replaced profile counts as new
+    (``created_at`` is now), so that listings show the costs in use first."""
     if source not in COST_SOURCES:
         raise ValueError(f"unknown cost profile source {source!r}")
-    record = get_or_create(
-        session, CostProfileRecord,
-        {"hardware_id": hardware_id, "engine": engine, "target_model_id": target_model_id, "key": key},
-        {"source": source},
-    )
+    record = get_or_create(session, CostProfileRecord, asdict(key), {"source": source})
     record.source = source
     record.points = [dict(point) for point in points]
     record.settings = dict(settings)

@@ -34,13 +34,13 @@ from pathlib import Path
 
 from autotune.analysis.steady import request_stream
 from autotune.engines.vllm.mapping import VLLM_OFF_RULE
-from autotune.engines.vllm.memory import EngineMemory, engine_memory
+from autotune.engines.vllm.memory import EngineHost, EngineMemory, engine_memory
 from autotune.errors import ConfigurationError, WorkloadError
 from autotune.models.folder import read_model
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.off_depths import deployed_schedule
 from autotune.engines.vllm.client import completion_bodies, run_stream
-from autotune.engines.vllm.server import DEFAULT_START_TIMEOUT_S, HOST, Server, check_port_free, free_port
+from autotune.engines.vllm.server import DEFAULT_START_TIMEOUT_S, HOST, Launch, Server, check_port_free, free_port
 from autotune.validation.figures import Comparison, RunFigures, compare, estimates, run_figures, tuned_gap
 from autotune.validation.install import VllmInstall, find_vllm
 from autotune.validation.metrics import SpecCounters
@@ -133,8 +133,7 @@ def server_memory(profile: DeploymentProfile, servers: int, on_cpu: bool) -> Eng
     deployed = deployed_schedule(profile, VLLM_OFF_RULE)
     target = read_model(profile.target.source, "target")
     draft = read_model(profile.draft.source, "draft") if profile.method == "draft" and profile.draft else None
-    return engine_memory(profile.method, target, draft, deployed.max_batch_size, engines=servers, on_cpu=on_cpu,
-                         server=True)
+    return engine_memory(profile.method, target, draft, deployed.max_batch_size, EngineHost(servers, on_cpu, server=True))
 
 
 def _at_once_line(memory: EngineMemory, servers: int) -> str:
@@ -225,13 +224,12 @@ def store_validation(db_url: str | None, result: ValidationResult) -> Validation
     from dataclasses import replace
 
     from autotune.store import open_database
-    from autotune.store.validations import add_validation
+    from autotune.store.validations import ValidationRun, add_validation
 
     with open_database(db_url) as database, database.session() as session:
-        record = add_validation(session, profile_id=result.profile_id, engine=result.engine,
-                                engine_version=result.engine_version, runs=result.runs,
-                                concurrency=result.concurrency, result=result.to_dict(),
-                                created_at=result.created_at)
+        record = add_validation(session, ValidationRun(result.profile_id, result.engine, result.engine_version,
+                                                       result.runs, result.concurrency, result.to_dict(),
+                                                       result.created_at))
         return replace(result, id=record.id)
 
 
@@ -291,8 +289,8 @@ class _Rounds:
         port = self.options.port + index if self.options.port is not None else free_port()
         # The memory first: a --server-arg of the user's naming the same flag comes later and wins.
         arguments = [*self.memory.server_arguments(), *self.options.server_args]
-        return Server(f"{variant.name} server ({variant.label})", ["bash", str(script), *arguments], port,
-                      self.work / f"{variant.name}.log", self.vllm.env(), cwd=self.work,
+        launch = Launch(["bash", str(script), *arguments], self.vllm.env(), cwd=self.work)
+        return Server(f"{variant.name} server ({variant.label})", launch, port, self.work / f"{variant.name}.log",
                       start_timeout_s=self.options.start_timeout_s, say=self.say, watch=self._check_up)
 
     def _check_up(self) -> None:

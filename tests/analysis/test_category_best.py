@@ -10,6 +10,7 @@ from autotune.analysis.intervals import Estimate
 from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.engines.protocol import ProtocolOptions, measure_repeatedly
+from autotune.engines.base import RunShape
 from autotune.search.confirm import row_fields
 from autotune.store.results import TrialRow
 from autotune.workload import Request, Workload, shipped_workload
@@ -60,7 +61,7 @@ def test_figures_per_category_from_the_protocol():
     engine = EmbeddedEngine()
     try:
         result = measure_repeatedly(engine, [EngineConfig("draft", 3), EngineConfig("ngram", 3)],
-                                    Workload("m", tuple(code + chat)), 2,
+                                    RunShape(Workload("m", tuple(code + chat)), 2),
                                     options=ProtocolOptions(min_repetitions=2, max_repetitions=2, measure_under_load=True))
     finally:
         engine.close()

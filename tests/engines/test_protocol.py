@@ -20,6 +20,7 @@ from autotune.engines.protocol import (
     BASELINE, EngineFault, ProtocolOptions, ProtocolResult, RepeatedMeasurement, compare_samples, measure_repeatedly,
 )
 from autotune.analysis.steady import request_stream
+from autotune.engines.base import RunShape
 from autotune.errors import ConfigurationError, EngineError
 from autotune.workload import Request, Workload
 
@@ -119,7 +120,7 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[int], noise.
 def run(engine, configs=(DRAFT,), **options) -> ProtocolResult:
     concurrency = options.pop("concurrency", 1)
     baseline = options.pop("baseline", True)
-    return measure_repeatedly(engine, list(configs), WORKLOAD, concurrency, options=ProtocolOptions(**options),
+    return measure_repeatedly(engine, list(configs), RunShape(WORKLOAD, concurrency), options=ProtocolOptions(**options),
                               baseline=baseline)
 
 
@@ -334,7 +335,7 @@ def test_the_time_budget_caps_the_rounds_however_few_were_kept(machine):
     """budget_s (what is left of a study's --timeout) is hard: 0 s left stops after the first round,
     below min_repetitions, and the result says which cap it hit."""
     progress: list[str] = []
-    result = measure_repeatedly(TableEngine(SPEEDS, sigma=0.001), [DRAFT], WORKLOAD, 1,
+    result = measure_repeatedly(TableEngine(SPEEDS, sigma=0.001), [DRAFT], RunShape(WORKLOAD, 1),
                                 options=ProtocolOptions(min_repetitions=3, budget_s=0.0), progress=progress.append)
     assert (result.rounds_kept, result.capped) == (1, "budget")
     assert result.of(DRAFT).repetitions == 1 and result.options.budget_s == 0.0
@@ -346,7 +347,7 @@ def test_discarded_rounds_count_against_the_time_budget(machine):
     machine(lambda _k: BUSY)
     progress: list[str] = []
     with pytest.raises(EngineFault, match="time budget ran out before a round could be kept.*1.50 of 2 cores"):
-        measure_repeatedly(TableEngine(SPEEDS, sigma=0.001), [DRAFT], WORKLOAD, 1,
+        measure_repeatedly(TableEngine(SPEEDS, sigma=0.001), [DRAFT], RunShape(WORKLOAD, 1),
                            options=ProtocolOptions(min_repetitions=3, budget_s=0.0), progress=progress.append)
     assert progress[-1] == ("round 1 at concurrency 1: none pass disturbed (other processes use 1.50 of 2 cores): "
                             "re-measuring")
@@ -518,7 +519,7 @@ def test_compare_needs_a_shared_round(machine):
 
 def test_progress_names_each_pass(machine):
     lines: list[str] = []
-    measure_repeatedly(TableEngine(SPEEDS), [DRAFT], WORKLOAD, 2, options=ProtocolOptions(min_repetitions=2,
+    measure_repeatedly(TableEngine(SPEEDS), [DRAFT], RunShape(WORKLOAD, 2), options=ProtocolOptions(min_repetitions=2,
                        max_repetitions=2), progress=lines.append)
     assert lines == ["round 1: none at concurrency 2", "round 1: draft@4 at concurrency 2",
                      "round 2: draft@4 at concurrency 2", "round 2: none at concurrency 2"]

@@ -17,7 +17,9 @@ from autotune.perfmodel.cost import CostPoint, CostProfile
 from autotune.perfmodel.model import PerformanceModel
 from autotune.perfmodel.roofline import (
     ROOFLINE_SPREAD,
+    CostGrid,
     ModelShape,
+    PassPart,
     forward_pass,
     roofline_cost,
     target_step_s,
@@ -70,7 +72,7 @@ def test_shape_of_a_hugging_face_config() -> None:
     assert deepseek.kv_elements_per_layer == 512 + 64  # MLA: one latent and one RoPE key per layer
     assert deepseek.experts == 256 and deepseek.experts_per_token == 8 and deepseek.moe_layers == 58
     # A decoding step of one token reads the dense part and the 8 routed experts: ~37B "active" parameters.
-    one_token = forward_pass(accelerator("b200"), deepseek, 1, 1, 0, head=False)
+    one_token = forward_pass(accelerator("b200"), deepseek, 1, 1, 0, PassPart(head=False))
     assert one_token.bytes == pytest.approx(37e9, rel=0.1)
 
 
@@ -123,7 +125,7 @@ def curve(*rates: float) -> AcceptanceCurve:
 
 def test_roofline_cost_feeds_the_performance_model_unchanged() -> None:
     target, draft = ModelShape.from_config(BUILTIN_TARGET), ModelShape.from_config(BUILTIN_DRAFT)
-    cost = roofline_cost(accelerator("h200"), target, {"tiny": draft}, [1, 8], [1, 2, 3], 200, 60)
+    cost = roofline_cost(accelerator("h200"), target, {"tiny": draft}, CostGrid([1, 8], [1, 2, 3]), 200, 60)
     assert isinstance(cost, CostProfile) and cost.source == "roofline"
     assert cost.spread == ROOFLINE_SPREAD  # a roofline's fixed uncertainty, not a timing spread of 0
     assert set(cost.proposers()) == {("none", None), ("mtp", None), ("ngram", None), ("draft", "tiny")}
@@ -144,7 +146,8 @@ def test_roofline_cost_feeds_the_performance_model_unchanged() -> None:
 
 def test_speculation_pays_at_batch_1_and_loses_at_a_large_batch_for_a_70b_model() -> None:
     shape = ModelShape.from_config(LLAMA_70B)
-    cost = roofline_cost(accelerator("h200"), shape, {}, [1, 1024], [1, 2, 3, 4], 1000, 500, methods=["none", "ngram"])
+    grid = CostGrid([1, 1024], [1, 2, 3, 4], methods=["none", "ngram"])
+    cost = roofline_cost(accelerator("h200"), shape, {}, grid, 1000, 500)
     speedup = {}
     for b in (1, 1024):
         requests = 2 * b  # enough to keep b rows busy
@@ -224,7 +227,7 @@ def test_deepseek_v3_shape_mla_and_moe() -> None:
     assert shape.kv_elements_per_layer == 576 and not shape.kv_split  # latent + RoPE key, replicated under TP
     assert shape.attention_width == 576 + 512  # 2.8x the 2 * 192 of a per-head head_dim
     spec = accelerator("h200")
-    one, two = (forward_pass(spec, shape, 1, 1, 4096, layers=1), forward_pass(spec, shape, 1, 1, 8192, layers=1))
+    one, two = (forward_pass(spec, shape, 1, 1, context, PassPart(layers=1)) for context in (4096, 8192))
     attention_per_context = (two.flops - one.flops) / 4096
     assert attention_per_context == pytest.approx(2 * 128 * (576 + 512))
 

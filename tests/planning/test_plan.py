@@ -66,14 +66,18 @@ def url(tmp_path: Path) -> str:
         results.upsert_model(session, results.ModelEntry(
             fingerprint="e" * 64, name="untuned-target", role="target", source="/m/x",
                              num_params=10, num_mtp_modules=0, vocab_size=259, config=TARGET_CONFIG))
-        common = dict(workload_fingerprint=workload.sha256, workload_name=workload.label, max_depth=4)
-        performance.save_acceptance(session, target_model_id=target, proposer="mtp", draft_model_id=None,
+        common = dict(workload_name=workload.label, max_depth=4)
+
+        def key(target_id: int, proposer: str) -> performance.AcceptanceKey:
+            return performance.AcceptanceKey(target_id, proposer, workload.sha256)
+
+        performance.save_acceptance(session, key(target, "mtp"), draft_model_id=None,
                                     positions=positions(0.8, 0.6, 0.45, 0.3), sources=[1, 2], **common)
-        performance.save_acceptance(session, target_model_id=target, proposer="ngram", draft_model_id=None,
+        performance.save_acceptance(session, key(target, "ngram"), draft_model_id=None,
                                     positions=positions(0.3, 0.2, 0.1, 0.05), sources=[3], **common)
-        performance.save_acceptance(session, target_model_id=target, proposer=f"draft:{'d' * 64}", draft_model_id=draft,
+        performance.save_acceptance(session, key(target, f"draft:{'d' * 64}"), draft_model_id=draft,
                                     positions=positions(0.6, 0.4, 0.25, 0.15), sources=[4], **common)
-        performance.save_acceptance(session, target_model_id=big, proposer="ngram", draft_model_id=None,
+        performance.save_acceptance(session, key(big, "ngram"), draft_model_id=None,
                                     positions=positions(0.5, 0.35, 0.25, 0.2), sources=[5], **common)
         cpu = repository.upsert_hardware(session, fingerprint=CPU_FINGERPRINT, name=CPU_NAME, device_type="cpu",
                                          device_count=1, memory_total_bytes=8 << 30, spec={"ram_total_bytes": 8 << 30})

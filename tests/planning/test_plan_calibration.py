@@ -63,9 +63,8 @@ def save_h200_profile(session, target_id: int, engine: str, points: list[dict]) 
         memory_total_bytes=150_000_000_000,
         spec={"devices": [{"index": 0, "name": "NVIDIA H200", "memory_total_bytes": 150_000_000_000}],
               "benchmarked_device": 0})
-    performance.save_cost_profile(session, hardware_id=gpu.id, engine=engine, target_model_id=target_id,
-                                  key="k" * 32, source="timed", points=points, settings={"steps": 8, "rounds": 3},
-                                  duration_s=12.0)
+    performance.save_cost_profile(session, performance.CostProfileKey(gpu.id, engine, target_id, "k" * 32),
+                                  source="timed", points=points, settings={"steps": 8, "rounds": 3}, duration_s=12.0)
 
 
 def plan(url: str, calibration: str = "auto", engine: str = "vllm"):  # noqa: ANN201 - a DeploymentPlan

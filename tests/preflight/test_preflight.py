@@ -10,7 +10,7 @@ import pytest
 from autotune.engines.trtllm.checks import TRTLLM_SUPPORT
 from autotune.engines.vllm.checks import VLLM_SUPPORT
 from autotune.errors import ConfigurationError
-from autotune.preflight import Check, preflight, usable_drafts
+from autotune.preflight import Check, PreflightSpace, preflight, usable_drafts
 from hf_model_factory import llama_config, tokenizer_json, write_model
 
 GIB = 1 << 30
@@ -29,8 +29,8 @@ def folders(tmp_path):
 
 def test_report_checks_every_pair_and_splits_the_drafts(folders, gpu) -> None:
     drafts = [folders["good"], folders["bad_vocab"], folders["short"]]
-    report = preflight(folders["target"], drafts, TRTLLM_SUPPORT, hardware=gpu(80 * GIB), concurrencies=[1, 4],
-                       seq_len=1024, depths=[1, 3])
+    report = preflight(folders["target"], drafts, TRTLLM_SUPPORT, hardware=gpu(80 * GIB),
+                       space=PreflightSpace(concurrencies=[1, 4], seq_len=1024, depths=[1, 3]))
     by_subject = {s: {c.name: c.status for c in report.for_subject(s)} for s in ["target", *map(str, drafts)]}
     assert by_subject["target"] == {"architecture": "ok", "mtp": "ok", "max_num_tokens": "ok", "context_window": "ok",
                                     "memory": "ok"}
@@ -58,14 +58,16 @@ def test_unreadable_draft_folder_rejects_that_draft_only(folders, tmp_path) -> N
 
 
 def test_target_problems_are_errors_about_the_target(folders, gpu) -> None:
-    report = preflight(folders["good"], [], TRTLLM_SUPPORT, hardware=gpu(100_000), methods=["none", "mtp"])
+    report = preflight(folders["good"], [], TRTLLM_SUPPORT, hardware=gpu(100_000),
+                       space=PreflightSpace(methods=["none", "mtp"]))
     errors = {c.name for c in report.target_errors}
     assert errors == {"mtp", "memory"}  # no MTP modules though mtp was asked for; 100 kB of GPU memory
 
 
 def test_the_engine_decides_what_it_runs(folders, gpu) -> None:
     # vLLM chunks long prompts (no tokens-per-step check) and has no MTP drafter for a Llama-shaped target.
-    report = preflight(folders["target"], [folders["good"]], VLLM_SUPPORT, hardware=gpu(80 * GIB), methods=["mtp"])
+    report = preflight(folders["target"], [folders["good"]], VLLM_SUPPORT, hardware=gpu(80 * GIB),
+                       space=PreflightSpace(methods=["mtp"]))
     assert report.engine == "vllm" and "max_num_tokens" not in {c.name for c in report.checks}
     (mtp,) = [c for c in report.checks if c.name == "mtp"]
     assert mtp.status == "error" and "no MTP drafter" in mtp.message
@@ -90,7 +92,7 @@ def test_the_report_keeps_the_folders_it_read(folders, tmp_path) -> None:
 )
 def test_bad_options(folders, kwargs, message) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        preflight(folders["target"], [], TRTLLM_SUPPORT, **kwargs)
+        preflight(folders["target"], [], TRTLLM_SUPPORT, space=PreflightSpace(**kwargs))
 
 
 def test_bad_folders(folders, tmp_path) -> None:

@@ -27,7 +27,7 @@ from autotune.engines.trtllm import checks as trtllm_checks
 from autotune.engines.trtllm.mapping import ADVANCED_SAMPLING_FIELD, llm_arguments
 from autotune.engines.trtllm.versions import TRTLLM_VERSIONS, trtllm_rules
 from autotune.engines.vllm import checks as vllm_checks
-from autotune.engines.vllm.mapping import engine_arguments
+from autotune.engines.vllm.mapping import EngineSettings, engine_arguments
 from autotune.models.folder import ModelFolders
 from autotune.serving import export_profile
 from autotune.serving.speculation import with_draft_config
@@ -119,7 +119,7 @@ def test_trtllm_export_deploys_what_the_engine_measured(method: str, shape: str,
 def test_vllm_export_deploys_what_the_engine_measured(method: str, shape: str, folders: dict[str, Path]) -> None:
     profile, config = profile_and_config(method, shape, folders)
     kind = vllm_checks.check_config(config, folders["target"], ModelFolders())
-    measured = engine_arguments(config, str(folders["target"]), 8, kind, max_ngram=MAX_NGRAM)
+    measured = engine_arguments(config, str(folders["target"]), 8, kind, EngineSettings(max_ngram=MAX_NGRAM))
     assert without(exported_vllm_block(profile), VLLM_SCHEDULE_KEYS) == measured.get("speculative_config")
 
 

@@ -22,7 +22,7 @@ import profile_factory as factory
 from autotune.engines.embedded.builtin import load_builtin_target
 from autotune.engines.embedded.decoding import GenerationRequest, decode
 from autotune.engines.embedded.tokenizer import ByteTokenizer
-from autotune.engines.vllm.memory import engine_memory
+from autotune.engines.vllm.memory import EngineHost, engine_memory
 from autotune.models.folder import read_model
 from autotune.store import open_database
 from autotune.workload import load_workload
@@ -54,7 +54,7 @@ def served_memory(models: dict[str, Path]) -> list[str]:
     """The server's KV cache as autotune sets it for the servers it starts (vLLM's CPU default claims
     most of the machine's memory: autotune/engines/vllm/memory.py)."""
     return engine_memory("draft", read_model(models["target"], "target"), read_model(models["draft"], "draft"), 2,
-                         engines=1, on_cpu=True, server=True).server_arguments()
+                         EngineHost(1, on_cpu=True, server=True)).server_arguments()
 
 
 CLIENT = r'''

@@ -91,8 +91,8 @@ def test_rows_from_0004_survive_with_no_prediction(empty_db_url: str) -> None:
                     reason="oom", prediction=PREDICTION),
             ).id
             performance.save_acceptance(
-                session, target_model_id=ids["target"], proposer="mtp", draft_model_id=None,
-                workload_fingerprint="0" * 64, workload_name="w", max_depth=1,
+                session, performance.AcceptanceKey(ids["target"], "mtp", "0" * 64), draft_model_id=None,
+                workload_name="w", max_depth=1,
                 positions=[{"steps": 10, "accepted": 8}], sources=[ids["screening"]],
             )
         with database.session() as session:
@@ -115,12 +115,12 @@ def test_downgrade_to_0004_drops_the_model_and_keeps_measurements(empty_db_url: 
             ).id
             session.get(MeasurementRecord, ids["screening"]).prediction = PREDICTION
             performance.save_acceptance(
-                session, target_model_id=ids["target"], proposer="mtp", draft_model_id=None,
-                workload_fingerprint="0" * 64, workload_name="w", max_depth=2,
+                session, performance.AcceptanceKey(ids["target"], "mtp", "0" * 64), draft_model_id=None,
+                workload_name="w", max_depth=2,
                 positions=[{"steps": 10, "accepted": 8}, {"steps": 8, "accepted": 5}], sources=[ids["screening"]],
             )
             performance.save_cost_profile(
-                session, hardware_id=ids["hardware"], engine="embedded", target_model_id=ids["target"], key="k" * 64,
+                session, performance.CostProfileKey(ids["hardware"], "embedded", ids["target"], "k" * 64),
                 source="timed", points=[{"batch_size": 4, "ms": 2.0}], settings={}, duration_s=3.0,
             )
 

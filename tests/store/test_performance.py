@@ -54,20 +54,20 @@ def positions(*counts: tuple[int, int]) -> list[dict]:
     return [{"steps": steps, "accepted": accepted} for steps, accepted in counts]
 
 
-def save_acceptance(session, target: int, proposer: str, **overrides) -> AcceptanceProfileRecord:  # noqa: ANN001
-    values = dict(
-        target_model_id=target, proposer=proposer, draft_model_id=None, workload_fingerprint=WORKLOAD,
-        workload_name="w", max_depth=2, positions=positions((100, 80), (80, 50)), sources=[1],
-    )
-    return performance.save_acceptance(session, **{**values, **overrides})
+def save_acceptance(session, target: int, proposer: str, workload_fingerprint: str = WORKLOAD,  # noqa: ANN001
+                    **overrides) -> AcceptanceProfileRecord:
+    values = dict(draft_model_id=None, workload_name="w", max_depth=2, positions=positions((100, 80), (80, 50)),
+                  sources=[1])
+    key = performance.AcceptanceKey(target, proposer, workload_fingerprint)
+    return performance.save_acceptance(session, key, **{**values, **overrides})
 
 
-def save_costs(session, hardware_id: int, target: int, key: str = "k" * 64, **overrides) -> CostProfileRecord:  # noqa: ANN001
-    values = dict(
-        hardware_id=hardware_id, engine="embedded", target_model_id=target, key=key, source="timed",
-        points=[{"concurrency": 1, "tokens": 1, "ms": 2.0}], settings={"rounds": 3}, duration_s=4.5,
-    )
-    return performance.save_cost_profile(session, **{**values, **overrides})
+def save_costs(session, hardware_id: int, target: int, key: str = "k" * 64, engine: str = "embedded",  # noqa: ANN001
+               **overrides) -> CostProfileRecord:
+    values = dict(source="timed", points=[{"concurrency": 1, "tokens": 1, "ms": 2.0}], settings={"rounds": 3},
+                  duration_s=4.5)
+    profile_key = performance.CostProfileKey(hardware_id, engine, target, key)
+    return performance.save_cost_profile(session, profile_key, **{**values, **overrides})
 
 
 # -- acceptance ---------------------------------------------------------------------------------
@@ -86,9 +86,7 @@ def test_saving_acceptance_again_replaces_the_pooled_counts(database) -> None:
         )
         assert again.id == first_id
     with database.session() as session:
-        found = performance.find_acceptance(
-            session, target_model_id=target, proposer=f"draft:{'d' * 64}", workload_fingerprint=WORKLOAD
-        )
+        found = performance.find_acceptance(session, performance.AcceptanceKey(target, f"draft:{'d' * 64}", WORKLOAD))
         assert found is not None and found.id == first_id
         assert (found.max_depth, found.workload_name, found.sources) == (3, "w2", [1, 2])
         assert found.positions == positions((200, 170), (170, 110), (110, 40))
@@ -96,9 +94,7 @@ def test_saving_acceptance_again_replaces_the_pooled_counts(database) -> None:
         assert _utc(found.updated_at) >= _utc(first_updated)
         assert len(performance.acceptance_profiles(session)) == 1
         # Another proposer or workload is another profile; an unknown one is None.
-        assert performance.find_acceptance(
-            session, target_model_id=target, proposer="mtp", workload_fingerprint=WORKLOAD
-        ) is None
+        assert performance.find_acceptance(session, performance.AcceptanceKey(target, "mtp", WORKLOAD)) is None
         assert save_acceptance(session, target, "mtp").id != first_id
         assert save_acceptance(session, target, "mtp", workload_fingerprint="1" * 64).id != first_id
     with database.session() as session:
@@ -169,14 +165,14 @@ def test_saving_costs_again_replaces_them_under_the_same_key(database) -> None:
         assert len({first_id, other_key, other_engine}) == 3
     with database.session() as session:
         found = performance.find_cost_profile(
-            session, hardware_id=machine, engine="embedded", target_model_id=target, key="k" * 64
+            session, performance.CostProfileKey(machine, "embedded", target, "k" * 64)
         )
         assert found is not None and found.id == first_id
         assert (found.source, found.points, found.settings, found.duration_s) == (
             "timed", [{"concurrency": 4, "tokens": 3, "ms": 5.0}], {"rounds": 5}, 12.0,
         )
         assert performance.find_cost_profile(
-            session, hardware_id=machine, engine="embedded", target_model_id=target, key="y" * 64
+            session, performance.CostProfileKey(machine, "embedded", target, "y" * 64)
         ) is None
         with pytest.raises(ValueError, match="unknown cost profile source"):
             save_costs(session, machine, target, source="guessed")

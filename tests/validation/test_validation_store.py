@@ -4,7 +4,6 @@ upgrade and downgrade next to a profile that exists before it."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from sqlalchemy import delete, inspect
 

@@ -131,25 +131,34 @@ def build_proposer(
     raise ValueError(f"unknown method {method!r}")
 
 
+@dataclass(frozen=True)
+class Speculation:
+    """How a run drafts: ``method`` (none, draft, mtp or ngram) proposing ``depth`` tokens per step,
+    with the ``draft`` model for method draft and matches of up to ``max_ngram`` tokens for ngram."""
+
+    method: str = "none"
+    depth: int = 0
+    draft: CausalLM | None = None
+    max_ngram: int = DEFAULT_MAX_NGRAM
+
+
 def decode(
     target: CausalLM,
     requests: list[GenerationRequest],
-    method: str = "none",
-    depth: int = 0,
+    speculation: Speculation = Speculation(),
     batch_size: int = 1,
-    draft: CausalLM | None = None,
     eos_id: int | None = None,
     seed: int = 0,
-    max_ngram: int = DEFAULT_MAX_NGRAM,
 ) -> DecodeResult:
-    """Decode ``requests`` with one method; convenience over :class:`Decoder` for one run."""
+    """Decode ``requests`` as ``speculation`` says; convenience over :class:`Decoder` for one run."""
+    method, depth = speculation.method, speculation.depth
     capacity = required_capacity(requests, depth)
-    proposer = build_proposer(method, depth, target, draft, batch_size, capacity, max_ngram)
-    return Decoder(target, proposer, depth, batch_size, capacity, eos_id, seed).run(requests)
+    proposer = build_proposer(method, depth, target, speculation.draft, batch_size, capacity, speculation.max_ngram)
+    return Decoder(target, proposer, batch_size, capacity, eos_id, seed).run(requests)
 
 
 class Decoder:
-    """Runs requests through ``target`` with ``proposer`` drafting ``depth`` tokens (see module doc).
+    """Runs requests through ``target`` with ``proposer`` drafting its ``depth`` tokens (see module doc).
 
     One decoder per run (its counters accumulate): it allocates the caches for ``batch_size``
     slots of ``capacity`` positions (see :func:`required_capacity`). ``forced_accepted`` makes every
@@ -161,7 +170,6 @@ class Decoder:
         self,
         target: CausalLM,
         proposer: Proposer | None,
-        depth: int,
         batch_size: int,
         capacity: int,
         eos_id: int | None,
@@ -171,7 +179,7 @@ class Decoder:
         self.target = target
         self.forced_accepted = forced_accepted
         self.proposer = proposer
-        self.depth = depth if proposer is not None else 0
+        self.depth = proposer.depth if proposer is not None else 0
         self.batch_size = batch_size
         self.eos_id = eos_id
         self.device = target.embed.weight.device

@@ -163,7 +163,7 @@ class EmbeddedEngine:
     ) -> Decoder:
         draft = self._draft(config.draft_model) if config.draft_model is not None else None
         proposer = build_proposer(config.method, config.depth, self.target, draft, concurrency, capacity, self.max_ngram)
-        return Decoder(self.target, proposer, config.depth, concurrency, capacity, self.tokenizer.eos_id, seed)
+        return Decoder(self.target, proposer, concurrency, capacity, self.tokenizer.eos_id, seed)
 
     def _capacity(self, requests: list[GenerationRequest], config: EngineConfig) -> int:
         capacity = required_capacity(requests, config.depth)

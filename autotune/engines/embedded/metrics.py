@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from autotune.engines.base import EngineConfig, Measurement, RunCounters, measurement_of_run
+from autotune.engines.base import EngineConfig, Measurement, RunContext, RunCounters, RunShape, measurement_of_run
 from autotune.engines.embedded.decoding import DecodeResult
 from autotune.workload import Workload
 
@@ -80,7 +80,5 @@ def build_measurement(
         peak_rss_delta_bytes=memory.rss_delta,
         drafted_by_position=list(stats.drafted_by_position),
     )
-    return measurement_of_run(
-        config, workload, result.results, counters, concurrency=concurrency, temperature=temperature, seed=seed,
-        wall_time_s=result.wall_time_s, device=str(memory.device), engine="embedded",
-    )
+    run = RunContext(config, RunShape(workload, concurrency, temperature, seed), "embedded", str(memory.device))
+    return measurement_of_run(run, result.results, counters, result.wall_time_s)

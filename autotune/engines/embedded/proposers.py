@@ -18,6 +18,8 @@ from autotune.engines.embedded.model import CausalLM
 
 
 class Proposer(Protocol):
+    depth: int  # draft tokens per row and step
+
     def admit(self, state: DecodeState, rows: Rows, prompt_hidden: torch.Tensor, prompt_lengths: list[int]) -> None:
         """Prefill the proposer for requests just admitted into ``rows`` (their prompt and first
         token are committed; ``prompt_hidden`` (R, P, C) is the target's hidden over the prompts)."""

@@ -68,7 +68,7 @@ def time_configuration(engine, config: EngineConfig, prompts: Sequence[list[int]
     capacity = required_capacity(requests, config.depth)
     draft = engine._draft(config.draft_model) if config.draft_model is not None else None  # noqa: SLF001 - same package
     proposer = build_proposer(config.method, config.depth, engine.target, draft, concurrency, capacity, engine.max_ngram)
-    decoder = Decoder(engine.target, proposer, config.depth, concurrency, capacity, eos_id=None, seed=seed,
+    decoder = Decoder(engine.target, proposer, concurrency, capacity, eos_id=None, seed=seed,
                       forced_accepted=config.depth)
     result = decoder.run(requests)
     stats = result.stats

@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from autotune.engines.base import EngineConfig, Measurement, validate_run_options
+from autotune.engines.base import EngineConfig, Measurement, RunContext, RunShape, validate_run_options
 from autotune.engines.failures import first_line, raise_out_of_memory
 from autotune.engines.forcing import timing_max_tokens, timing_rows
 from autotune.engines.limits import DEFAULT_MAX_NGRAM
@@ -264,8 +264,8 @@ class TrtLlmRunner:
                 "this TensorRT-LLM may not support enable_iter_perf_stats with get_stats_async()"
             )
         device = "cuda" if self.tensor_parallel_size == 1 else f"cuda x{self.tensor_parallel_size}"
-        return build_measurement(records, summary, self.config, workload, concurrency, temperature, seed, wall_time_s, device,
-                                 version=self._version, memory=self._memory)
+        run = RunContext(self.config, RunShape(workload, concurrency, temperature, seed), "trtllm", device)
+        return build_measurement(records, summary, run, wall_time_s, version=self._version, memory=self._memory)
 
     async def _warm_up(self, prompt: str, max_tokens: int, temperature: float, seed: int) -> None:
         """One short request on a fresh LLM: lazy initialisation, not part of any measured run."""

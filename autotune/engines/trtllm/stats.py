@@ -58,8 +58,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.analysis.steady import RequestResult
-from autotune.engines.base import EngineConfig, Measurement, RunCounters, measurement_of_run
-from autotune.workload import Workload
+from autotune.engines.base import Measurement, RunContext, RunCounters, measurement_of_run
 
 STATS_TIMEOUT_S = 1.0  # get_stats_async stops after this long without a new iteration
 MEMORY_KIND = "trtllm_weights_and_kv_cache"
@@ -164,17 +163,12 @@ def generation_steps(record: RequestRecord, version: str | None = None) -> int:
 def build_measurement(
     records: list[RequestRecord],
     summary: IterationSummary,
-    config: EngineConfig,
-    workload: Workload,
-    concurrency: int,
-    temperature: float | None,
-    seed: int,
+    run: RunContext,
     wall_time_s: float,
-    device: str = "cuda",
     version: str | None = None,
     memory: ModelMemory | None = None,
 ) -> Measurement:
-    """The measurement of one run of ``workload`` (``records`` in request order). ``version``:
+    """The measurement of ``run`` (``records`` in request order). ``version``:
     ``tensorrt_llm.__version__`` (how ``decoding_iter`` counts); ``memory``: the models' sizes."""
     sequence_steps = sum(generation_steps(r, version) for r in records)
     after_first = sum(max(0, len(r.tokens) - 1) for r in records)
@@ -197,7 +191,4 @@ def build_measurement(
         memory_kind=kind,
         device_memory_bytes=summary.peak_gpu_memory_bytes,
     )
-    return measurement_of_run(
-        config, workload, records, counters, concurrency=concurrency, temperature=temperature, seed=seed,
-        wall_time_s=wall_time_s, device=device, engine="trtllm",
-    )
+    return measurement_of_run(run, records, counters, wall_time_s)

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from autotune.engines.base import EngineConfig
-from autotune.engines.forcing import require_all_accepted, timing_point as forced_point
+from autotune.engines.forcing import TimingTotals, require_all_accepted, timing_point as forced_point
 from autotune.engines.trtllm.stats import parse_stat
 from autotune.errors import EngineError
 
@@ -84,5 +84,6 @@ def timing_point(
     if steps == 0:
         raise EngineError(f"no TensorRT-LLM iteration ran {concurrency} sequences in generation; cannot time {config.label()}")
     require_all_accepted("TensorRT-LLM", accepted, drafted, f"{FORCE_ACCEPTED_ENV}={config.depth}")
-    return forced_point(config, concurrency, round_index, steps=steps, step_s=step_ms / 1e3, propose_s=propose_ms / 1e3,
-                        prefill_s=prefill_ms / 1e3, drafted=drafted, prefill_tokens=prefill_tokens)
+    totals = TimingTotals(steps=steps, step_s=step_ms / 1e3, propose_s=propose_ms / 1e3, prefill_s=prefill_ms / 1e3,
+                          drafted=drafted, prefill_tokens=prefill_tokens)
+    return forced_point(config, concurrency, round_index, totals)

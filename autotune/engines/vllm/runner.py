@@ -56,13 +56,15 @@ from autotune.analysis.steady import RequestResult
 from autotune.engines.base import EngineConfig, Measurement, measurement_of_run, validate_run_options
 from autotune.engines.failures import OUT_OF_MEMORY_MARKERS, first_line, raise_out_of_memory
 from autotune.engines.forcing import timing_max_tokens, timing_rows
+from autotune.analysis.steady import RequestResult
+from autotune.engines.base import RunContext, RunShape, measurement_of_run
 from autotune.engines.limits import DEFAULT_MAX_NGRAM
 from autotune.engines.vllm import INSTALL_HINT
 from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.client import completion_bodies, run_stream
-from autotune.engines.vllm.mapping import engine_arguments, serve_arguments
-from autotune.engines.vllm.memory import EngineMemory, available_memory_bytes, engine_memory
-from autotune.engines.vllm.server import HOST, Server, ServerDied, free_port
+from autotune.engines.vllm.mapping import EngineSettings, engine_arguments, serve_arguments
+from autotune.engines.vllm.memory import EngineHost, EngineMemory, available_memory_bytes, engine_memory
+from autotune.engines.vllm.server import HOST, Launch, Server, ServerDied, free_port
 from autotune.engines.vllm.stats import StepLogReader, StepTimes, TimedStep, run_counters
 from autotune.engines.vllm.timing import require_synthetic, timing_arguments, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
@@ -181,10 +183,9 @@ class VllmRunner:
         wall_time_s = time.perf_counter() - start
         counts, steps = served.steps.take(start)
         counters = run_counters(counts, results, StepTimes.of(steps), self._memory_bytes(served))
-        return measurement_of_run(
-            self.config, workload, results, counters, concurrency=concurrency, temperature=temperature, seed=seed,
-            wall_time_s=wall_time_s, device="cpu" if self._on_cpu else "cuda", engine="vllm",
-        )
+        run = RunContext(self.config, RunShape(workload, concurrency, temperature, seed), "vllm",
+                         "cpu" if self._on_cpu else "cuda")
+        return measurement_of_run(run, results, counters, wall_time_s)
 
     def close(self) -> None:
         """Stop every server (and vLLM's processes under them); remove their logs."""
@@ -244,17 +245,17 @@ class VllmRunner:
         memory = self._memory(config, max_batch_size)
         while len(self._served) >= min(KEPT_CPU_ENGINES, memory.engines):
             self._served.pop(evictee(list(self._served), self._wanted)).server.stop()
-        arguments = engine_arguments(config, self.target, max_batch_size, self._kinds.get(config),
-                                     max_ngram=self.max_ngram, enforce_eager=self.enforce_eager, dtype=self.dtype)
+        settings = EngineSettings(max_ngram=self.max_ngram, enforce_eager=self.enforce_eager, dtype=self.dtype)
+        arguments = engine_arguments(config, self.target, max_batch_size, self._kinds.get(config), settings)
         arguments.update(memory.engine_arguments())
         if forced:
             arguments = timing_arguments(arguments, config.depth, cpu_kernel=on_cpu and not has_triton)
         name = f"{config.label()}{' (timing)' if forced else ''}"
         step_log = self._work / f"{name.replace('@', '-').replace(' ', '')}-{self.loads}.steps"
         step_log.touch()
-        server = Server(f"vLLM server of {name}", [sys.executable, "-m", "autotune.engines.vllm.serve_main",
-                                                   str(step_log), "serve", *serve_arguments(arguments)],
-                        free_port(), step_log.with_suffix(".log"), dict(os.environ), own_group=False)
+        launch = Launch([sys.executable, "-m", "autotune.engines.vllm.serve_main", str(step_log), "serve",
+                         *serve_arguments(arguments)], dict(os.environ), own_group=False)
+        server = Server(f"vLLM server of {name}", launch, free_port(), step_log.with_suffix(".log"))
         try:
             server.start()
             model = json.loads(server.get("/v1/models"))["data"][0]["id"]
@@ -276,9 +277,9 @@ class VllmRunner:
         if self._available_bytes is None:
             self._available_bytes = available_memory_bytes()
         draft = self._folders.get(config.draft, "draft") if config.method == "draft" and config.draft else None
-        return engine_memory(config.method, self._folders.get(self.target, "target"), draft, max_batch_size,
-                             engines=KEPT_CPU_ENGINES if self._on_cpu else 1, on_cpu=bool(self._on_cpu), server=True,
-                             available_bytes=self._available_bytes)
+        host = EngineHost(KEPT_CPU_ENGINES if self._on_cpu else 1, on_cpu=bool(self._on_cpu), server=True,
+                          available_bytes=self._available_bytes)
+        return engine_memory(config.method, self._folders.get(self.target, "target"), draft, max_batch_size, host)
 
     def _stop_all(self) -> None:
         for served in self._served.values():

@@ -26,6 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -62,17 +63,29 @@ def check_port_free(port: int) -> None:
                                      "--port, or leave it out for a free one") from None
 
 
-class Server:
-    """``COMMAND --host 127.0.0.1 --port PORT`` with its output in ``log``, called ``name`` in messages
-    (e.g. ``schedule server (draft@2)``); entering starts it (:meth:`start`). ``watch`` is called at
-    every poll while it starts (the servers already up, whose death should not wait for this start)."""
+@dataclass(frozen=True)
+class Launch:
+    """How a server's process is started: ``command`` (``--host``/``--port`` are added) with ``env``,
+    in ``cwd`` (None: ours), leading a process group of its own or not (``own_group``, module doc)."""
 
-    def __init__(self, name: str, command: Sequence[str], port: int, log: Path, env: dict[str, str], *,
-                 cwd: Path | None = None, start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
-                 say: Callable[[str], None] | None = None, own_group: bool = True,
+    command: Sequence[str]
+    env: dict[str, str]
+    cwd: Path | None = None
+    own_group: bool = True
+
+
+class Server:
+    """``launch`` with ``--host 127.0.0.1 --port PORT`` and its output in ``log``, called ``name`` in
+    messages (e.g. ``schedule server (draft@2)``); entering starts it (:meth:`start`). ``watch`` is
+    called at every poll while it starts (the servers already up, whose death should not wait for
+    this start)."""
+
+    def __init__(self, name: str, launch: Launch, port: int, log: Path, *,
+                 start_timeout_s: float = DEFAULT_START_TIMEOUT_S, say: Callable[[str], None] | None = None,
                  watch: Callable[[], None] | None = None) -> None:
-        self.name, self.command, self.port, self.log, self.env = name, list(command), port, log, env
-        self.cwd, self.start_timeout_s, self.own_group = cwd, start_timeout_s, own_group
+        self.name, self.port, self.log = name, port, log
+        self.launch = launch
+        self.start_timeout_s = start_timeout_s
         self.say = say or (lambda _line: None)
         self.watch = watch or (lambda: None)
         self.process: subprocess.Popen | None = None
@@ -99,9 +112,9 @@ class Server:
         self._oom_before = oom_kills()
         with self.log.open("wb") as log_file:
             self.process = subprocess.Popen(
-                [*self.command, "--host", HOST, "--port", str(self.port)], stdout=log_file,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env, cwd=self.cwd,
-                start_new_session=self.own_group)
+                [*self.launch.command, "--host", HOST, "--port", str(self.port)], stdout=log_file,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.launch.env, cwd=self.launch.cwd,
+                start_new_session=self.launch.own_group)
         try:
             self.start_s = self._wait_for_health()
         except BaseException:
@@ -130,7 +143,7 @@ class Server:
         process = self.process
         if process is None:
             return
-        under = list(descendants(process.pid)) if not self.own_group else []
+        under = list(descendants(process.pid)) if not self.launch.own_group else []
         self._signal(signal.SIGTERM, under)
         try:
             process.wait(timeout=STOP_GRACE_S)
@@ -139,7 +152,7 @@ class Server:
         # vLLM's engine core and worker, or a server that ignored SIGTERM.
         self._signal(signal.SIGKILL, under)
         process.wait(timeout=STOP_GRACE_S)
-        _wait_gone(process.pid if self.own_group else None, under)
+        _wait_gone(process.pid if self.launch.own_group else None, under)
 
     def death(self, cause: str, when: str = "") -> str:
         """The one line saying this server died of ``cause`` (and of the OOM killer where it acted)."""
@@ -153,7 +166,7 @@ class Server:
 
     def _signal(self, sig: signal.Signals, under: list[int]) -> None:
         assert self.process is not None
-        if self.own_group:
+        if self.launch.own_group:
             _signal_group(self.process.pid, sig)
             return
         for pid in (self.process.pid, *under):

@@ -25,10 +25,14 @@ from vllm.triton_utils.dispatcher import register_kernels
 from vllm.utils import cpu_triton_utils
 from vllm.v1.worker.cpu_worker import CPUWorker
 
-from autotune.engines.vllm.synthetic_kernel import synthetic_greedy_sample, synthetic_random_sample
+from autotune.engines.vllm.synthetic_kernel import DraftBatch, synthetic_greedy_sample, synthetic_random_sample
 
 GREEDY_KERNEL = "vllm.v1.sample.rejection_sampler.rejection_greedy_sample_kernel"
 RANDOM_KERNEL = "vllm.v1.sample.rejection_sampler.rejection_random_sample_kernel"
+
+# greedy_kernel and random_kernel take more than 7 parameters on purpose: vLLM's dispatcher calls them
+# in place of rejection_greedy_sample_kernel and rejection_random_sample_kernel
+# (vllm/v1/sample/rejection_sampler.py, vLLM 0.32.0) with those kernels' launch arguments, by name.
 
 
 def greedy_kernel(
@@ -51,8 +55,9 @@ def greedy_kernel(
             output_token_ids, cu_num_draft_tokens, draft_token_ids, target_argmax, bonus_token_ids, is_greedy,
             max_spec_len)
         return
-    synthetic_greedy_sample(output_token_ids, cu_num_draft_tokens, draft_token_ids, target_argmax, bonus_token_ids,
-                            is_greedy, uniform_probs, synthetic_conditional_rates)
+    batch = DraftBatch(output_token_ids, cu_num_draft_tokens, draft_token_ids, bonus_token_ids, uniform_probs,
+                       synthetic_conditional_rates)
+    synthetic_greedy_sample(batch, target_argmax, is_greedy)
 
 
 def random_kernel(
@@ -80,8 +85,9 @@ def random_kernel(
             recovered_token_ids, uniform_probs, is_greedy, max_spec_len, vocab_size,
             NO_DRAFT_PROBS=NO_DRAFT_PROBS)
         return
-    synthetic_random_sample(output_token_ids, cu_num_draft_tokens, draft_token_ids, bonus_token_ids,
-                            recovered_token_ids, uniform_probs, is_greedy, synthetic_conditional_rates)
+    batch = DraftBatch(output_token_ids, cu_num_draft_tokens, draft_token_ids, bonus_token_ids, uniform_probs,
+                       synthetic_conditional_rates)
+    synthetic_random_sample(batch, recovered_token_ids, is_greedy)
 
 
 class SyntheticAcceptanceCPUWorker(CPUWorker):

@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from autotune.engines.base import EngineConfig
-from autotune.engines.forcing import require_all_accepted, timing_point as forced_point
+from autotune.engines.forcing import TimingTotals, require_all_accepted, timing_point as forced_point
 from autotune.engines.vllm.stats import TimedStep
 from autotune.errors import EngineError
 
@@ -96,6 +96,7 @@ def timing_point(steps: Sequence[TimedStep], config: EngineConfig, concurrency: 
         raise EngineError(f"no vLLM step decoded all {concurrency} sequences; cannot time {config.label()}")
     require_all_accepted(f"vLLM {version or '(unknown version)'}", sum(s.accepted for s in steps),
                          sum(s.drafted for s in steps), switch_label(config.depth))
-    return forced_point(config, concurrency, round_index, steps=len(full), step_s=sum(s.seconds for s in full),
-                        propose_s=0.0, prefill_s=sum(s.seconds for s in steps if s.decoded_rows == 0),
-                        drafted=sum(s.drafted for s in full), prefill_tokens=prefill_tokens)
+    totals = TimingTotals(steps=len(full), step_s=sum(s.seconds for s in full), propose_s=0.0,
+                          prefill_s=sum(s.seconds for s in steps if s.decoded_rows == 0),
+                          drafted=sum(s.drafted for s in full), prefill_tokens=prefill_tokens)
+    return forced_point(config, concurrency, round_index, totals)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autotune.engines.embedded.decoding import Decoder, GenerationRequest, decode, required_capacity
+from autotune.engines.embedded.decoding import Decoder, GenerationRequest, Speculation, decode, required_capacity
 from autotune.engines.embedded.model import CausalLM
 from autotune.engines.embedded.mtp import MtpProposer
 from autotune.engines.embedded.proposers import DraftModelProposer
@@ -26,7 +26,7 @@ def requests(prompts) -> list[GenerationRequest]:
 @pytest.fixture(scope="module")
 def baseline(tiny_target, requests) -> list[list[int]]:
     """Greedy autoregressive outputs, one request at a time."""
-    return [r.tokens for r in decode(tiny_target, requests, "none", batch_size=1).results]
+    return [r.tokens for r in decode(tiny_target, requests, batch_size=1).results]
 
 
 def greedy_margin(target: CausalLM, prompt: list[int], prefix: list[int], a: int, b: int) -> float:
@@ -53,7 +53,7 @@ def assert_same_greedy_outputs(target, requests, expected: list[list[int]], got:
 
 @pytest.mark.parametrize("batch_size", range(2, 9))
 def test_batched_baseline_matches_batch_one(tiny_target, requests, baseline, batch_size):
-    result = decode(tiny_target, requests, "none", batch_size=batch_size)
+    result = decode(tiny_target, requests, batch_size=batch_size)
     assert_same_greedy_outputs(tiny_target, requests, baseline, [r.tokens for r in result.results])
 
 
@@ -62,7 +62,7 @@ def test_batched_baseline_matches_batch_one(tiny_target, requests, baseline, bat
     [(method, depth, batches[depth - 1]) for method, batches in BATCH_FOR_DEPTH.items() for depth in DEPTHS],
 )
 def test_greedy_speculation_reproduces_the_baseline(tiny_target, tiny_draft, requests, baseline, method, depth, batch_size):
-    result = decode(tiny_target, requests, method, depth, batch_size, draft=tiny_draft)
+    result = decode(tiny_target, requests, Speculation(method, depth, tiny_draft), batch_size)
     assert_same_greedy_outputs(tiny_target, requests, baseline, [r.tokens for r in result.results])
     stats = result.stats
     if method != "ngram":  # model proposers always draft `depth` tokens
@@ -73,19 +73,19 @@ def test_greedy_speculation_reproduces_the_baseline(tiny_target, tiny_draft, req
 @pytest.mark.parametrize("method", ["draft", "mtp", "ngram"])
 def test_tiny_models_exercise_acceptance_and_rejection(tiny_target, tiny_draft, requests, method):
     """The matrix above is only meaningful if drafts are both accepted and rejected."""
-    stats = decode(tiny_target, requests, method, 8, batch_size=4, draft=tiny_draft).stats
+    stats = decode(tiny_target, requests, Speculation(method, 8, tiny_draft), batch_size=4).stats
     assert 0 < stats.accepted_tokens < stats.drafted_tokens
 
 
 def test_draft_identical_to_target_is_always_accepted_when_greedy(tiny_target, requests, baseline):
-    result = decode(tiny_target, requests, "draft", 4, batch_size=3, draft=tiny_target)
+    result = decode(tiny_target, requests, Speculation("draft", 4, tiny_target), batch_size=3)
     assert result.stats.accepted_tokens == result.stats.drafted_tokens > 0
     assert_same_greedy_outputs(tiny_target, requests, baseline, [r.tokens for r in result.results])
 
 
 def test_draft_identical_to_target_is_accepted_when_sampling(tiny_target, prompts):
     requests = [GenerationRequest(p, 30, temperature=1.0) for p in prompts]
-    stats = decode(tiny_target, requests, "draft", 4, batch_size=4, draft=tiny_target, seed=3).stats
+    stats = decode(tiny_target, requests, Speculation("draft", 4, tiny_target), batch_size=4, seed=3).stats
     assert stats.accepted_tokens >= 0.99 * stats.drafted_tokens
 
 
@@ -139,7 +139,7 @@ def test_cached_draft_distributions_equal_a_recomputation_from_scratch(tiny_targ
     requests = [GenerationRequest(p, 12 + 4 * i, temperature=1.0) for i, p in enumerate(prompts[:6])]
     batch_size, capacity = 3, required_capacity(requests, depth)
     proposer = Checked(model, depth, batch_size, capacity)
-    result = Decoder(tiny_target, proposer, depth, batch_size, capacity, eos_id=None, seed=5).run(requests)
+    result = Decoder(tiny_target, proposer, batch_size, capacity, eos_id=None, seed=5).run(requests)
 
     assert 0 < result.stats.accepted_tokens < result.stats.drafted_tokens  # rollbacks of all sizes happen
     assert len(checked) > 30
@@ -152,7 +152,7 @@ def test_cached_draft_distributions_equal_a_recomputation_from_scratch(tiny_targ
 
 def test_a_finished_request_frees_its_slot_for_the_next_while_others_continue(tiny_target, prompts):
     requests = [GenerationRequest(prompts[0], 3), GenerationRequest(prompts[1], 40), GenerationRequest(prompts[2], 3)]
-    result = decode(tiny_target, requests, "mtp", 2, batch_size=2)
+    result = decode(tiny_target, requests, Speculation("mtp", 2), batch_size=2)
     short, long_, queued = result.results
     assert [len(r.tokens) for r in result.results] == [3, 40, 3]
     # The queued request started (and finished) while the long one was still decoding.
@@ -164,12 +164,12 @@ def test_generation_stops_at_eos_including_it(tiny_target, tiny_draft, requests,
     eos = baseline[index][10]
     cut = baseline[index].index(eos) + 1
     for method, depth in [("none", 0), ("draft", 4), ("mtp", 3), ("ngram", 5)]:
-        result = decode(tiny_target, [requests[index]], method, depth, draft=tiny_draft, eos_id=eos)
+        result = decode(tiny_target, [requests[index]], Speculation(method, depth, tiny_draft), eos_id=eos)
         assert result.results[0].tokens == baseline[index][:cut], method
 
 
 def test_counters_are_consistent(tiny_target, tiny_draft, requests):
-    result = decode(tiny_target, requests, "draft", 3, batch_size=4, draft=tiny_draft)
+    result = decode(tiny_target, requests, Speculation("draft", 3, tiny_draft), batch_size=4)
     stats = result.stats
     produced = sum(len(r.tokens) for r in result.results)
     # Each sequence-step yields accepted + 1 tokens, prefill one each; truncation can only cut.
@@ -186,7 +186,7 @@ def test_counters_are_consistent(tiny_target, tiny_draft, requests):
 def test_ngram_steps_without_a_match_draft_nothing(tiny_target):
     # A prompt of distinct tokens: the first step finds no earlier occurrence of its last token.
     request = GenerationRequest(list(range(40, 60)), 1 + 1)
-    stats = decode(tiny_target, [request], "ngram", 4).stats
+    stats = decode(tiny_target, [request], Speculation("ngram", 4)).stats
     assert (stats.sequence_steps, stats.drafted_tokens) == (1, 0)
 
 

@@ -12,7 +12,7 @@ from autotune.engines.embedded.builtin import save_model
 from autotune.engines.embedded.engine import EmbeddedEngine
 from autotune.engines.embedded.model import CausalLM, ModelConfig
 from autotune.errors import ConfigurationError, EngineError, UnsupportedConfigError
-from autotune.measure import measure_configuration
+from autotune.measure import MeasureRequest, measure_configuration
 from autotune.workload import Request, Workload
 
 
@@ -100,10 +100,10 @@ def test_logit_margin_is_positive_for_the_greedy_choice(engine, workload):
 
 
 def test_measure_configuration_verifies_real_models(tiny_model_files, workload):
-    report = measure_configuration(
+    report = measure_configuration(MeasureRequest(
         "draft", 3, concurrency=2, draft=tiny_model_files["draft"], workload=workload, verify=True,
         target=tiny_model_files["target"],
-    )
+    ))
     assert report.outputs_match is True and report.first_divergence is None
     assert report.baseline.concurrency == 2 and report.baseline.outputs == report.measurement.outputs
     assert report.speedup.value > 0 and report.speedup.n >= 3  # paired, over at least 3 rounds

@@ -12,7 +12,7 @@ import torch
 
 from autotune.engines.embedded import decoding
 from autotune.engines.embedded.acceptance import sample, verify_sampling
-from autotune.engines.embedded.decoding import DecodeResult, GenerationRequest, decode
+from autotune.engines.embedded.decoding import DecodeResult, GenerationRequest, Speculation, decode
 from autotune.engines.embedded.model import CausalLM, ModelConfig
 
 V = 4
@@ -75,7 +75,7 @@ def outcome_counts(result: DecodeResult) -> torch.Tensor:
 def test_sampled_sequences_follow_the_target_distribution(target, exact_joint, method, depth):
     draft = peaked_random_model(11, n_mtp=0)  # disagrees with the target often: rejections are frequent
     requests = [GenerationRequest(PROMPT, N_TOKENS, temperature=1.0)] * N_REQUESTS
-    result = decode(target, requests, method, depth, batch_size=48, draft=draft, seed=1234)
+    result = decode(target, requests, Speculation(method, depth, draft), batch_size=48, seed=1234)
     assert chi_square_p_value(outcome_counts(result), exact_joint) > 1e-3
     if method != "none":
         assert 0 < result.stats.accepted_tokens < result.stats.drafted_tokens
@@ -93,5 +93,5 @@ def test_the_check_detects_a_classic_bug(target, exact_joint, monkeypatch):
     monkeypatch.setattr(decoding, "verify_sampling", resample_from_p)
     draft = peaked_random_model(11, n_mtp=0)
     requests = [GenerationRequest(PROMPT, N_TOKENS, temperature=1.0)] * N_REQUESTS
-    result = decoding.decode(target, requests, "draft", 2, batch_size=48, draft=draft, seed=1234)
+    result = decoding.decode(target, requests, Speculation("draft", 2, draft), batch_size=48, seed=1234)
     assert chi_square_p_value(outcome_counts(result), exact_joint) < 1e-3

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from autotune.engines.base import EngineConfig, Measurement
+from autotune.engines.base import RunContext, RunShape
 from autotune.engines.trtllm.stats import (
     MEMORY_KIND,
     NO_MEMORY_KIND,
@@ -19,6 +20,12 @@ from autotune.engines.trtllm.stats import (
 from autotune.workload import Request, Workload
 
 WORKLOAD = Workload("w", [Request("a", 5), Request("b", 3)])
+
+
+def run(config: EngineConfig, workload: Workload = WORKLOAD, concurrency: int = 2, temperature: float | None = 0.0,
+        seed: int = 0) -> RunContext:
+    """A TensorRT-LLM run of ``config`` on one GPU."""
+    return RunContext(config, RunShape(workload, concurrency, temperature, seed), "trtllm", "cuda")
 
 
 def record(tokens: list[int], first_s: float | None, finish_s: float, decoding_iter: int, send_s: float = 0.0) -> RequestRecord:
@@ -67,8 +74,8 @@ def test_drafting_time_is_not_measured_where_the_engine_reports_zero() -> None:
     # a one-model mode never counts as timed, whatever the field holds
     one_model = summarize_iterations([iteration(0, 2, 3.0, drafted=6, with_drafts=2, draft_ms=1.0)], drafter_timed=False)
     assert one_model.propose_time_s is None and one_model.verify_time_s == pytest.approx(0.003)
-    m = build_measurement([record([1, 2], 0.01, 0.02, decoding_iter=2)], one_model, EngineConfig("mtp", 3),
-                          Workload("w", [Request("a", 2)]), 1, None, 0, wall_time_s=0.02)
+    m = build_measurement([record([1, 2], 0.01, 0.02, decoding_iter=2)], one_model,
+                          run(EngineConfig("mtp", 3), Workload("w", [Request("a", 2)]), 1, None), wall_time_s=0.02)
     assert m.propose_time_s is None and Measurement.from_dict(m.to_dict()).propose_time_s is None
 
 
@@ -81,7 +88,7 @@ def test_measurement_counts_acceptance_from_decoding_iterations_and_stats() -> N
     summary = summarize_iterations([iteration(2, 0, 1.0), iteration(0, 2, 1.0, drafted=8, accepted=2, with_drafts=2),
                                     iteration(0, 2, 1.0, drafted=8, accepted=2, with_drafts=2, kv_blocks=100)])
     memory = ModelMemory(weight_bytes=1000, kv_bytes_per_token=4)
-    m = build_measurement(records, summary, EngineConfig("mtp", 4), WORKLOAD, 2, None, 7, wall_time_s=0.05,
+    m = build_measurement(records, summary, run(EngineConfig("mtp", 4), temperature=None, seed=7), wall_time_s=0.05,
                           version="1.2.0", memory=memory)
     assert (m.method, m.depth, m.concurrency, m.engine, m.seed) == ("mtp", 4, 2, "trtllm", 7)
     assert (m.output_tokens, m.n_requests) == (8, 2)
@@ -109,7 +116,7 @@ def test_the_context_step_is_taken_out_per_release(version, counted) -> None:
     assert counts_context_step(version) is counted
     records = [record([1, 2, 3, 4, 5], 0.01, 0.03, decoding_iter=4 + counted),  # 4 generation steps
                record([6, 7, 8], 0.02, 0.03, decoding_iter=2 + counted)]  # 2 generation steps
-    m = build_measurement(records, summarize_iterations([iteration(2, 0, 1.0)]), EngineConfig("none"), WORKLOAD, 2, 0.0, 0,
+    m = build_measurement(records, summarize_iterations([iteration(2, 0, 1.0)]), run(EngineConfig("none")),
                           wall_time_s=0.03, version=version)
     assert m.sequence_steps == 6 and m.acceptance_length == 1.0
 
@@ -117,8 +124,9 @@ def test_the_context_step_is_taken_out_per_release(version, counted) -> None:
 def test_without_speculation_the_acceptance_length_is_exactly_one_from_the_counts() -> None:
     # Σ(tokens - 1) steps: the old arithmetic (Σ decoding_iter) counted one step too many per request.
     records = [record(list(range(n)), 0.01, 0.03, decoding_iter=n) for n in (5, 3, 1)]
-    m = build_measurement(records, summarize_iterations([iteration(3, 0, 1.0)]), EngineConfig("none"),
-                          Workload("w", [Request("a", 5), Request("b", 3), Request("c", 1)]), 3, 0.0, 0, wall_time_s=0.03)
+    m = build_measurement(records, summarize_iterations([iteration(3, 0, 1.0)]),
+                          run(EngineConfig("none"), Workload("w", [Request("a", 5), Request("b", 3), Request("c", 1)]), 3),
+                          wall_time_s=0.03)
     assert m.sequence_steps == 4 + 2 + 0
     assert m.acceptance_length == 1.0
 
@@ -126,8 +134,8 @@ def test_without_speculation_the_acceptance_length_is_exactly_one_from_the_count
 def test_without_speculation_or_memory_figures() -> None:
     records = [record([1], first_s=0.01, finish_s=0.01, decoding_iter=0),
                record([], first_s=None, finish_s=0.02, decoding_iter=0)]
-    m = build_measurement(records, summarize_iterations([iteration(2, 0, 1.0, memory=None)]), EngineConfig("none"),
-                          WORKLOAD, 2, 0.0, 0, wall_time_s=0.02)
+    m = build_measurement(records, summarize_iterations([iteration(2, 0, 1.0, memory=None)]), run(EngineConfig("none")),
+                          wall_time_s=0.02)
     assert m.acceptance_rate is None and m.acceptance_length == 1.0
     assert m.request_tpot_ms == [None, None]  # one token or none: no time per output token
     assert m.request_ttft_ms == pytest.approx([10.0, 20.0])  # no token: the request's end
@@ -137,9 +145,9 @@ def test_without_speculation_or_memory_figures() -> None:
 def test_memory_needs_the_kv_pool_size_and_the_model_sizes() -> None:
     records = [record([1], 0.01, 0.01, decoding_iter=1), record([2], 0.01, 0.01, decoding_iter=1)]
     device_wide = summarize_iterations([iteration(2, 0, 1.0, memory=72 << 30)])  # no kvCacheStats
-    m = build_measurement(records, device_wide, EngineConfig("none"), WORKLOAD, 2, 0.0, 0, wall_time_s=0.02,
+    m = build_measurement(records, device_wide, run(EngineConfig("none")), wall_time_s=0.02,
                           memory=ModelMemory(1000, 4))
     assert (m.peak_memory_bytes, m.memory_kind, m.device_memory_bytes) == (0, NO_MEMORY_KIND, 72 << 30)
     with_pool = summarize_iterations([iteration(2, 0, 1.0, memory=72 << 30, kv_blocks=10)])
-    m = build_measurement(records, with_pool, EngineConfig("none"), WORKLOAD, 2, 0.0, 0, wall_time_s=0.02)
+    m = build_measurement(records, with_pool, run(EngineConfig("none")), wall_time_s=0.02)
     assert (m.peak_memory_bytes, m.memory_kind) == (0, NO_MEMORY_KIND)  # model sizes unknown

@@ -7,7 +7,7 @@ import pytest
 import hf_model_factory as hf
 from autotune.engines.base import EngineConfig
 from autotune.engines.limits import DEFAULT_MAX_NGRAM
-from autotune.engines.vllm.mapping import engine_arguments, runs_mtp, speculative_config
+from autotune.engines.vllm.mapping import EngineSettings, engine_arguments, runs_mtp, speculative_config
 from autotune.errors import ConfigurationError, UnsupportedConfigError
 
 DRAFT = "/models/draft"
@@ -78,8 +78,8 @@ def test_engine_arguments_of_a_speculative_configuration() -> None:
 
 
 def test_engine_arguments_pass_the_options_through() -> None:
-    arguments = engine_arguments(EngineConfig("ngram", 2), "/t", 3, None, max_ngram=4, enforce_eager=True,
-                                 dtype="float32", seed=7)
+    arguments = engine_arguments(EngineConfig("ngram", 2), "/t", 3, None,
+                                 EngineSettings(max_ngram=4, enforce_eager=True, dtype="float32", seed=7))
     assert arguments == {
         "model": "/t", "tokenizer": "/t", "max_num_seqs": 3, "max_num_batched_tokens": 8192, "enforce_eager": True,
         "dtype": "float32", "seed": 7, "disable_log_stats": False,
@@ -89,7 +89,7 @@ def test_engine_arguments_pass_the_options_through() -> None:
 
 
 def test_method_none_has_no_speculative_config_argument() -> None:
-    arguments = engine_arguments(EngineConfig("none"), "/t", 1, None, dtype="bfloat16")
+    arguments = engine_arguments(EngineConfig("none"), "/t", 1, None, EngineSettings(dtype="bfloat16"))
     assert "speculative_config" not in arguments
     assert arguments["disable_log_stats"] is False  # the per-step statistics are where the counts come from
     assert arguments["dtype"] == "bfloat16"

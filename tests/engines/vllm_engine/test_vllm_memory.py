@@ -15,6 +15,7 @@ from autotune.engines.vllm.memory import (
     KV_ENV,
     MIB,
     SERVER_PROCESS_BYTES,
+    EngineHost,
     available_memory_bytes,
     engine_memory,
 )
@@ -42,13 +43,13 @@ def whole_mib(n_bytes: float) -> int:
 
 def test_a_cpu_engine_gets_the_kv_cache_its_sequences_need(models) -> None:
     target, draft = models
-    memory = engine_memory("none", target, None, 8, engines=6, on_cpu=True, available_bytes=20 * GIB)
+    memory = engine_memory("none", target, None, 8, EngineHost(6, on_cpu=True, available_bytes=20 * GIB))
     assert memory.kv_cache_bytes == whole_mib(8 * CONTEXT * TARGET_PER_POSITION * 1.25)
     assert memory.engines == 6 and memory.gpu_memory_utilization is None
     assert memory.engine_arguments() == {"kv_cache_memory_bytes": memory.kv_cache_bytes}
     assert memory.server_arguments() == [f"--kv-cache-memory-bytes={memory.kv_cache_bytes}"]
     assert memory.reserved_bytes == memory.kv_cache_bytes and memory.describe().startswith("KV cache ")
-    with_draft = engine_memory("draft", target, draft, 8, engines=6, on_cpu=True, available_bytes=20 * GIB)
+    with_draft = engine_memory("draft", target, draft, 8, EngineHost(6, on_cpu=True, available_bytes=20 * GIB))
     assert with_draft.kv_cache_bytes == whole_mib(8 * CONTEXT * (TARGET_PER_POSITION + DRAFT_PER_POSITION) * 1.25)
 
 
@@ -56,7 +57,7 @@ def test_fewer_engines_where_the_machine_holds_fewer_and_never_less_than_one_seq
     target, _ = models
     one = folder_footprint(target).weight_bytes + ENGINE_PROCESS_BYTES + SERVER_PROCESS_BYTES + CONTEXT * TARGET_PER_POSITION
     available = int(2.5 * one / (1 - fit.MEMORY_MARGIN))  # room for two servers, not three
-    memory = engine_memory("none", target, None, 64, engines=3, on_cpu=True, server=True, available_bytes=available)
+    memory = engine_memory("none", target, None, 64, EngineHost(3, on_cpu=True, server=True, available_bytes=available))
     assert memory.engines == 2
     # 64 whole-context sequences do not fit beside two servers: the share left, at least one sequence.
     share = fit.usable_bytes(available) // 2 - (one - CONTEXT * TARGET_PER_POSITION)
@@ -66,7 +67,7 @@ def test_fewer_engines_where_the_machine_holds_fewer_and_never_less_than_one_seq
 def test_a_machine_without_room_for_one_engine_is_one_line(models) -> None:
     target, _ = models
     with pytest.raises(ConfigurationError) as error:
-        engine_memory("none", target, None, 8, engines=3, on_cpu=True, server=True, available_bytes=GIB)
+        engine_memory("none", target, None, 8, EngineHost(3, on_cpu=True, server=True, available_bytes=GIB))
     message = str(error.value)
     assert message.startswith("not enough memory for a vLLM engine of autotune-byte-target: it needs ")
     assert "1024-token sequence" in message and "\n" not in message
@@ -75,20 +76,20 @@ def test_a_machine_without_room_for_one_engine_is_one_line(models) -> None:
 def test_the_users_vllm_cpu_kvcache_space_is_kept_and_named(models, monkeypatch: pytest.MonkeyPatch) -> None:
     target, _ = models
     monkeypatch.setenv(KV_ENV, "2")
-    memory = engine_memory("none", target, None, 8, engines=3, on_cpu=True, available_bytes=GIB)
+    memory = engine_memory("none", target, None, 8, EngineHost(3, on_cpu=True, available_bytes=GIB))
     assert (memory.user_kv_gib, memory.kv_cache_bytes, memory.server_arguments()) == (2, None, [])
     assert memory.reserved_bytes == 2 * GIB and KV_ENV in memory.describe()
     monkeypatch.setenv(KV_ENV, "1.5")  # vLLM reads it with int(): it would fail at the first build
     with pytest.raises(ConfigurationError, match=r"VLLM_CPU_KVCACHE_SPACE='1.5' is not a whole number of GiB"):
-        engine_memory("none", target, None, 8, engines=3, on_cpu=True)
+        engine_memory("none", target, None, 8, EngineHost(3, on_cpu=True))
 
 
 def test_gpu_engines_share_the_device(models) -> None:
     target, _ = models
-    memory = engine_memory("none", target, None, 8, engines=3, on_cpu=False)
+    memory = engine_memory("none", target, None, 8, EngineHost(3, on_cpu=False))
     assert memory.gpu_memory_utilization == 0.3 and memory.kv_cache_bytes is None
     assert memory.server_arguments() == ["--gpu-memory-utilization=0.3"] and memory.reserved_bytes is None
-    assert engine_memory("none", target, None, 8, engines=1, on_cpu=False).gpu_memory_utilization == 0.9
+    assert engine_memory("none", target, None, 8, EngineHost(1, on_cpu=False)).gpu_memory_utilization == 0.9
 
 
 def test_the_machines_available_memory_is_read_from_this_machine() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from autotune.errors import ConfigurationError, EngineError
 from autotune.engines.vllm import server as server_module
-from autotune.engines.vllm.server import HOST, Server, ServerDied, check_port_free, free_port
+from autotune.engines.vllm.server import HOST, Launch, Server, ServerDied, check_port_free, free_port
 
 # A script that starts a child which ignores SIGTERM (as a stuck engine core might), writes the
 # child's pid, then serves /health as the exported script's "$@" asks (--host H --port P).
@@ -47,8 +47,9 @@ exit 3
 
 def make_server(tmp_path: Path, text: str, port: int | None = None, timeout_s: float = 30, say=None,
                 own_group: bool = True) -> Server:
-    return Server("schedule server (draft@2)", ["bash", str(script(tmp_path, text))], port or free_port(),
-                  tmp_path / "log", dict(os.environ), start_timeout_s=timeout_s, say=say, own_group=own_group)
+    launch = Launch(["bash", str(script(tmp_path, text))], dict(os.environ), own_group=own_group)
+    return Server("schedule server (draft@2)", launch, port or free_port(), tmp_path / "log", start_timeout_s=timeout_s,
+                  say=say)
 
 
 def script(tmp_path: Path, text: str) -> Path:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from autotune.analysis.steady import RequestResult
-from autotune.engines.base import EngineConfig, RunCounters, measurement_of_run
+from autotune.engines.base import EngineConfig, RunContext, RunCounters, RunShape, measurement_of_run
 from autotune.engines.vllm.stats import (
     MEMORY_KIND_CPU,
     NO_MEMORY_KIND,
@@ -223,8 +223,8 @@ WORKLOAD = Workload("w", [Request("a", 5), Request("b", 4)])
 
 def measure_none(requests: list[RequestResult], steps: StepTimes):
     counters = run_counters(SpecDecodingCounts(), requests, steps, 2048)
-    return counters, measurement_of_run(EngineConfig("none"), WORKLOAD, requests, counters, concurrency=2,
-                                        temperature=0.0, seed=0, wall_time_s=2.0, device="cpu", engine="vllm")
+    run = RunContext(EngineConfig("none"), RunShape(WORKLOAD, 2, 0.0, 0), "vllm", "cpu")
+    return counters, measurement_of_run(run, requests, counters, wall_time_s=2.0)
 
 
 def test_method_none_without_decode_steps() -> None:
@@ -257,8 +257,8 @@ def test_method_none_decodes_one_token_per_step() -> None:
 def test_a_speculative_measurement_has_the_counted_acceptance_rate() -> None:
     counters = run_counters(full_depth_counts(), REQUESTS, StepTimes(2, 3, 0.25, 0.125), 1)
     workload = Workload("w", [Request("a", 5), Request("b", 3), Request("c", 1)])
-    measurement = measurement_of_run(EngineConfig("ngram", 3), workload, REQUESTS, counters, concurrency=3,
-                                     temperature=0.0, seed=0, wall_time_s=1.0, device="cpu", engine="vllm")
+    run = RunContext(EngineConfig("ngram", 3), RunShape(workload, 3, 0.0, 0), "vllm", "cpu")
+    measurement = measurement_of_run(run, REQUESTS, counters, wall_time_s=1.0)
     assert measurement.acceptance_rate == 0.5  # 6 accepted of 12 drafted
     assert measurement.acceptance_length == 2.0
     assert measurement.acceptance_by_position == [0.75, 0.5, 0.25]

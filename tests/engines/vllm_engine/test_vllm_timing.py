@@ -17,7 +17,7 @@ from autotune.engines.vllm.timing import (
     timing_point,
 )
 from autotune.errors import EngineError
-from autotune.engines.vllm.synthetic_kernel import synthetic_greedy_sample
+from autotune.engines.vllm.synthetic_kernel import DraftBatch, synthetic_greedy_sample
 from autotune.models.kind import DRAFT_TARGET
 
 DRAFT = EngineConfig("draft", 2, "/models/draft")
@@ -76,11 +76,10 @@ def test_the_cpu_kernel_follows_vllms_synthetic_rule() -> None:
     """Four greedy requests at depth 2 and one sampled, against the rule of vLLM 0.32.0's Triton
     kernel (rejection_sampler.py l. 726-780)."""
     out = torch.full((4, 3), -1, dtype=torch.int32)
-    synthetic_greedy_sample(
-        out, torch.tensor([2, 4, 6, 8]), torch.tensor([10, 11, 20, -1, 30, 31, 40, 41]),
-        torch.tensor([50, 51, 60, 61, 70, 71, 80, 81]), torch.tensor([[12], [22], [32], [42]]),
-        torch.tensor([True, True, True, False]), torch.tensor([0.99, 0.4, 0.2, 0.2, 0.3, 0.9, 0.0, 0.0]),
-        torch.tensor([1.0, 0.5]))
+    batch = DraftBatch(out, torch.tensor([2, 4, 6, 8]), torch.tensor([10, 11, 20, -1, 30, 31, 40, 41]),
+                       torch.tensor([[12], [22], [32], [42]]), torch.tensor([0.99, 0.4, 0.2, 0.2, 0.3, 0.9, 0.0, 0.0]),
+                       torch.tensor([1.0, 0.5]))
+    synthetic_greedy_sample(batch, torch.tensor([50, 51, 60, 61, 70, 71, 80, 81]), torch.tensor([True, True, True, False]))
     assert out.tolist() == [
         [10, 11, 12],  # both draws below their rates (1.0, then 0.5): both drafts, then the bonus token
         [20, 61, -1],  # a padded draft (-1) is rejected whatever the draw: the target's argmax, no bonus
@@ -88,6 +87,7 @@ def test_the_cpu_kernel_follows_vllms_synthetic_rule() -> None:
         [-1, -1, -1],  # a sampled row is the random kernel's
     ]
     every = torch.full((1, 3), -1, dtype=torch.int32)  # what timing asks for: rates of 1.0 accept every draw
-    synthetic_greedy_sample(every, torch.tensor([2]), torch.tensor([7, 8]), torch.tensor([0, 0]), torch.tensor([[9]]),
-                            None, torch.tensor([0.999, 0.999]), torch.tensor([1.0, 1.0]))
+    batch = DraftBatch(every, torch.tensor([2]), torch.tensor([7, 8]), torch.tensor([[9]]), torch.tensor([0.999, 0.999]),
+                       torch.tensor([1.0, 1.0]))
+    synthetic_greedy_sample(batch, torch.tensor([0, 0]), None)
     assert every.tolist() == [[7, 8, 9]]
