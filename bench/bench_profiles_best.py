@@ -32,7 +32,7 @@ from sqlalchemy.engine import make_url
 
 from autotune.profiles import query
 from autotune.store import open_database
-from autotune.store.models import (
+from autotune.store.tables import (
     DeploymentProfileRecord,
     HardwareRecord,
     MeasurementRecord,

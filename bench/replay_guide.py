@@ -32,7 +32,7 @@ from autotune.search.modeling import prompt_tokens
 from autotune.search.objective import Slo
 from autotune.search.space import BASELINE_METHOD, BEYOND_DEPTHS, Candidate, SearchSpace
 from autotune.store import open_database, performance, results
-from autotune.store.models import StudyRecord
+from autotune.store.tables import StudyRecord
 from autotune.workload import load_workload
 
 

@@ -3,7 +3,7 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from autotune.store.models import TABLE_PREFIX, VERSION_TABLE, Base
+from autotune.store.tables import TABLE_PREFIX, VERSION_TABLE, Base
 
 config = context.config
 target_metadata = Base.metadata

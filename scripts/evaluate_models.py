@@ -32,7 +32,7 @@ from autotune.engines.embedded.builtin import (  # noqa: E402
     load_model,
     model_fingerprint,
 )
-from autotune.engines.embedded.model import CausalLM  # noqa: E402
+from autotune.engines.embedded.network import CausalLM  # noqa: E402
 from train_models import CORPUS_DIR, heldout_windows, load_corpus  # noqa: E402
 
 REQUIRED_DRAFT_AGREEMENT = 0.60

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autotune.engines.embedded.builtin import DRAFT_PATH, TARGET_PATH, WEIGHTS_DIR, save_model  # noqa: E402
-from autotune.engines.embedded.model import CausalLM, ModelConfig  # noqa: E402
+from autotune.engines.embedded.network import CausalLM, ModelConfig  # noqa: E402
 from autotune.engines.embedded.tokenizer import ByteTokenizer  # noqa: E402
 
 CORPUS_DIR = Path(f"{sys.base_prefix}/lib/python{sys.version_info.major}.{sys.version_info.minor}")

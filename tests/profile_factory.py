@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from autotune.analysis import decision
 from autotune.analysis.intervals import mean_interval, paired_ratio_interval
 from autotune.store import repository, results
-from autotune.store.models import DeploymentProfileRecord, HardwareRecord, ModelRecord
+from autotune.store.tables import DeploymentProfileRecord, HardwareRecord, ModelRecord
 
 CONCURRENCIES = (1, 2, 4, 8, 16)
 DEPTHS = {"none": (0,), "mtp": (1, 2, 3, 4), "draft": (1, 2, 3, 4), "ngram": (1, 2, 3)}

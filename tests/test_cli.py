@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine, text
 
 from autotune.cli import cli
-from autotune.store.models import VERSION_TABLE
+from autotune.store.tables import VERSION_TABLE
 
 # Commands that run without the profile database (no --db option).
 NO_DB_COMMANDS = {"measure", "preflight", "models export-hf"}
@@ -255,7 +255,7 @@ def tiny_tune(folder, db_url: str, *extra: str, axis: str = "--concurrency") -> 
     """`autotune tune` of one baseline trial of a tiny random model saved in ``folder`` (at concurrency
     1, given with the option ``axis``)."""
     from autotune.engines.embedded.builtin import save_model
-    from autotune.engines.embedded.model import CausalLM, ModelConfig
+    from autotune.engines.embedded.network import CausalLM, ModelConfig
     from autotune.engines.embedded.tokenizer import ByteTokenizer
 
     target = folder / "target.safetensors"

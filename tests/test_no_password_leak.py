@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 import profile_factory as factory
 from autotune.cli import cli
 from autotune.engines.embedded.builtin import save_model
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.engines.embedded.tokenizer import ByteTokenizer
 from autotune.profiles import transfer
 from autotune.store import open_database, performance, results

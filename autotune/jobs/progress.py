@@ -19,7 +19,7 @@ from typing import Any
 from autotune.errors import AutotuneError
 from autotune.jobs import records
 from autotune.store import Database
-from autotune.store.models import utcnow
+from autotune.store.tables import utcnow
 from autotune.tune_progress import ProgressLines
 
 LOG_TAIL_LINES = 40

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from autotune.errors import NotFoundError
 from autotune.jobs.eta import NO_ETA, live_eta
-from autotune.store.models import JobRecord, utcnow
+from autotune.store.tables import JobRecord, utcnow
 
 QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = "queued", "running", "succeeded", "failed", "cancelled"
 STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)

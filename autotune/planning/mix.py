@@ -32,7 +32,7 @@ def stored_factors(db_url: str | None, sources: Mapping[Key, tuple[int, ...]], m
     depth (the newest measurement's), and the notes to print; ConfigurationError when no stored
     measurement of the workload has categories, or the mix names one they lack."""
     from autotune.store import open_database
-    from autotune.store.models import MeasurementRecord
+    from autotune.store.tables import MeasurementRecord
 
     factors: dict[Key, dict[int, float]] = {}
     seen: dict[str, Any] | None = None

@@ -17,7 +17,7 @@ from autotune.errors import ConfigurationError, ProfileNotFoundError
 from autotune.profiles import records
 from autotune.profiles.data import METHODS, DeploymentProfile, trial_document
 from autotune.store import open_database, profile_queries, repository
-from autotune.store.models import HardwareRecord, MeasurementRecord, ModelRecord
+from autotune.store.tables import HardwareRecord, MeasurementRecord, ModelRecord
 from autotune.store.results import TrialRow, trial_row
 
 CURRENT_HARDWARE = "current"

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from autotune.profiles.data import DeploymentProfile, HardwareInfo, ModelInfo, StudyInfo
 from autotune.store import profile_queries
-from autotune.store.models import (
+from autotune.store.tables import (
     DeploymentProfileRecord,
     HardwareRecord,
     MeasurementRecord,

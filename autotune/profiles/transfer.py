@@ -31,7 +31,7 @@ from autotune.profiles.query import load_profile
 from autotune.store import open_database, profile_queries
 from autotune.store.database import display_url
 from autotune.store.locks import named_lock
-from autotune.store.models import DeploymentProfileRecord, HardwareRecord, ModelRecord
+from autotune.store.tables import DeploymentProfileRecord, HardwareRecord, ModelRecord
 from autotune.store.renamed_keys import with_current_keys
 from autotune.store.rows import get_or_create
 

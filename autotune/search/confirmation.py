@@ -23,7 +23,7 @@ from autotune.search import confirm, guide, profile
 from autotune.search.space import Candidate
 from autotune.search.state import Study
 from autotune.store import results
-from autotune.store.models import StudyRecord
+from autotune.store.tables import StudyRecord
 
 
 def confirm_study(study: Study, spent: bool) -> str | None:

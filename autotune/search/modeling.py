@@ -33,7 +33,7 @@ from autotune.perfmodel.model import ConfigKey, PerformanceModel
 from autotune.search.setup import StudySetup
 from autotune.search.space import BASELINE_METHOD, Candidate
 from autotune.store import Database, performance
-from autotune.store.models import StudyRecord
+from autotune.store.tables import StudyRecord
 from autotune.store.results import TrialRow
 from autotune.workload import Workload, first_cycle
 

@@ -19,7 +19,7 @@ from autotune.search import budget
 from autotune.search.outcome import StudyAnalysis
 from autotune.search.state import Study
 from autotune.store import results
-from autotune.store.models import StudyRecord
+from autotune.store.tables import StudyRecord
 
 
 def analyse(study: Study, rows: list[results.TrialRow]) -> StudyAnalysis:

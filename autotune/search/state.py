@@ -31,7 +31,7 @@ from autotune.search.space import Candidate
 from autotune.search.study import open_study
 from autotune.store import Database, results
 from autotune.store.locks import named_lock
-from autotune.store.models import ModelRecord
+from autotune.store.tables import ModelRecord
 
 Progress = Callable[[TuneProgress], None]
 

@@ -30,7 +30,7 @@ from autotune.store.database import (
     parse_database_url,
 )
 from autotune.store.locks import named_lock
-from autotune.store.models import StudyRecord
+from autotune.store.tables import StudyRecord
 
 IDENTITY_ATTR = "autotune_identity"
 

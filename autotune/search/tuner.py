@@ -38,7 +38,7 @@ from autotune.search.study import optuna_storage, storage_errors
 from autotune.search.trials import screen_trials
 from autotune.store import open_database, results
 from autotune.store.locks import named_lock
-from autotune.store.models import StudyRecord
+from autotune.store.tables import StudyRecord
 
 OPTUNA_SCHEMA_LOCK = "optuna-schema"
 

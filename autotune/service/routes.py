@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
+from pydantic import BaseModel
 
 from autotune import __version__, api, json_shapes, report
 from autotune.engines.trtllm.versions import DEFAULT_TRTLLM_VERSION, trtllm_rules
@@ -41,6 +42,22 @@ Method = Literal[METHODS]  # type: ignore[valid-type]
 ExportFormat = Literal[FORMATS]  # type: ignore[valid-type]
 Dtype = Literal[DTYPES]  # type: ignore[valid-type]
 PlanEngine = Literal[tuple(ENGINE_STEP_OVERHEAD_US)]  # type: ignore[misc]
+
+
+class PlanQuery(BaseModel):
+    """The query of ``GET /v1/plan``: `autotune plan --model`'s options."""
+
+    hardware: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH,
+                                   description="A catalog accelerator (see /v1/hardware) or stored hardware.")]
+    model: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH, description="A tuned target model.")]
+    concurrencies: Annotated[str | None, Query(max_length=200, description="Comma-separated, e.g. 1,8,64.")] = None
+    max_depth: Annotated[int | None, Query(ge=1, le=MAX_DEPTH)] = None
+    tp: Annotated[int, Query(ge=1, le=MAX_TP)] = 1
+    dtype: Dtype | None = None
+    kv_dtype: Dtype | None = None
+    engine: PlanEngine = "trtllm"
+    isl: Annotated[int | None, Query(ge=1, le=MAX_SEQUENCE)] = None
+    osl: Annotated[int | None, Query(ge=1, le=MAX_SEQUENCE)] = None
 PlotName = Literal[tuple(report.PLOT_CAPTIONS)]  # type: ignore[misc]
 Name = Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH)]
 OptionalName = Annotated[str | None, Query(min_length=1, max_length=MAX_NAME_LENGTH)]
@@ -195,21 +212,15 @@ def _add_planning_routes(router: APIRouter, db_url: str | None) -> None:
         return json_response(api.hardware(db_url).to_dict())
 
     @router.get("/v1/plan", tags=["plan"], summary="What-if plan for a tuned target (`autotune plan --model`)")
-    def plan(hardware: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH,
-                                            description="A catalog accelerator (see /v1/hardware) or stored hardware.")],
-             model: Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH, description="A tuned target model.")],
-             concurrencies: Annotated[str | None, Query(max_length=200, description="Comma-separated, e.g. 1,8,64.")] = None,
-             max_depth: Annotated[int | None, Query(ge=1, le=MAX_DEPTH)] = None,
-             tp: Annotated[int, Query(ge=1, le=MAX_TP)] = 1, dtype: Dtype | None = None, kv_dtype: Dtype | None = None,
-             engine: PlanEngine = "trtllm", isl: Annotated[int | None, Query(ge=1, le=MAX_SEQUENCE)] = None,
-             osl: Annotated[int | None, Query(ge=1, le=MAX_SEQUENCE)] = None,
+    def plan(query: Annotated[PlanQuery, Query()],
              batch_sizes: Annotated[str | None, Query(max_length=200, include_in_schema=False)] = None) -> Response:
         """Predicted, never measured: the best method and depth per concurrency from the target's
         stored acceptance and a roofline of the hardware. Plans from a config.json (`--config`) are
         left to the CLI: they name files on the machine that runs them."""
-        concurrencies = renamed_query("concurrencies", concurrencies, "batch_sizes", batch_sizes)
+        concurrencies = renamed_query("concurrencies", query.concurrencies, "batch_sizes", batch_sizes)
         sizes = checked_query("concurrencies", parse_concurrencies, concurrencies)
-        predicted = api.plan(db_url, PlanOptions(hardware=hardware, model=model, concurrencies=sizes,
-                                                 max_depth=max_depth, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
-                                                 engine=engine, isl=isl, osl=osl))
+        predicted = api.plan(db_url, PlanOptions(hardware=query.hardware, model=query.model, concurrencies=sizes,
+                                                 max_depth=query.max_depth, tp=query.tp, dtype=query.dtype,
+                                                 kv_dtype=query.kv_dtype, engine=query.engine, isl=query.isl,
+                                                 osl=query.osl))
         return json_response(predicted.to_dict())

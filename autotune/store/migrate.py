@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 from autotune.errors import DatabaseError
 from autotune.store.database import SQLITE_BUSY_TIMEOUT_MS, display_url
 from autotune.store.locks import named_lock
-from autotune.store.models import VERSION_TABLE
+from autotune.store.tables import VERSION_TABLE
 
 SCHEMA_LOCK = "autotune-schema"  # the named lock every migration holds (store/locks.py)
 # How long a process waits for another's migration before saying which process holds it: as long

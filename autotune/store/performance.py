@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from autotune.store.models import AcceptanceProfileRecord, CostProfileRecord, utcnow
+from autotune.store.tables import AcceptanceProfileRecord, CostProfileRecord, utcnow
 from autotune.store.rows import get_or_create
 
 COST_SOURCES = ("timed", "roofline")

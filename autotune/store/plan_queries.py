@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from autotune.errors import ConfigurationError, NotFoundError
 from autotune.store import performance, profile_queries, repository
-from autotune.store.models import (
+from autotune.store.tables import (
     AcceptanceProfileRecord,
     CostProfileRecord,
     HardwareRecord,

@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 from sqlalchemy import Row, Select, TextClause, func, select, text
 from sqlalchemy.orm import Session, joinedload
 
-from autotune.store.models import (
+from autotune.store.tables import (
     DeploymentProfileRecord,
     HardwareRecord,
     MeasurementRecord,

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from autotune.store.models import HardwareRecord, ProbeRecord
+from autotune.store.tables import HardwareRecord, ProbeRecord
 from autotune.store.rows import get_or_create
 
 

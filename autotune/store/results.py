@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from autotune.analysis.intervals import Estimate
 from autotune.errors import NotFoundError
 from autotune.store.rows import get_or_create
-from autotune.store.models import (
+from autotune.store.tables import (
     DeploymentProfileRecord,
     HardwareRecord,
     MeasurementRecord,

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from autotune.store.models import Base
+from autotune.store.tables import Base
 
 Record = TypeVar("Record", bound=Base)
 

@@ -1,4 +1,4 @@
-"""Writes and reads of ``autotune_validation_runs`` (:class:`~autotune.store.models.ValidationRunRecord`),
+"""Writes and reads of ``autotune_validation_runs`` (:class:`~autotune.store.tables.ValidationRunRecord`),
 in plain values: the result document is the caller's (:mod:`autotune.validation.results`)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from autotune.store.models import ValidationRunRecord
+from autotune.store.tables import ValidationRunRecord
 
 
 @dataclass(frozen=True)

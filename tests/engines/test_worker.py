@@ -18,7 +18,7 @@ from autotune.engines import noise
 from autotune.engines.base import EngineConfig
 from autotune.engines.embedded.builtin import save_model
 from autotune.engines.embedded.engine import EmbeddedEngine
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.engines.protocol import ProtocolOptions
 from autotune.engines.worker import EngineSpec, EngineWorker, WorkerFailure, workload_from_data, workload_to_data
 from autotune.errors import EngineError

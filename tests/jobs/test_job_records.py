@@ -9,7 +9,7 @@ from sqlalchemy import update
 
 from autotune.jobs import records
 from autotune.store import open_database
-from autotune.store.models import JobRecord
+from autotune.store.tables import JobRecord
 
 
 def test_a_job_is_taken_once_and_its_study_is_named_after_it(db_url: str) -> None:

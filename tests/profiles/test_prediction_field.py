@@ -14,7 +14,7 @@ from autotune.serving import export_profile
 from autotune.profiles import import_profile, show_profile
 from autotune.profiles.data import trial_document, trial_from_document
 from autotune.store import open_database
-from autotune.store.models import MeasurementRecord
+from autotune.store.tables import MeasurementRecord
 
 PREDICTION = {
     "tokens_per_s": {"value": 500.0, "low": 450.0, "high": 560.0},

@@ -15,7 +15,7 @@ from autotune.errors import ConfigurationError
 from autotune.serving import export_profile
 from autotune.profiles import best_profile, import_profile, list_profiles, query, show_profile
 from autotune.store import open_database
-from autotune.store.models import HardwareRecord, ModelRecord
+from autotune.store.tables import HardwareRecord, ModelRecord
 from autotune.store.renamed_keys import RENAMED_KEYS
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from autotune.engines.embedded.builtin import save_model
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.engines.embedded.tokenizer import ByteTokenizer
 from autotune.hardware import HardwareProfile
 from autotune.search import TuneOptions

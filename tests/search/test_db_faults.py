@@ -27,7 +27,7 @@ from autotune.search.study import optuna_storage, storage_errors
 from autotune.store import open_database, repository
 from autotune.store.database import create_db_engine, keep_reconnecting
 from autotune.store.locks import named_lock
-from autotune.store.models import HardwareRecord
+from autotune.store.tables import HardwareRecord
 
 from test_resume import read_until, screening, start_worker
 

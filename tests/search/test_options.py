@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autotune.engines.embedded.model import ModelConfig
+from autotune.engines.embedded.network import ModelConfig
 from autotune.errors import ConfigurationError
 from autotune.search import Slo, TuneOptions, tune
 from autotune.search.setup import set_up_study

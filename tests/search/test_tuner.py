@@ -19,7 +19,7 @@ from autotune.search.samplers import SAMPLERS
 from autotune.search.study import open_study, optuna_storage
 from autotune.store import open_database, results
 from autotune.search.asking import MAX_REPEATS
-from autotune.store.models import HardwareRecord, MeasurementRecord, ProbeRecord, StudyRecord
+from autotune.store.tables import HardwareRecord, MeasurementRecord, ProbeRecord, StudyRecord
 
 OPTUNA_STATE = {"complete": TrialState.COMPLETE, "infeasible": TrialState.PRUNED, "failed": TrialState.FAIL}
 

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from autotune.store import migrate, open_database
-from autotune.store.models import VERSION_TABLE, MeasurementRecord, StudyRecord
+from autotune.store.tables import VERSION_TABLE, MeasurementRecord, StudyRecord
 
 SCRIPT = Path(__file__).with_name("migrate_process.py")
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, select
 
 from autotune.store import migrate, open_database
-from autotune.store.models import HardwareRecord, MeasurementRecord, ModelRecord, StudyRecord
+from autotune.store.tables import HardwareRecord, MeasurementRecord, ModelRecord, StudyRecord
 
 SCRIPT = Path(__file__).with_name("stress_process.py")
 REPO = Path(__file__).resolve().parents[2]

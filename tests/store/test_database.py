@@ -65,7 +65,7 @@ def test_password_is_hidden_in_messages() -> None:
 
 
 def test_failed_session_rolls_back(sqlite_url: str) -> None:
-    from autotune.store.models import ModelRecord
+    from autotune.store.tables import ModelRecord
 
     with open_database(sqlite_url) as db:
         with pytest.raises(DatabaseError):

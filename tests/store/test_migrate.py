@@ -9,7 +9,7 @@ from sqlalchemy import create_engine, inspect, text
 from autotune.errors import DatabaseError
 from autotune.store import open_database
 from autotune.store import migrate
-from autotune.store.models import VERSION_TABLE, Base
+from autotune.store.tables import VERSION_TABLE, Base
 
 OUR_TABLES = set(Base.metadata.tables)
 

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from old_schema_rows import insert, insert_study, tables
 
 from autotune.store import migrate, open_database, results
-from autotune.store.models import DeploymentProfileRecord
+from autotune.store.tables import DeploymentProfileRecord
 
 BEFORE = "0003_profile_query_index"
 REVISION = "0004_repeated_measurements"

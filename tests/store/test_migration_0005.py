@@ -15,7 +15,7 @@ from sqlalchemy import Connection, inspect, select
 from old_schema_rows import insert, insert_study, tables
 
 from autotune.store import migrate, open_database, performance, results
-from autotune.store.models import DeploymentProfileRecord, MeasurementRecord
+from autotune.store.tables import DeploymentProfileRecord, MeasurementRecord
 
 BEFORE = "0004_repeated_measurements"
 REVISION = "0005_performance_model"

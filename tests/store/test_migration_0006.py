@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from old_schema_rows import insert, insert_study, tables
 
 from autotune.store import migrate, open_database, results
-from autotune.store.models import DeploymentProfileRecord, StudyRecord
+from autotune.store.tables import DeploymentProfileRecord, StudyRecord
 
 BEFORE = "0005_performance_model"
 REVISION = "0006_one_profile_per_study"

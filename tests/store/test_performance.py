@@ -10,7 +10,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
 from autotune.store import open_database, performance, repository, results
-from autotune.store.models import (
+from autotune.store.tables import (
     AcceptanceProfileRecord,
     CostProfileRecord,
     HardwareRecord,

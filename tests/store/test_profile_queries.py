@@ -7,7 +7,7 @@ from sqlalchemy import select, text
 
 import profile_factory as factory
 from autotune.store import open_database, profile_queries
-from autotune.store.models import MeasurementRecord
+from autotune.store.tables import MeasurementRecord
 
 
 @pytest.fixture

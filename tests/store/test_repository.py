@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autotune.store import open_database, repository
-from autotune.store.models import (
+from autotune.store.tables import (
     DeploymentProfileRecord,
     HardwareRecord,
     MeasurementRecord,

@@ -10,7 +10,7 @@ from sqlalchemy import delete, inspect
 import profile_factory as factory
 from autotune.analysis.intervals import Estimate
 from autotune.store import migrate, open_database
-from autotune.store.models import DeploymentProfileRecord, ValidationRunRecord
+from autotune.store.tables import DeploymentProfileRecord, ValidationRunRecord
 from autotune.validation.runner import load_validations, store_validation
 from validation_support import a_result
 

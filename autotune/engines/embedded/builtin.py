@@ -14,7 +14,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, safe_open, save_file
 
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.errors import EngineError
 
 BUILTIN_TARGET_NAME = "autotune-byte-target"

@@ -25,7 +25,7 @@ import torch
 from autotune.analysis.steady import RequestResult
 from autotune.engines.embedded.acceptance import sample, token_probabilities, verify_greedy, verify_sampling
 from autotune.engines.embedded.batch import DecodeState, Proposal, Rows
-from autotune.engines.embedded.model import CausalLM
+from autotune.engines.embedded.network import CausalLM
 from autotune.engines.embedded.mtp import MtpProposer
 from autotune.engines.embedded.ngram import NgramProposer
 from autotune.engines.embedded.proposers import DraftModelProposer, Proposer

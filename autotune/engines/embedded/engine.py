@@ -14,7 +14,7 @@ from autotune.engines.base import BUILTIN_DRAFT, EngineConfig, Measurement, vali
 from autotune.engines.embedded.builtin import load_builtin_draft, load_builtin_target, load_model
 from autotune.engines.embedded.decoding import Decoder, GenerationRequest, build_proposer, required_capacity
 from autotune.engines.embedded.metrics import MemoryProbe, build_measurement
-from autotune.engines.embedded.model import CausalLM
+from autotune.engines.embedded.network import CausalLM
 from autotune.engines.embedded.timing import DEFAULT_TIMING_ROUNDS, DEFAULT_TIMING_STEPS, time_steps
 from autotune.engines.embedded.tokenizer import ByteTokenizer
 from autotune.errors import ConfigurationError, EngineError, UnsupportedConfigError

@@ -64,7 +64,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from autotune.engines.embedded.model import NORM_EPS, ROPE_BASE, Block, CausalLM
+from autotune.engines.embedded.network import NORM_EPS, ROPE_BASE, Block, CausalLM
 from autotune.engines.embedded.tokenizer import N_BYTES, ByteTokenizer
 
 WEIGHTS_FILE = "model.safetensors"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 
 from autotune.engines.embedded.batch import DecodeState, Proposal, Rows
-from autotune.engines.embedded.model import CausalLM
+from autotune.engines.embedded.network import CausalLM
 from autotune.engines.embedded.proposers import draw, last_real, stack_drafts
 
 

@@ -14,7 +14,7 @@ import torch
 
 from autotune.engines.embedded.acceptance import sample, token_probabilities
 from autotune.engines.embedded.batch import DecodeState, Proposal, Rows
-from autotune.engines.embedded.model import CausalLM
+from autotune.engines.embedded.network import CausalLM
 
 
 class Proposer(Protocol):

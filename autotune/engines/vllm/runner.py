@@ -53,11 +53,10 @@ from pathlib import Path
 from typing import Any
 
 from autotune.analysis.steady import RequestResult
-from autotune.engines.base import EngineConfig, Measurement, measurement_of_run, validate_run_options
+from autotune.engines.base import (EngineConfig, Measurement, RunContext, RunShape, measurement_of_run,
+                                   validate_run_options)
 from autotune.engines.failures import OUT_OF_MEMORY_MARKERS, first_line, raise_out_of_memory
 from autotune.engines.forcing import timing_max_tokens, timing_rows
-from autotune.analysis.steady import RequestResult
-from autotune.engines.base import RunContext, RunShape, measurement_of_run
 from autotune.engines.limits import DEFAULT_MAX_NGRAM
 from autotune.engines.vllm import INSTALL_HINT
 from autotune.engines.vllm.checks import check_config

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from autotune.engines.embedded.builtin import save_model
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.engines.embedded.tokenizer import ByteTokenizer
 from autotune.workload import Request, Workload
 

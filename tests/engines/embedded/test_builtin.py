@@ -17,7 +17,7 @@ from autotune.engines.embedded.builtin import (
     read_metadata,
     save_model,
 )
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.engines.embedded.tokenizer import ByteTokenizer
 from autotune.errors import EngineError
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from autotune.engines.embedded.decoding import Decoder, GenerationRequest, Speculation, decode, required_capacity
-from autotune.engines.embedded.model import CausalLM
+from autotune.engines.embedded.network import CausalLM
 from autotune.engines.embedded.mtp import MtpProposer
 from autotune.engines.embedded.proposers import DraftModelProposer
 

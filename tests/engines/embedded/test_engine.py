@@ -10,7 +10,7 @@ import torch
 from autotune.engines.base import EngineConfig, Measurement
 from autotune.engines.embedded.builtin import save_model
 from autotune.engines.embedded.engine import EmbeddedEngine
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.errors import ConfigurationError, EngineError, UnsupportedConfigError
 from autotune.measure import MeasureRequest, measure_configuration
 from autotune.workload import Request, Workload

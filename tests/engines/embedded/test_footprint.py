@@ -15,7 +15,7 @@ from autotune.engines.embedded.footprint import (
     model_path,
     read_footprint,
 )
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.errors import EngineError
 from autotune.workload import Request, Workload
 

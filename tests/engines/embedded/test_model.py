@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from autotune.engines.embedded.model import CausalLM, KVCache, ModelConfig
+from autotune.engines.embedded.network import CausalLM, KVCache, ModelConfig
 
 ATOL = 1e-5
 CONFIG = ModelConfig(vocab_size=40, d_model=32, n_layers=3, n_heads=4, d_ff=48, max_seq_len=64, n_mtp=2)

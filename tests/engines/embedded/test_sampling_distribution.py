@@ -13,7 +13,7 @@ import torch
 from autotune.engines.embedded import decoding
 from autotune.engines.embedded.acceptance import sample, verify_sampling
 from autotune.engines.embedded.decoding import DecodeResult, GenerationRequest, Speculation, decode
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 
 V = 4
 N_TOKENS = 3
