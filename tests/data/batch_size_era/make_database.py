@@ -8,6 +8,8 @@ exported as format 2. Run it from a checkout of such a commit, with this folder'
     PYTHONPATH=/tmp/old python /path/to/tests/data/batch_size_era/make_database.py /path/to/tests/data/batch_size_era
 
 The model files are written next to the database (the study's identity holds their fingerprints).
+tests/store/test_batch_size_era.py imports this file with today's code for ``STUDY`` and ``options``;
+at 7c6dc96 the network module was ``autotune.engines.embedded.model`` (change that one import there).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 
 from autotune import api
 from autotune.engines.embedded.builtin import save_model
-from autotune.engines.embedded.model import CausalLM, ModelConfig
+from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.engines.embedded.tokenizer import ByteTokenizer
 from autotune.hardware import HardwareProfile
 from autotune.search import TuneOptions, tune
