@@ -52,9 +52,9 @@ from typing import Protocol
 
 from autotune.workload import Workload
 
-# Requests per slot in a stream: with 4, the ramp-up (one prefill) and the drain (the last C
-# requests) leave about three quarters of a run inside the window, and a figure at C no longer
-# depends on the workload's length (tests/engines/test_steady.py).
+# Requests per slot in a stream: with 4, the ramp-up (up to the first finish) and the drain (the last
+# C requests) leave at least about half of a run inside the window, and a figure at C no longer
+# depends on the workload's length (tests/engines/test_steady.py, bench/bench_steady_window.py).
 STREAM_FACTOR = 4
 
 
