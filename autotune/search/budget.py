@@ -171,17 +171,16 @@ def _ask(study: optuna.Study) -> optuna.Trial:
 
 def fail_stale_trials(ledger: Ledger) -> None:
     """Fail (and re-queue) trials whose worker stopped sending heartbeats, as Study.optimize does,
-    and at once those whose worker ran on this machine and is gone (see :func:`claim`): a rerun
-    right after a ``kill -9`` need not wait out the heartbeat's grace period. Then re-queue what a
-    cut-off re-queue left behind (:func:`requeue_unresolved_failures`). The caller holds the study lock."""
+    and at once those whose process is known to be gone (:func:`_abandoned`): a rerun right after a
+    ``kill -9`` need not wait out the heartbeat's grace period. Then re-queue what a cut-off
+    re-queue left behind (:func:`requeue_unresolved_failures`). The caller holds the study lock."""
     study, storage = ledger.study, ledger.storage
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
         here = _process_identity(os.getpid())
-        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if here is not None else ():
-            owner = trial.system_attrs.get(OWNER_ATTR)
-            if owner is None or owner["machine"] != here["machine"] or _process_identity(owner["pid"]) == owner:
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if not _abandoned(trial.system_attrs.get(OWNER_ATTR), here):
                 continue
             trial_id = ledger.trial_id(trial.number)
             try:
@@ -216,11 +215,22 @@ def requeue_unresolved_failures(ledger: Ledger) -> None:
 
 
 def claim(ledger: Ledger, trial: optuna.Trial) -> None:
-    """Record which process runs ``trial`` (Linux: machine, pid and the process's start time), so
-    that :func:`fail_stale_trials` can tell when it died."""
-    identity = _process_identity(os.getpid())
-    if identity is not None:
-        ledger.storage.set_trial_system_attr(ledger.trial_id(trial.number), OWNER_ATTR, identity)
+    """Record which process runs ``trial`` (Linux: machine, pid and the process's start time;
+    elsewhere a machine of None, left to the heartbeats), so that :func:`fail_stale_trials` can tell
+    when it died. Called under the study lock that Optuna's ask ran under."""
+    identity = _process_identity(os.getpid()) or {"machine": None}
+    ledger.storage.set_trial_system_attr(ledger.trial_id(trial.number), OWNER_ATTR, identity)
+
+
+def _abandoned(owner: dict[str, Any] | None, here: dict[str, Any] | None) -> bool:
+    """Whether a running trial's process is gone. ``owner`` None: nobody claimed the trial, and as
+    ask and claim both run under the study lock the caller now holds, its asker died between the two
+    (a ``kill -9`` there left a trial without a heartbeat, which Optuna never finds stale, and a
+    grid study that ended one short). Otherwise: it ran on this machine (``here``) and that process
+    has ended (or a new one has its pid)."""
+    if owner is None:
+        return True
+    return here is not None and owner["machine"] == here["machine"] and _process_identity(owner["pid"]) != owner
 
 
 def _process_identity(pid: int) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ import pytest
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
-from autotune.search.budget import STATE_ATTR, counted_trials, fail_stale_trials, retired_numbers
+from autotune.search.budget import STATE_ATTR, claim, counted_trials, fail_stale_trials, retired_numbers
 from autotune.search.ledger import Ledger
 
 
@@ -61,3 +61,19 @@ def test_the_retry_bound_holds(ledger: Ledger, study: optuna.Study) -> None:
     study.tell(retry, state=TrialState.FAIL)
     fail_stale_trials(ledger)
     assert [t.state for t in study.get_trials(deepcopy=False)] == [TrialState.FAIL, TrialState.FAIL]
+
+
+def test_a_trial_asked_and_never_claimed_is_failed_and_queued_again_at_once(ledger: Ledger, study: optuna.Study) -> None:
+    """Its asker was killed between Optuna's ask and our claim, which run under the study lock the
+    caller of fail_stale_trials holds: no heartbeat, so Optuna alone would never find it stale (a
+    resumed grid study ended one trial short in CI)."""
+    trial = study.ask({"x": optuna.distributions.IntDistribution(1, 8)})
+    fail_stale_trials(ledger)
+    trials = study.get_trials(deepcopy=False)
+    assert [t.state for t in trials] == [TrialState.FAIL, TrialState.WAITING] and trials[1].params == trial.params
+
+
+def test_a_claimed_trial_whose_process_lives_keeps_running(ledger: Ledger, study: optuna.Study) -> None:
+    claim(ledger, study.ask({"x": optuna.distributions.IntDistribution(1, 8)}))  # claimed by this process
+    fail_stale_trials(ledger)
+    assert [t.state for t in study.get_trials(deepcopy=False)] == [TrialState.RUNNING]
