@@ -36,6 +36,9 @@ class EngineAdapter(ABC):
     # What "speculation off at a concurrency" means in the engine's speculative server
     # (autotune.analysis.offstate); None for an engine that serves nothing (the embedded one).
     off_rule: ClassVar[OffRule | None] = None
+    # Computes on the thread count it is given (``set_threads``; EngineWorker.limit_threads): a
+    # study under a load that persists measures it on the cores the load leaves.
+    limits_threads: ClassVar[bool] = False
 
     def require_installed(self) -> None:
         """Raise an EngineError at once when the engine's package is missing (nothing is started)."""

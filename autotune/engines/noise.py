@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 PROC = Path("/proc")
 # A pass is disturbed when other work kept this share of the machine's cores busy (at least
@@ -59,6 +59,11 @@ class BackgroundLoad:
             return True
         return self.steal_fraction is not None and self.steal_fraction > DISTURBED_STEAL_FRACTION
 
+    def cores_left(self) -> int:
+        """The cores other processes leave this one (at least one): the threads to measure with
+        under a load that persists."""
+        return max(1, round(self.cpu_count - (self.other_cpu_cores or 0.0)))
+
     def describe(self) -> str:
         """What disturbed the pass, in a few words, e.g. "other processes use 1.80 of 2 cores"."""
         if self.other_cpu_cores is not None and self.other_cpu_cores > 0:
@@ -73,8 +78,8 @@ class BackgroundLoad:
         return cls(**data)
 
 
-def snapshot() -> Snapshot:
-    """The counters now."""
+def snapshot(own: Callable[[], float | None] | None = None) -> Snapshot:
+    """The counters now; ``own``: the CPU seconds that count as ours (default: our session's)."""
     busy = total = steal = None
     try:
         fields = (PROC / "stat").read_text().splitlines()[0].split()[1:]
@@ -86,7 +91,22 @@ def snapshot() -> Snapshot:
         steal = steal_ticks / hz
     except (OSError, ValueError, IndexError):
         pass
-    return Snapshot(time.monotonic(), busy, total, steal, _session_cpu_s())
+    return Snapshot(time.monotonic(), busy, total, steal, (own or _session_cpu_s)())
+
+
+def while_waiting(seconds: float) -> BackgroundLoad:
+    """Other processes' load over ``seconds`` while this process sleeps, read here before a study
+    starts any engine: only this process's CPU time counts as ours (the caller's session, e.g. a
+    shell that runs a build in the background, is other work here)."""
+    before = snapshot(own=_process_cpu_s)
+    time.sleep(seconds)
+    return between(before, snapshot(own=_process_cpu_s))
+
+
+def _process_cpu_s() -> float:
+    """CPU seconds of this process and its reaped children."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def _session_cpu_s() -> float | None:

@@ -11,9 +11,8 @@ Every call has a timeout. What goes wrong comes back as :class:`WorkerFailure` w
 
 * ``timeout``     no answer in time: the child is killed;
 * ``oom``         MemoryError or torch's OutOfMemoryError in the child, an error whose text says an
-                  allocation failed (torch's CPU allocator raises RuntimeError "can't allocate
-                  memory" when an address-space limit or the kernel refuses), or the child killed
-                  by SIGKILL (what the kernel's out-of-memory killer sends);
+                  allocation failed (:func:`autotune.engines.failures.classify`), or the child
+                  killed by SIGKILL (what the kernel's out-of-memory killer sends);
 * ``crash``       the child died otherwise (segfault, exit), or raised an unexpected exception;
 * ``unsupported`` the engine cannot run this configuration (UnsupportedConfigError);
 * ``engine_error`` any other AutotuneError of the engine (bad model file, ...).
@@ -22,33 +21,27 @@ After a failure the child is discarded; the next call starts a fresh one. How lo
 lives depends on its engine:
 
 * an engine that *manages its engines* (``manages_engines = True``: the vLLM and TensorRT-LLM
-  runners) keeps the child across configurations, protocol runs and timing runs: it decides itself
-  which engines it keeps (vLLM on a CPU up to ``KEPT_CPU_ENGINES``, one at a time on a GPU) and
-  rebuilds only what it must, so one build per (method, draft, depth) serves every concurrency of a
-  study, in screening and in confirmation alike. An engine build costs minutes on a GPU; a fresh
-  process per configuration or per concurrency paid it again each time. After a timing run the
-  child is kept only when the engine says its timing leaves nothing forced loaded
-  (``timing_leaves_engines_reusable``: the TensorRT-LLM and vLLM runners shut every forced engine
-  down and keep only the baseline, which nothing forces),
-  since later measurements reuse what it leaves; otherwise it is stopped;
-* any other engine (the embedded one) gets a fresh child whenever the configuration changes, and a
-  fresh child for each protocol and timing run, stopped afterwards: its CPU memory figure is the
-  rise of the process's peak resident set, which a process that ran other configurations would
-  hide, and its models load in seconds.
+  runners) keeps the child across configurations, protocol runs and timing runs, and decides
+  itself which engines it keeps (vLLM on a CPU up to ``KEPT_CPU_ENGINES``, one at a time on a GPU):
+  one build per (method, draft, depth) serves every concurrency of a study, in screening and
+  confirmation alike, where a fresh process paid minutes of GPU build each time. After a timing run
+  the child is kept only when the engine says its timing leaves nothing forced loaded
+  (``timing_leaves_engines_reusable``: both runners keep only the baseline, which nothing forces);
+* any other engine (the embedded one) gets a fresh child whenever the configuration or the thread
+  count (:meth:`EngineWorker.limit_threads`) changes, and one per protocol and timing run, stopped
+  afterwards: its CPU memory figure is the rise of the process's peak resident set, which a
+  process that ran other configurations would hide, and its models load in seconds.
 
-The child's stdout and stderr go
-to a log file whose tail explains a crash; the child ignores SIGINT so that Ctrl-C reaches only the
-parent, which then stops the child.
+The child logs its output to a file whose tail explains a crash, and ignores SIGINT: Ctrl-C
+reaches the parent, which stops the child.
 
 The child leads its own session (``os.setsid``), so that stopping it kills its whole process group:
 an engine that starts processes of its own (TensorRT-LLM's MPI ranks, tokenizer pools) leaves no
 orphan holding the GPU behind a timed-out or crashed trial.
 
-The child is *not* a daemonic multiprocessing process, because engines start processes of their
-own: vLLM runs its engine core in a new (multiprocessing) process and TensorRT-LLM its MPI ranks,
-and a daemonic child may not have children ("daemonic processes are not allowed to have
-children"). The guarantees the daemon flag gave are kept otherwise, so that the child never
-outlives the parent:
+The child is *not* a daemonic multiprocessing process: engines start processes of their own (vLLM
+its engine core, TensorRT-LLM its MPI ranks), which a daemonic child may not. The guarantees of the
+daemon flag are kept otherwise, so that the child never outlives the parent:
 
 * the parent stops it on :meth:`EngineWorker.stop`, on leaving the ``with`` block and after a
   failure; an ``atexit`` hook stops every child still running when the interpreter exits without
@@ -58,9 +51,8 @@ outlives the parent:
   SIGKILL)`` on Linux (checking the parent pid right after, since the parent may have died
   before). The signal comes when the *thread* that started the child ends, so start workers from
   a thread that lives as long as they do (autotune starts them from the main thread);
-* on POSIX the child starts a tiny reaper process in its process group that SIGKILLs the whole
-  group once the child is gone however it ended, so that the processes the engine started die
-  with it even when the parent could not kill the group.
+* on POSIX the child starts a tiny reaper process in its process group that SIGKILLs the group
+  once the child is gone however it ended, even when the parent could not kill the group.
 """
 
 from __future__ import annotations
@@ -76,7 +68,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
@@ -84,11 +75,11 @@ from pathlib import Path
 from typing import Any
 
 from autotune.engines.base import EngineConfig, Measurement
-from autotune.engines.failures import OUT_OF_MEMORY_MARKERS
+from autotune.engines.failures import classify
 from autotune.engines.noise import BackgroundLoad
 from autotune.engines.protocol import Pass, ProtocolOptions, ProtocolResult, measure_pass, measure_repeatedly
 from autotune.engines.base import RunShape
-from autotune.errors import AutotuneError, EngineError, UnsupportedConfigError
+from autotune.errors import EngineError, UnsupportedConfigError
 from autotune.workload import Request, Workload
 
 FAILURE_KINDS = ("timeout", "oom", "crash", "unsupported", "engine_error")
@@ -97,9 +88,6 @@ STOP_GRACE_S = 5.0
 LOG_TAIL_LINES = 5
 REAPER_POLL_S = 0.2
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-# Allocation failures that arrive as other exception types: CUDA's and the engines' texts, and
-# ENOMEM as torch's CPU allocator words it.
-ALLOCATION_FAILURE_MARKERS = OUT_OF_MEMORY_MARKERS + ("can't allocate memory", "cannot allocate memory")
 
 
 class WorkerFailure(EngineError):
@@ -152,6 +140,8 @@ class EngineWorker:
         self._config: EngineConfig | None = None
         self._child_loads = 0  # loads reported by the current child
         self.shares_child = False
+        self.threads: int | None = None  # see limit_threads
+        self.child_threads: int | None = None  # the threads the last child's engine computes on, where it says
 
     @property
     def alive(self) -> bool:
@@ -212,6 +202,16 @@ class EngineWorker:
             self.stop()  # engines built for forced acceptance must not serve a measurement
         return reply["points"]
 
+    def limit_threads(self, threads: int | None) -> None:
+        """Have the children's engine compute on ``threads`` threads (None: its default), from the
+        next child on: a child of its own per configuration is stopped so that the next call starts
+        one with the new count. An engine with ``set_threads`` (the embedded one) honours it; the
+        runners that manage their engines keep their child and their builds' threads."""
+        if threads != self.threads:
+            self.threads = threads
+            if not self.shares_child:
+                self.stop()
+
     def stop(self, force: bool = False) -> None:
         """Stop the child (asked to close, killed if it does not within a few seconds, or at once
         with ``force``); the models it loaded are gone."""
@@ -251,7 +251,7 @@ class EngineWorker:
         self._log_path = Path(log)
         parent_conn, child_conn = self._context.Pipe()
         process = self._context.Process(
-            target=_serve, args=(child_conn, self.spec.factory, self.spec.kwargs, log, os.getpid()),
+            target=_serve, args=(child_conn, self.spec.factory, self.spec.kwargs, log, os.getpid(), self.threads),
             daemon=False,  # engines start processes of their own (see the module docstring)
             name="autotune-engine-worker",
         )
@@ -263,6 +263,7 @@ class EngineWorker:
         ready = self._wait_reply()  # the child's "ready" (or why it could not build the engine)
         self._loaded(ready)
         self.shares_child = ready["manages_engines"]
+        self.child_threads = ready["threads"]
 
     def _in_child(self, *message: Any, notice: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Send ``message`` (a run that loads configurations of its own) to the child that should
@@ -354,8 +355,10 @@ def _stop_live_children() -> None:
 # -- child side -------------------------------------------------------------------------------------
 
 
-def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str, parent_pid: int) -> None:
-    """Child main loop: build the engine, then answer load/measure requests until told to close."""
+def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str, parent_pid: int,
+           threads: int | None) -> None:
+    """Child main loop: build the engine (on ``threads`` threads where it takes a count), then
+    answer load/measure requests until told to close."""
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(os, "setsid"):
@@ -364,10 +367,13 @@ def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str
     _start_reaper()
     try:
         engine = _resolve(factory)(**kwargs)
+        if threads is not None and hasattr(engine, "set_threads"):
+            engine.set_threads(threads)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
-        conn.send(("failed", _classify(exc)))
+        conn.send(("failed", classify(exc)))
         return
-    conn.send(("ok", {"loads": engine.loads, "manages_engines": bool(getattr(engine, "manages_engines", False))}))
+    conn.send(("ok", {"loads": engine.loads, "manages_engines": bool(getattr(engine, "manages_engines", False)),
+                      "threads": getattr(engine, "threads", None)}))
     while True:
         try:
             message = conn.recv()
@@ -378,7 +384,7 @@ def _serve(conn: Connection, factory: str, kwargs: dict[str, Any], log_path: str
         try:
             conn.send(("ok", _handle(engine, message, lambda text: conn.send(("notice", text)))))
         except Exception as exc:  # noqa: BLE001 - reported to the parent as a typed failure
-            conn.send(("failed", _classify(exc)))
+            conn.send(("failed", classify(exc)))
     engine.close()
     for child in multiprocessing.active_children():  # left by the engine: do not wait for them at exit
         child.kill()
@@ -450,21 +456,6 @@ def _handle(engine: Any, message: tuple, notice: Callable[[str], None]) -> dict[
         return {"loads": engine.loads, "points": points,
                 "reusable": bool(getattr(engine, "timing_leaves_engines_reusable", False))}
     raise ValueError(f"unknown worker operation {operation!r}")
-
-
-def _classify(exc: BaseException) -> tuple[str, str]:
-    """(kind, reason) of an exception raised in the child."""
-    first_line = (str(exc).strip().splitlines() or [""])[0]
-    reason = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
-    if (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"  # torch's, by name
-            or any(marker in str(exc).lower() for marker in ALLOCATION_FAILURE_MARKERS)):
-        return "oom", reason
-    if isinstance(exc, UnsupportedConfigError):
-        return "unsupported", first_line
-    if isinstance(exc, AutotuneError):
-        return "engine_error", first_line
-    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-    return "crash", reason + (f" (at {Path(where.filename).name}:{where.lineno})" if where else "")
 
 
 def _kill_group(process: multiprocessing.process.BaseProcess) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from autotune.analysis import decision
 from autotune.analysis.offstate import OFF_STATE_KEY
 from autotune.engines.base import EngineConfig
+from autotune.engines.protocol import ProtocolOptions
 from autotune.search import confirm, guide, profile
 from autotune.search.space import Candidate
 from autotune.search.state import Study
@@ -58,16 +59,29 @@ def _measure_finalists(study: Study, rows: list[results.TrialRow]) -> list[confi
     chosen = confirm.finalists(rows, setup.space.concurrencies, setup.objective.slo, predicted,
                                setup.off_floor, setup.zero_to_measure)
     how = confirm.ConfirmRun(
-        study.engine_config, setup.workload, options.seed or 0,
-        # under a load that persists, disturbed rounds are kept at once (screening.py)
-        replace(options.protocol, measure_under_load=study.machine.persists),
+        study.engine_config, setup.workload, options.seed or 0, _under_the_load(study),
         study.say, 1 + options.retries, study.deadline, lambda text: study.say(text, kind="note"),
     )
+    study.worker.limit_threads(study.machine.threads)  # the cores a persisting load leaves (screening.py)
     batches = confirm.confirm(study.worker, chosen, how)
     unconfirmed = [batch.concurrency for batch in batches if batch.out_of_time]
     if unconfirmed:
         study.note(_out_of_time_note(options.timeout_s, unconfirmed, len(unconfirmed) == len(batches)))
     return batches
+
+
+def _under_the_load(study: Study) -> ProtocolOptions:
+    """The confirmation's protocol on the machine as screening left it (screening.py): under a load
+    that persists, disturbed rounds are kept at once; under any load the engine computes on fewer
+    cores, each round takes about ``slowdown`` times as long (1.7-1.8x measured on one core of two
+    under two busy loops, docs/benchmarks.md), so the time per concurrency is stretched by it and the
+    loaded confirmation gets as many rounds as an idle one, not fewer (at c8 three rounds left
+    intervals of ±49 % there)."""
+    protocol, machine = study.options.protocol, study.machine
+    if machine.slowdown > 1:
+        study.say(f"confirming on the machine's load: up to {protocol.max_seconds * machine.slowdown:.0f} s per "
+                  f"concurrency ({machine.slowdown:.1f}x the {protocol.max_seconds:.0f} s of an idle machine)", kind="note")
+    return replace(protocol, measure_under_load=machine.persists, max_seconds=protocol.max_seconds * machine.slowdown)
 
 
 def _record(study: Study, session: Any, rows: list[results.TrialRow], screened: int,

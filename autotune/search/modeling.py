@@ -24,12 +24,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from autotune.engines import noise
 from autotune.engines.base import EngineConfig
 from autotune.engines.worker import EngineWorker, WorkerFailure
 from autotune.errors import EngineError
 from autotune.perfmodel.acceptance import AcceptanceCurve, proposer_key, row_counts
 from autotune.perfmodel.cost import MIN_ROUNDS, CostPoint, CostProfile
 from autotune.perfmodel.model import ConfigKey, PerformanceModel
+from autotune.search.screening import MachineLoad
 from autotune.search.setup import StudySetup
 from autotune.search.space import BASELINE_METHOD, Candidate
 from autotune.store import Database, performance
@@ -42,6 +44,9 @@ from autotune.workload import Workload, first_cycle
 # round are kept few (docs/statistics.md).
 TIMING_STEPS = 3
 TIMING_ROUNDS = MIN_ROUNDS
+# A load already there before the timing: read over half a second with nothing measured (the
+# kernel's counters tick at 100 Hz, so 50 ticks a core: a busy loop reads as 1.0 +- 0.05 cores).
+START_READING_S = 0.5
 
 
 def timed_depths(max_depth: int) -> list[int]:
@@ -90,7 +95,8 @@ class StudyModeling:
     def timing_concurrencies(self) -> list[int]:
         return sorted({1, *self.setup.space.concurrencies})
 
-    def cost_key(self) -> str:
+    def cost_key(self, threads: int | None = None) -> str:
+        """The cost profile's key; ``threads``: timed on that many threads under a load (screening.py)."""
         record = {
             "target": self.setup.target.fingerprint,
             "drafts": {label: draft.fingerprint for label, draft in sorted(self.setup.drafts.items())},
@@ -100,18 +106,25 @@ class StudyModeling:
         }
         # "batch_sizes": the key the digest had before issue 38 named the axis concurrency; kept, so
         # that cost profiles stored before are found under the same key and not timed again.
+        if threads is not None:
+            record["threads"] = threads
         return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:32]
 
-    def prepare(self, worker: EngineWorker, progress: Any = lambda _text: None) -> None:
-        """The cost profile: the stored one for this key, or timed now and stored. The caller holds
-        the study lock, so concurrent workers time once. A failed timing raises EngineError for the
-        model-guided search (module doc) and leaves no model for the other samplers."""
-        profile_key = performance.CostProfileKey(self.hardware_id, self.setup.engine, self.target_id, self.cost_key())
-        with self.database.session() as session:
-            stored = performance.find_cost_profile(session, profile_key)
-            if stored is not None:
-                self.cost = CostProfile([CostPoint.from_dict(p) for p in stored.points], stored.source)
+    def prepare(self, worker: EngineWorker, machine: MachineLoad, progress: Any = lambda _text: None) -> None:
+        """The cost profile: the stored one for this key, or timed now and stored. A load already
+        there when it must be timed (read here over ``START_READING_S``, before any engine starts) has it timed on the
+        cores the load leaves (``machine``, :meth:`MachineLoad.at_start`), under a key of its own. The
+        caller holds the study lock, so concurrent workers time once. A failed timing raises
+        EngineError for the model-guided search (module doc) and leaves no model for the other samplers."""
+        if self._stored(self.cost_key()):
+            return
+        if machine.can_limit:
+            machine.at_start(noise.while_waiting(START_READING_S), progress)
+            worker.limit_threads(machine.threads)
+            if machine.threads is not None and self._stored(self.cost_key(machine.threads)):
                 return
+        profile_key = performance.CostProfileKey(self.hardware_id, self.setup.engine, self.target_id,
+                                                 self.cost_key(machine.threads))
         configs = self.timing_configs()
         progress(f"timing step costs: {len(configs)} configurations x {len(self.timing_concurrencies())} concurrency levels")
         started = time.monotonic()
@@ -136,8 +149,18 @@ class StudyModeling:
                 session, profile_key, source="timed", points=labelled, duration_s=time.monotonic() - started,
                 settings={"steps": TIMING_STEPS, "rounds": TIMING_ROUNDS, "depths": timed_depths(self.setup.space.max_depth),
                           "concurrencies": self.timing_concurrencies(), "forced_acceptance": "all drafts",
-                          "dropped_rounds": self.cost.dropped_rounds, "spread": self.cost.spread},
+                          "dropped_rounds": self.cost.dropped_rounds, "spread": self.cost.spread,
+                          "threads": machine.threads},
             )
+
+    def _stored(self, key: str) -> bool:
+        """Take the cost profile stored under ``key``, if any."""
+        with self.database.session() as session:
+            stored = performance.find_cost_profile(
+                session, performance.CostProfileKey(self.hardware_id, self.setup.engine, self.target_id, key))
+            if stored is not None:
+                self.cost = CostProfile([CostPoint.from_dict(p) for p in stored.points], stored.source)
+        return stored is not None
 
     # -- acceptance -----------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from autotune.analysis.summary import summary_lines
 from autotune.engines.base import MAX_DEPTH
 from autotune.search.objective import Objective
 from autotune.search.samplers import SAMPLERS, Sampler
-from autotune.search.screening import LOADED_ATTR
+from autotune.search.screening import LOADED_ATTR, THREADS_ATTR
 from autotune.store.results import TrialRow
 
 
@@ -227,9 +227,11 @@ class TuneResult:
         loaded = [row for row in screened if row.extra.get(LOADED_ATTR)]
         if not loaded:
             return []
+        threads = loaded[-1].extra.get(THREADS_ATTR)
+        on = "" if threads is None else f", its engine on the {threads} core(s) the load left"
         return [f"Other processes kept the machine busy through {len(loaded)} of {len(screened)} screening passes "
-                f"(the last: {loaded[-1].extra[LOADED_ATTR]}): the study measured under that load, so its absolute "
-                "figures are the loaded machine's; speedups are paired against none under the same load."]
+                f"(the last: {loaded[-1].extra[LOADED_ATTR]}): the study measured under that load{on}, so its "
+                "absolute figures are the loaded machine's; speedups are paired against none under the same load."]
 
     def model_lines(self) -> list[str]:
         error, count = prediction_error(self.rows)

@@ -19,6 +19,7 @@ from optuna.storages import RDBStorage
 from sqlalchemy import select
 
 from autotune.engines.base import EngineConfig
+from autotune.engines.registry import engine_adapter
 from autotune.engines.worker import EngineWorker
 from autotune.search import budget, guide, screening
 from autotune.search.deadline import Deadline
@@ -120,6 +121,7 @@ def start_study(setup: StudySetup, options: TuneOptions, database: Database, sto
         worker=EngineWorker(setup.engine_spec, timeout_s=options.trial_timeout),
         modeling=StudyModeling(setup, database, study_id), draft_ids=_draft_ids(setup, database), asking=asking,
         deadline=deadline, progress=progress or (lambda _update: None), explore=random.Random(options.seed),
+        machine=screening.MachineLoad(can_limit=engine_adapter(setup.engine).limits_threads),
     )
 
 

@@ -48,6 +48,7 @@ import optuna
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
+from autotune.engines.protocol import Pass
 from autotune.engines.worker import WorkerFailure
 from autotune.search import profile, screening
 from autotune.search.asking import TrialOutcome, ask, tell
@@ -126,11 +127,14 @@ def _outcome(study: Study, candidate: Candidate, floor: float | None) -> TrialOu
     if reason is not None:
         return TrialOutcome("infeasible", reason)
     config = study.engine_config(candidate)
+
+    def measure() -> Pass:
+        study.worker.limit_threads(study.machine.threads)  # the cores a persisting load leaves
+        return study.worker.measure_pass(config, setup.workload, candidate.concurrency, seed=study.options.seed or 0)
+
     try:
         screened = screening.screen(
-            lambda: study.worker.measure_pass(config, setup.workload, candidate.concurrency,
-                                              seed=study.options.seed or 0),
-            lambda text: study.say(f"{candidate.label}: {text}", kind="note"), study.deadline.in_time,
+            measure, lambda text: study.say(f"{candidate.label}: {text}", kind="note"), study.deadline.in_time,
             floor=floor, machine=study.machine,
         )
     except WorkerFailure as failure:

@@ -77,7 +77,7 @@ def _quiet_optuna() -> Iterator[None]:
 def run_study(study: Study) -> TuneResult:
     """Run the phases (module doc) and return the result of this run."""
     with study.lock():  # concurrent workers time the step costs once
-        study.modeling.prepare(study.worker, study.say)
+        study.modeling.prepare(study.worker, study.machine, study.say)
     study.set_status("running")
     spent = screen_trials(study)  # the budget (or the planned points) ran out, rather than the time
     status = _settle(study, spent)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from autotune.engines.noise import BackgroundLoad, Snapshot, between, snapshot, summarize
+from autotune.engines.noise import BackgroundLoad, Snapshot, between, snapshot, summarize, while_waiting
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -184,3 +184,16 @@ def test_a_child_of_our_session_that_ends_during_the_pass_is_not_other_load():
     reading = between(before, after)
     assert after.own_s >= before.own_s
     assert reading.other_cpu_cores <= reading.cpu_count
+
+
+@linux_only
+def test_the_reading_before_a_study_counts_a_process_of_our_own_session_as_other_load():
+    """Before any engine runs, only this process is ours: a busy loop the user's shell started
+    (the caller's session) is other work, as it is for the engine it would slow down."""
+    process = _burn(3.0, new_session=False)
+    try:
+        load = while_waiting(1.0)
+    finally:
+        process.kill()
+        process.wait()
+    assert load.other_cpu_cores > 0.5, load  # one core, less whatever else this machine is doing

@@ -210,6 +210,21 @@ def test_a_pass_comes_back_with_its_background_load(worker) -> None:
     assert busy.load.disturbed and busy.load.describe() == "other processes use 1.80 of 2 cores"
 
 
+def test_a_thread_limit_starts_a_child_that_computes_on_that_many_threads(worker) -> None:
+    worker.measure(EngineConfig("none"), WORKLOAD, 1)
+    default = worker.child_threads
+    assert default == torch.get_num_threads()  # a fresh interpreter's torch: what this one has
+    worker.limit_threads(1)
+    assert not worker.alive  # the next call starts a child with the limit
+    worker.measure(EngineConfig("none"), WORKLOAD, 1)
+    assert (worker.child_threads, worker.starts) == (1, 2)
+    worker.limit_threads(1)  # unchanged: the child stays
+    assert worker.alive
+    worker.limit_threads(None)
+    worker.measure(EngineConfig("none"), WORKLOAD, 1)
+    assert (worker.child_threads, worker.starts) == (default, 3)
+
+
 def test_discarded_rounds_are_said_while_the_protocol_runs(worker) -> None:
     """The notice crosses from the worker before the answer: here the only one, as the time budget
     (0 s left) ends the run after a first, disturbed round."""

@@ -18,21 +18,29 @@ QUIET = BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.1,
 BUSY = BackgroundLoad(other_cpu_cores=1.8, steal_fraction=0.0, load_avg_1m=5.8, cpu_count=2)
 
 
-def passes(*setup: tuple[float, BackgroundLoad] | Exception):
+def passes(*setup: tuple[float, BackgroundLoad] | Exception, machine: MachineLoad | None = None):
     """A measure() answering the planned (tokens/s, load) passes in turn, raising a planned
-    exception; ``calls`` counts them."""
+    exception; ``calls`` counts them, ``threads`` lists ``machine.threads`` at each call."""
     answers = iter(setup)
 
     def measure() -> Pass:
         measure.calls += 1
+        measure.threads.append(None if machine is None else machine.threads)
         answer = next(answers)
         if isinstance(answer, Exception):
             raise answer
         tokens, load = answer
         return Pass(SimpleNamespace(tokens_per_s=tokens), load)
 
-    measure.calls = 0
+    measure.calls, measure.threads = 0, []
     return measure
+
+
+def persisting(machine: MachineLoad) -> MachineLoad:
+    """``machine`` after a trial whose passes all stayed disturbed (the last on the core left)."""
+    screen(passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY), (80.0, BUSY), machine=machine), machine=machine)
+    assert machine.persists and machine.threads == 1 and machine.slowdown == 2.0  # 2 cores / the 1 left
+    return machine
 
 
 def test_a_quiet_pass_is_measured_once_and_stores_nothing_extra() -> None:
@@ -49,35 +57,90 @@ def test_a_disturbed_pass_is_measured_again_and_the_quiet_one_kept() -> None:
 
 
 def test_a_machine_that_stays_busy_gets_a_bounded_number_of_reruns_then_is_measured_under_its_load() -> None:
-    measure, said, machine = passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY), (220.0, QUIET)), [], MachineLoad()
+    machine, said = MachineLoad(), []
+    measure = passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY), (150.0, BUSY), (220.0, QUIET), machine=machine)
     kept = screen(measure, said.append, machine=machine)
-    assert measure.calls == 1 + MAX_DISTURBED_RERUNS == 3
-    assert kept.measurement.tokens_per_s == 90.0  # other work only slows a pass: the fastest is the least distorted
-    # the load outlasted the re-measurements: the row is the loaded machine's figure, and guides
-    assert kept.extra() == {"disturbed_reruns": 2, "loaded": "other processes use 1.80 of 2 cores"}
-    assert machine.persists
+    # three passes on every core, then the load has outlasted the re-measurements: once more on the
+    # one core the load leaves (2 cores - 1.8 used by others, rounded, at least one)
+    assert measure.calls == 2 + MAX_DISTURBED_RERUNS == 4
+    assert measure.threads == [None, None, None, 1]
+    assert kept.measurement.tokens_per_s == 150.0
+    # the row is the loaded machine's figure, and guides
+    assert kept.extra() == {"disturbed_reruns": 2, "loaded": "other processes use 1.80 of 2 cores", "threads": 1}
+    assert machine.persists and machine.threads == 1
     assert said[-1] == ("other processes use 1.80 of 2 cores through 3 passes: measuring under this load from now "
-                        "on (absolute figures are the loaded machine's; speedups stay paired)")
+                        "on, on the 1 core(s) it leaves (absolute figures are the loaded machine's; speedups stay paired)")
     assert len(said) == 3
 
 
-def test_while_a_load_persists_each_pass_is_measured_once_and_kept() -> None:
-    machine = MachineLoad()
-    screen(passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY)), machine=machine)
-    measure, said = passes((70.0, BUSY), (220.0, QUIET)), []
+def test_while_a_load_persists_each_pass_is_measured_once_on_the_cores_left_and_kept() -> None:
+    machine = persisting(MachineLoad())
+    measure, said = passes((70.0, BUSY), (220.0, QUIET), machine=machine), []
     kept = screen(measure, said.append, machine=machine)
-    assert (measure.calls, kept.measurement.tokens_per_s, said) == (1, 70.0, [])
-    assert kept.extra() == {"loaded": "other processes use 1.80 of 2 cores"}
+    assert (measure.calls, measure.threads, kept.measurement.tokens_per_s, said) == (1, [1], 70.0, [])
+    assert kept.extra() == {"loaded": "other processes use 1.80 of 2 cores", "threads": 1}
     assert machine.persists
 
 
-def test_a_quiet_pass_ends_the_load_and_the_next_disturbed_pass_is_measured_again() -> None:
-    machine = MachineLoad()
-    screen(passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY)), machine=machine)
-    assert screen(passes((200.0, QUIET)), machine=machine).extra() == {}
-    assert not machine.persists
+def test_a_quiet_pass_ends_the_load_gives_every_core_back_and_the_next_disturbed_pass_is_measured_again() -> None:
+    machine = persisting(MachineLoad())
+    measure, said = passes((200.0, QUIET), (230.0, QUIET), machine=machine), []
+    kept = screen(measure, said.append, machine=machine)
+    # the quiet pass ran on one thread: measured again on every core, and that figure kept
+    assert (measure.threads, kept.measurement.tokens_per_s, kept.extra()) == ([1, None], 230.0, {})
+    assert said == ["the load has gone: measuring again on every core"]
+    assert not machine.persists and machine.threads is None and machine.slowdown == 1.0
     measure = passes((30.0, BUSY), (210.0, QUIET))
     assert screen(measure, machine=machine).extra() == {"disturbed_reruns": 1} and measure.calls == 2
+
+
+def test_a_load_that_goes_as_the_cores_are_limited_leaves_a_pass_on_every_core() -> None:
+    machine = MachineLoad()
+    measure = passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY), (200.0, QUIET), (240.0, QUIET), machine=machine)
+    kept = screen(measure, machine=machine)
+    assert (measure.threads, kept.measurement.tokens_per_s) == ([None, None, None, 1, None], 240.0)
+    assert not kept.disturbed and "threads" not in kept.extra() and "loaded" not in kept.extra()
+    assert not machine.persists and machine.threads is None
+
+
+def test_a_load_before_the_study_limits_the_threads_and_a_quiet_machine_or_an_engine_that_cannot_does_not() -> None:
+    machine, said = MachineLoad(), []
+    machine.at_start(BUSY, said.append)
+    assert machine.threads == 1 and not machine.persists  # a load seen once: limited, not yet persisting
+    assert said == ["other processes use 1.80 of 2 cores before the study starts: timing and measuring on the 1 "
+                    "core(s) they leave"]
+    quiet, fixed = MachineLoad(), MachineLoad(can_limit=False)
+    quiet.at_start(QUIET, said.append)
+    fixed.at_start(BUSY, said.append)
+    assert (quiet.threads, fixed.threads, len(said)) == (None, None, 1)
+    # an engine that cannot limit its threads still runs slower on what the load leaves
+    assert (machine.slowdown, quiet.slowdown, fixed.slowdown) == (2.0, 1.0, 2.0)
+
+
+def test_a_study_limited_from_the_start_measures_no_extra_pass_when_the_load_persists() -> None:
+    machine = MachineLoad()
+    machine.at_start(BUSY, lambda _text: None)
+    measure = passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY), (70.0, BUSY), machine=machine)
+    kept = screen(measure, machine=machine)
+    assert (measure.calls, measure.threads, kept.measurement.tokens_per_s) == (3, [1, 1, 1], 90.0)
+    assert kept.extra()["threads"] == 1 and machine.persists
+
+
+def test_an_engine_that_cannot_limit_its_threads_is_measured_under_the_load_as_it_is() -> None:
+    machine, said = MachineLoad(can_limit=False), []
+    measure = passes((30.0, BUSY), (90.0, BUSY), (60.0, BUSY), (70.0, BUSY), machine=machine)
+    kept = screen(measure, said.append, machine=machine)
+    assert (measure.calls, kept.measurement.tokens_per_s, machine.threads) == (3, 90.0, None)
+    assert "threads" not in kept.extra() and machine.persists
+    assert said[-1] == ("other processes use 1.80 of 2 cores through 3 passes: measuring under this load from now "
+                        "on (absolute figures are the loaded machine's; speedups stay paired)")
+
+
+def test_the_cores_left_are_what_other_processes_do_not_use_and_at_least_one() -> None:
+    def left(other: float | None, cores: int) -> int:
+        return BackgroundLoad(other_cpu_cores=other, steal_fraction=0.0, load_avg_1m=None, cpu_count=cores).cores_left()
+
+    assert (left(1.8, 2), left(1.0, 2), left(3.0, 2), left(2.1, 16), left(None, 8)) == (1, 1, 1, 14, 8)
 
 
 def test_no_rerun_once_the_time_budget_is_spent() -> None:
@@ -128,9 +191,9 @@ def test_a_pass_at_or_above_its_floor_or_without_a_prediction_is_measured_once(f
 def test_no_surprise_rerun_once_the_time_budget_is_spent_nor_for_a_pass_that_stayed_disturbed() -> None:
     measure = passes((917.0, QUIET), (1380.0, QUIET))
     assert (screen(measure, in_time=lambda: False, floor=1100.0).extra(), measure.calls) == ({}, 1)
-    busy = passes((30.0, BUSY), (40.0, BUSY), (50.0, BUSY), (1380.0, QUIET))
-    kept = screen(busy, floor=1100.0)
-    assert (busy.calls, kept.measurement.tokens_per_s, "surprise_rerun" in kept.extra()) == (3, 50.0, False)
+    busy = passes((30.0, BUSY), (40.0, BUSY), (50.0, BUSY), (60.0, BUSY), (1380.0, QUIET))
+    kept = screen(busy, floor=1100.0)  # three passes, then one on the core left: all disturbed
+    assert (busy.calls, kept.measurement.tokens_per_s, "surprise_rerun" in kept.extra()) == (4, 60.0, False)
 
 
 def test_the_floor_lies_surprise_z_sigmas_below_the_stored_prediction() -> None:

@@ -18,6 +18,7 @@ class EmbeddedAdapter(EngineAdapter):
     name = "embedded"
     display_name = "embedded"
     runs_model_folders = False
+    limits_threads = True
     times_steps = True
     default_sampler = "model"
 

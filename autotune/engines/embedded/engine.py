@@ -115,6 +115,18 @@ class EmbeddedEngine:
             self._warm = False
         self.config = config
 
+    @property
+    def threads(self) -> int:
+        """The threads torch's CPU operators run on in this process."""
+        return torch.get_num_threads()
+
+    def set_threads(self, threads: int) -> None:
+        """Run torch's CPU operators on ``threads`` threads: the cores other processes leave (a
+        study under a load that persists, search/screening.py). Two threads on a 2-core machine that
+        two busy loops share wait at every operator's barrier for each other to be scheduled: passes
+        ran 4-10x slower than idle, where one thread ran 1.5-1.8x slower (docs/benchmarks.md)."""
+        torch.set_num_threads(threads)
+
     def close(self) -> None:
         """Drop the loaded models (the next load reloads them)."""
         self._target = None
