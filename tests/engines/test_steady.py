@@ -136,36 +136,33 @@ def test_the_embedded_engine_keeps_c_requests_in_flight_over_the_window(engine):
     assert len(one.request_ttft_ms) == one.n_requests
 
 
-def _figures(engine, workload: Workload, concurrency: int) -> tuple[float, float]:
-    measured = measure_pass(engine, workload, concurrency).measurement
-    return measured.tokens_per_s, measured.output_tokens / measured.wall_time_s
-
-
 @pytest.mark.slow
 def test_a_figure_at_c_does_not_depend_on_the_workload_length_once_it_is_a_few_times_c(engine):
     """Workloads of 4, 8 and 16 requests per slot, measured in alternating rounds: the steady window's
-    tokens/s agree within the run-to-run noise, while the old whole-run figure (drain included) of the
-    shortest stream reads below the longest's."""
+    tokens/s agree within the run-to-run noise, while the ramp-up and drain the old whole-run figure
+    included are a larger share of the shortest stream's run than of the longest's."""
     concurrency = 4
     base = builtin_workload().with_max_tokens(32)  # short requests: the same shape of run, a sixth of the tokens
     workloads = [Workload(base.name, base.requests * times, base.version) for times in (1, 2, 4)]  # 16, 32, 64
     assert [stream_length(len(w.requests), concurrency) for w in workloads] == [16, 32, 64]
     assert STREAM_FACTOR * concurrency == 16
     rounds = {len(w.requests): [] for w in workloads}
-    whole = {len(w.requests): [] for w in workloads}
+    outside = {len(w.requests): [] for w in workloads}
     for round_index in range(3):
         for workload in workloads if round_index % 2 == 0 else workloads[::-1]:
-            window_figure, whole_figure = _figures(engine, workload, concurrency)
-            rounds[len(workload.requests)].append(window_figure)
-            whole[len(workload.requests)].append(whole_figure)
+            measured = measure_pass(engine, workload, concurrency).measurement
+            rounds[len(workload.requests)].append(measured.tokens_per_s)
+            outside[len(workload.requests)].append(1.0 - measured.window_s / measured.wall_time_s)
     short, long_ = statistics.median(rounds[16]), statistics.median(rounds[64])
     middle = statistics.median(rounds[32])
     spread = max(_relative_spread(values) for values in rounds.values())
     tolerance = max(0.08, 2 * spread)  # run-to-run noise of this machine, at least 8 %
     assert abs(math.log(short / long_)) <= tolerance, (rounds, spread)
     assert abs(math.log(middle / long_)) <= tolerance, (rounds, spread)
-    # The drain is a larger share of a short stream: its whole-run figure reads lower.
-    assert statistics.median(whole[16]) < statistics.median(whole[64])
+    # Ramp-up and drain last about one request each whatever the stream's length, so they are a larger
+    # share of a short stream's run. The share is compared rather than whole-run tokens/s, whose
+    # run-to-run noise on a shared machine is larger than the drain's effect.
+    assert statistics.median(outside[16]) > 1.5 * statistics.median(outside[64]), outside
 
 
 def _relative_spread(values: list[float]) -> float:
