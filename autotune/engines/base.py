@@ -95,6 +95,10 @@ class RunCounters:
     # Sequence-steps that drafted >= i+1 tokens (the denominators of acceptance_by_position); empty
     # where an engine does not count them.
     drafted_by_position: list[int] = field(default_factory=list)
+    # Tokens per sequence-step a run at depth k = 1..depth would have made, replayed over this run's
+    # runs of matching drafts (:mod:`autotune.analysis.match_runs`); empty where an engine does not
+    # report its steps one by one.
+    replayed_acceptance_length: list[float] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -113,7 +117,8 @@ class Measurement(RunCounters):
     up to and including the first rejected one is evaluated, ``acceptance_length`` = tokens produced per sequence per target verification pass
     (>= 1; prefill excluded), ``acceptance_by_position[i]`` = fraction of the sequence-steps that
     drafted >= i+1 tokens in which draft position i was accepted (``drafted_by_position[i]`` counts those
-    sequence-steps). ``request_tokens``: tokens generated per request.
+    sequence-steps), ``replayed_acceptance_length[k-1]`` = the acceptance length a depth-k run would
+    have had, replayed over this run's runs of matching drafts. ``request_tokens``: tokens generated per request.
     Cost: ``target_passes`` (batched target forward passes after prefill), ``sequence_steps``
     (sequences x passes), ``propose_time_s`` / ``verify_time_s`` / ``prefill_time_s`` (wall time
     spent drafting, verifying, prefilling; ``propose_time_s`` None: the engine does not time drafting

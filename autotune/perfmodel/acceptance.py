@@ -12,16 +12,27 @@ run at the maximum depth gives the curve of every smaller depth:
 of every run that drafted at depth >= i. ``a_i`` is a proportion over ``steps`` sequence-steps;
 its standard error sqrt(a (1 - a) / n) is summed over positions for Omega's (positions of one step
 are positively correlated, so the sum is the conservative bound).
+
+Where a run's steps were replayed (:mod:`autotune.analysis.match_runs`), position i also pools the
+tokens and the replayed sequence-steps of a depth-i run, and Omega(i) is their ratio: read position
+by position, a deep run's steps start after a miss more often than a shallow run's do, which
+understates the shallow depths when matches come in runs. Only the n-gram proposer's replays are
+used (:data:`REPLAYED`): on the shipped prose workload (c1, depth 8 replayed) they came within
+-0.5 to +2.2 % of the acceptance measured at depths 1-7, where reading by position missed by 2-11 %.
+For the draft model the replay runs 3-4 % high at depths 3-7 (unseen positions guessed too often as
+matches), and no guided search has been run with it; for MTP, whose later drafts depend on where the
+step started, it was worse than by position (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 SPECULATIVE = ("mtp", "draft", "ngram")
+REPLAYED = ("ngram",)  # the methods whose replayed acceptance the curves use (see the module doc)
 
 
 def proposer_key(method: str, draft_fingerprint: str | None = None) -> str:
@@ -33,32 +44,44 @@ def proposer_key(method: str, draft_fingerprint: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class PositionCounts:
-    """Draft position i: sequence-steps that could accept >= i drafts, did, and drafted >= i."""
+    """Draft position i: sequence-steps that could accept >= i drafts, did, and drafted >= i; and
+    the tokens and (expected) sequence-steps of depth-i runs replayed over deeper or equal runs."""
 
     steps: int
     accepted: int
     drafted: int
+    replay_tokens: float = 0.0
+    replay_steps: float = 0.0
 
-    def to_dict(self) -> dict[str, int]:
-        return {"steps": self.steps, "accepted": self.accepted, "drafted": self.drafted}
+    def to_dict(self) -> dict[str, float]:
+        data = {"steps": self.steps, "accepted": self.accepted, "drafted": self.drafted}
+        if self.replay_steps:
+            data |= {"replay_tokens": self.replay_tokens, "replay_steps": self.replay_steps}
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PositionCounts:
         steps = int(data["steps"])
-        return cls(steps, int(data["accepted"]), int(data.get("drafted", steps)))
+        return cls(steps, int(data["accepted"]), int(data.get("drafted", steps)),
+                   float(data.get("replay_tokens", 0.0)), float(data.get("replay_steps", 0.0)))
 
 
 def run_counts(acceptance_by_position: Sequence[float], drafted_by_position: Sequence[int] | None,
-               sequence_steps: int, depth: int = 0) -> list[PositionCounts]:
+               sequence_steps: int, depth: int = 0, replayed: Sequence[float] = ()) -> list[PositionCounts]:
     """Counts by position of one run at ``depth``: ``acceptance_by_position[i]`` is accepted /
     drafted at draft position i+1; where the engine did not count the drafts, every sequence-step
     drafted. Positions up to ``depth`` that never drafted (an n-gram proposer that never found a
-    long enough match) accepted nothing in all the run's sequence-steps."""
+    long enough match) accepted nothing in all the run's sequence-steps. ``replayed[k-1]``: the
+    acceptance length replayed at depth k; the run's tokens (its steps x its own depth's length,
+    the last) over it are that depth's replayed steps."""
     counts = []
     for i, fraction in enumerate(acceptance_by_position):
         drafted = drafted_by_position[i] if drafted_by_position and i < len(drafted_by_position) else sequence_steps
         counts.append(PositionCounts(sequence_steps, round(fraction * drafted), drafted))
     counts += [PositionCounts(sequence_steps, 0, 0)] * (depth - len(counts))
+    tokens = sequence_steps * replayed[-1] if replayed else 0.0
+    for i, length in enumerate(replayed[: len(counts)]):
+        counts[i] = replace(counts[i], replay_tokens=tokens, replay_steps=tokens / length)
     return counts
 
 
@@ -93,8 +116,12 @@ class AcceptanceCurve:
         return depth <= self.max_depth and all(p.steps > 0 for p in self.positions[:depth])
 
     def omega(self, depth: int) -> float:
-        """Expected tokens per sequence-step at ``depth`` (the acceptance length)."""
+        """Expected tokens per sequence-step at ``depth`` (the acceptance length): the replayed
+        tokens over the replayed steps where runs were replayed, else from the rates by position."""
         self._check(depth)
+        counts = self.positions[depth - 1]
+        if counts.replay_steps > 0:
+            return counts.replay_tokens / counts.replay_steps
         return 1.0 + sum(self.rate(i) for i in range(1, depth + 1))
 
     def omega_se(self, depth: int) -> float:
@@ -121,7 +148,8 @@ class AcceptanceCurve:
             mine = self.positions[i] if i < len(self.positions) else PositionCounts(0, 0, 0)
             theirs = counts[i] if i < len(counts) else PositionCounts(0, 0, 0)
             merged.append(PositionCounts(mine.steps + theirs.steps, mine.accepted + theirs.accepted,
-                                         mine.drafted + theirs.drafted))
+                                         mine.drafted + theirs.drafted, mine.replay_tokens + theirs.replay_tokens,
+                                         mine.replay_steps + theirs.replay_steps))
         sources = self.sources + ((source,) if source is not None else ())
         return AcceptanceCurve(self.proposer, tuple(merged), sources)
 
@@ -143,4 +171,5 @@ def row_counts(row: Any) -> list[PositionCounts]:
     """Counts by position of a stored trial row (a ``TrialFigures`` with its measurement in ``extra``)."""
     measurement = (row.extra or {}).get("measurement") or {}
     steps = int(measurement.get("sequence_steps") or 0)
-    return run_counts(row.acceptance_by_position or [], measurement.get("drafted_by_position"), steps, row.depth)
+    replayed = (measurement.get("replayed_acceptance_length") or []) if row.method in REPLAYED else []
+    return run_counts(row.acceptance_by_position or [], measurement.get("drafted_by_position"), steps, row.depth, replayed)

@@ -76,3 +76,43 @@ def test_one_run_at_the_maximum_depth_gives_the_acceptance_length_of_smaller_dep
         engine.load(EngineConfig(method, depth, draft))
         direct = engine.measure(workload, 3)
         assert curve.omega(depth) == pytest.approx(direct.acceptance_length, rel=0.05)
+
+
+def test_a_replayed_run_gives_each_depth_its_tokens_over_its_replayed_steps() -> None:
+    # A depth-2 run of 100 steps at 2.5 tokens per step, replayed at depth 1 to 1.6.
+    counts = run_counts([0.9, 0.6], [100, 100], 100, depth=2, replayed=[1.6, 2.5])
+    assert [(c.replay_tokens, c.replay_steps) for c in counts] == [(250.0, pytest.approx(156.25)), (250.0, 100.0)]
+    curve = AcceptanceCurve("ngram", tuple(counts))
+    assert curve.omega(1) == pytest.approx(1.6)  # replayed, where the positions would say 1.9
+    assert curve.omega(2) == pytest.approx(2.5)  # the run's own depth: its own acceptance length
+    # A depth-1 run of 50 steps at 1.4 pools with it: (250 + 70) tokens over (156.25 + 50) steps.
+    pooled = curve.pooled(run_counts([0.4], [50], 50, depth=1, replayed=[1.4]), source=7)
+    assert pooled.omega(1) == pytest.approx(320 / 206.25)
+    assert pooled.omega(2) == pytest.approx(2.5)
+    assert AcceptanceCurve.from_positions("ngram", [p.to_dict() for p in pooled.positions], pooled.sources) == pooled
+    # Counts stored before replays existed read as never replayed.
+    assert PositionCounts.from_dict({"steps": 10, "accepted": 5}) == PositionCounts(10, 5, 10)
+    assert "replay_steps" not in PositionCounts(10, 5, 10).to_dict()
+
+
+@pytest.mark.slow
+def test_the_ngram_curve_of_a_deep_run_replays_the_shallow_runs_of_the_engine() -> None:
+    """On the shipped prose workload an n-gram run at depth 6 gives depths 1-3 their acceptance
+    length: replayed within 5 % of the run at that depth, where reading by position is further off."""
+    from autotune.engines.embedded.engine import EmbeddedEngine
+    from autotune.workload import load_workload
+
+    workload = load_workload("prose").with_max_tokens(48)
+    engine = EmbeddedEngine()
+    engine.load(EngineConfig("ngram", 6))
+    deep = engine.measure(workload, 1)
+    assert len(deep.replayed_acceptance_length) == 6
+    assert deep.replayed_acceptance_length[-1] == pytest.approx(deep.acceptance_length)
+    args = (deep.acceptance_by_position, deep.drafted_by_position, deep.sequence_steps, 6)
+    replayed = AcceptanceCurve("ngram", tuple(run_counts(*args, replayed=deep.replayed_acceptance_length)))
+    positional = AcceptanceCurve("ngram", tuple(run_counts(*args)))
+    for depth in (1, 2, 3):
+        engine.load(EngineConfig("ngram", depth))
+        direct = engine.measure(workload, 1).acceptance_length
+        assert replayed.omega(depth) == pytest.approx(direct, rel=0.05)
+        assert abs(replayed.omega(depth) - direct) < abs(positional.omega(depth) - direct)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from autotune.analysis.match_runs import ChainCounter
 from autotune.analysis.steady import RequestResult
 from autotune.engines.embedded.acceptance import sample, token_probabilities, verify_greedy, verify_sampling
 from autotune.engines.embedded.batch import DecodeState, Proposal, Rows
@@ -62,8 +63,12 @@ class DecodeStats:
     propose_time_s: float = 0.0
     verify_time_s: float = 0.0
     prefill_time_s: float = 0.0
+    chains: ChainCounter = field(default_factory=lambda: ChainCounter(0))  # the run's runs of matches, per request
 
-    def count_step(self, drafted: list[int], accepted: list[int]) -> None:
+    def count_step(self, drafted: list[int], accepted: list[int], requests: list[int]) -> None:
+        """One verification pass: each row's drafted and accepted counts, and its request's index."""
+        for request, g, a in zip(requests, drafted, accepted):
+            self.chains.step(request, g, a)
         depth = max(drafted, default=0)
         if len(self.drafted_by_position) < depth:
             grow = depth - len(self.drafted_by_position)
@@ -187,7 +192,7 @@ class Decoder:
         self.state = DecodeState.empty(batch_size, capacity + self.depth + 1, self.device, seed)
         self.sequences: dict[int, _Sequence] = {}  # slot -> request in it
         self.greedy_host = [True] * batch_size
-        self.stats = DecodeStats()
+        self.stats = DecodeStats(chains=ChainCounter(self.depth))
         self.start = 0.0  # perf_counter() at the start of the run: all requests' submission time
 
     def state_bytes(self) -> int:
@@ -289,7 +294,7 @@ class Decoder:
         n_accepted_host = [row[-1] for row in host]
         if self.proposer is not None:
             self.proposer.commit(self.state, rows, hidden, n_accepted_host)
-        self.stats.count_step(proposal.counts_host, n_accepted_host)
+        self.stats.count_step(proposal.counts_host, n_accepted_host, [self.sequences[s].request_index for s in slots])
 
         finished = [slot for slot, row, a in zip(slots, host, n_accepted_host) if self._append(slot, row[: a + 1], now)]
         self._sync()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from autotune.analysis.match_runs import continuation, replayed_acceptance_lengths
 from autotune.engines.base import EngineConfig, Measurement, RunContext, RunCounters, RunShape, measurement_of_run
 from autotune.engines.embedded.decoding import DecodeResult
 from autotune.workload import Workload
@@ -79,6 +80,9 @@ def build_measurement(
         memory_kind=memory_kind,
         peak_rss_delta_bytes=memory.rss_delta,
         drafted_by_position=list(stats.drafted_by_position),
+        replayed_acceptance_length=replayed_acceptance_lengths(
+            stats.chains.closed(), stats.chains.depth, continuation(stats.accepted_by_position, stats.sequence_steps)
+        ) if stats.chains.depth else [],
     )
     run = RunContext(config, RunShape(workload, concurrency, temperature, seed), "embedded", str(memory.device))
     return measurement_of_run(run, result.results, counters, result.wall_time_s)

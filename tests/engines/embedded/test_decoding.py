@@ -180,6 +180,11 @@ def test_counters_are_consistent(tiny_target, tiny_draft, requests):
     # A draft position is only accepted if all earlier ones were.
     assert stats.accepted_by_position == sorted(stats.accepted_by_position, reverse=True)
     assert stats.target_passes < stats.sequence_steps  # several rows share a pass
+    # The runs of matches, request by request, cover every sequence-step and every token it made.
+    chains = stats.chains.closed()
+    assert sum((censored + 1) * n for (censored, _), n in chains.items()) == stats.sequence_steps
+    assert sum((censored * 4 + accepted + 1) * n for (censored, accepted), n in chains.items()) == (
+        stats.accepted_tokens + stats.sequence_steps)
     assert result.state_bytes > 0
 
 
