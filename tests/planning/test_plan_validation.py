@@ -47,6 +47,10 @@ EAGLE3_8B = (0.68, 0.68, 0.43, 0.29, 0.24, 0.14, 0.08)
 EAGLE1_8B = (0.55, 0.55, 0.19, 0.10, 0.04, 0.02, 0.02)
 # TensorRT-LLM blog 1's DeepSeek-R1 MTP acceptance lengths 1.92 / 2.58 / 2.82 / 2.99 / 3.01 at MTP 1..5.
 DEEPSEEK_MTP = (0.92, 0.66, 0.24, 0.17, 0.02)
+# vLLM's blog of 2026-05-11 (vllm-project.github.io, _posts/2026-05-11-vllm-tops-artificial-analysis.md):
+# DeepSeek-V3.2 with MTP = 1 at "~90% draft acceptance rate"; one draft, so the rate is the first
+# position's (acceptance length 1.90).
+DEEPSEEK_V32_MTP = (0.90,)
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,13 @@ class Case:
 
 
 CASES = (
+    # vLLM's blog post of 2026-05-11 (above), "On a single 8x B300 node at concurrency 1": 125 tokens/s
+    # without MTP (TP=8), 234 with MTP = 1 (TP=8). Not stated there and assumed: NVFP4 (DigitalOcean's
+    # post of 2026-04-29 on the same deployment), ISL/OSL 10k/1k (the 10,000-token prompts of its 230
+    # tokens/s per user), no expert parallelism. NVIDIA's NVFP4 config.json (aiconfigurator-core's copy).
+    Case("DeepSeek-V3.2 MTP, 8x B300 FP4, vLLM (blog)", "2026-05-11, vLLM main (version not stated)",
+         "b300", "deepseek-v3.2-nvfp4_config.json", None, "mtp", DEEPSEEK_V32_MTP, 8, "fp4", "vllm", 1, 10000,
+         1000, {0: 125.0, 1: 234.0}),
     Case("DeepSeek-R1 MTP, 8x H200 FP8, TensorRT-LLM (best-perf doc)", "2025, TensorRT-LLM main (version not stated)",
          "h200", "deepseek-v3.json", None, "mtp", DEEPSEEK_MTP[:3], 8, "fp8", "trtllm", 1, 1024, 2048,
          {3: 158.1196}, ep=4),
@@ -228,6 +239,11 @@ def test_the_document_shows_what_the_planner_predicts() -> None:
 def test_the_cases_configs_are_causal_lms_with_their_published_shapes() -> None:
     deepseek = json.loads((CONFIGS / "deepseek-v3.json").read_text())
     assert (deepseek["num_nextn_predict_layers"], deepseek["n_routed_experts"], deepseek["kv_lora_rank"]) == (1, 256, 512)
+    v32 = json.loads((CONFIGS / "deepseek-v3.2-nvfp4_config.json").read_text())
+    v32_quant = json.loads((CONFIGS / "deepseek-v3.2-nvfp4_hf_quant_config.json").read_text())
+    assert v32["architectures"] == ["DeepseekV32ForCausalLM"]
+    assert (v32["num_nextn_predict_layers"], v32["index_topk"]) == (1, 2048)
+    assert v32_quant["quantization"]["quant_algo"] == "NVFP4"
     for head in ("eagle3-llama-3.1-8b.json", "eagle3-llama-3.3-70b.json", "eagle3-llama-4-maverick.json"):
         assert re.search(r"Eagle3", json.loads((CONFIGS / head).read_text())["architectures"][0])
     llama_70b = read_config_model(CONFIGS / "llama-3.3-70b.json", "target").shape
@@ -243,6 +259,7 @@ def test_every_case_states_its_setup_and_its_rates_give_its_published_acceptance
     assert math.isclose(given_curve("draft", EAGLE3_8B).omega(4), 3.08, abs_tol=0.005)
     assert math.isclose(given_curve("draft", EAGLE1_8B).omega(7), 2.47, abs_tol=0.005)
     assert math.isclose(given_curve("mtp", DEEPSEEK_MTP).omega(3), 2.82, abs_tol=0.005)
+    assert math.isclose(given_curve("mtp", DEEPSEEK_V32_MTP).omega(1), 1.90, abs_tol=0.005)
 
 
 if __name__ == "__main__":
