@@ -10,4 +10,6 @@ from autotune.engines.embedded import adapter
 
 if __name__ == "__main__":
     adapter.FACTORY = faulty_engine.FACTORY
+    for module, name, value in faulty_engine.parent_readings():
+        setattr(module, name, value)
     main()
