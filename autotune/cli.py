@@ -418,7 +418,8 @@ def measure_command(precision, min_repetitions, max_repetitions, max_seconds, en
 @click.option("--max-repetitions", type=int, default=DEFAULT_CONFIRM_REPETITIONS, show_default=True,
               help="Confirmation: at most this many rounds per concurrency.")
 @click.option("--confirm-seconds", type=float, default=DEFAULT_CONFIRM_SECONDS, show_default=True,
-              help="Confirmation: no new round after this many seconds per concurrency (3 rounds always run).")
+              help="Confirmation: no new round after this many seconds per concurrency (3 rounds always run; "
+                   "twice as long while a speculative leader's interval over none still reaches 1).")
 @click.option("--quiet", "-q", is_flag=True,
               help="No progress on stderr (by default a bar on a terminal, one line per phase and trial elsewhere).")
 @engine_option

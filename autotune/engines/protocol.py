@@ -26,6 +26,13 @@ Given an :class:`~autotune.engines.base.Engine` (embedded, TensorRT-LLM, or any 
    then says which cap it hit. ``budget_s`` (the tuner's study-wide ``--timeout``, what is left of
    it) is a hard cap: no new round starts after it, however few were kept, discarded rounds
    included (capped ``budget``; with no kept round at all, the run fails with EngineFault).
+   ``unresolved_seconds`` gives an undecided race more time: when the time cap comes while the
+   leader is speculative, its paired speedup over the baseline lies past the practical margin
+   (:data:`~autotune.analysis.decision.PRACTICAL_MARGIN`) and its interval still reaches 1, the
+   decision would deploy none on a wide interval, not on a measured tie (the chat benchmark's
+   seed 5: ngram@1 at 1.14x [0.90, 1.45] over three rounds, 1.14x in the paired re-check). Rounds
+   then go on for up to that many seconds more, until the interval clears 1 or the leader changes;
+   the repetitions cap and ``budget_s`` still hold.
 5. **Racing** (optional, used by the tuner's confirmation phase): after ``min_repetitions``, a
    configuration whose paired ratio to the current leader is below 1 at 95 % is dropped; its
    figures so far are kept and marked ``dropped``.
@@ -39,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from autotune.analysis.decision import PRACTICAL_MARGIN
 from autotune.analysis.intervals import Estimate, mean_interval, paired_by_round, paired_ratio_interval
 from autotune.analysis.plausibility import implausible_speedup
 from autotune.analysis.steady import request_stream
@@ -72,7 +80,8 @@ class ProtocolOptions:
     ``budget_s``: no new round after this many seconds, whatever was kept (None: no such cap);
     ``measure_under_load``: keep a round other processes disturbed at once (a load that persists is
     the condition to measure under; the rounds stay paired with the baseline), instead of only after
-    ``max_repetitions`` discarded rounds."""
+    ``max_repetitions`` discarded rounds; ``unresolved_seconds``: how much longer than ``max_seconds``
+    rounds go on while the leader's speedup over the baseline is undecided (module doc, 4)."""
 
     precision: float = DEFAULT_PRECISION
     min_repetitions: int = DEFAULT_MIN_REPETITIONS
@@ -81,6 +90,7 @@ class ProtocolOptions:
     race: bool = False
     budget_s: float | None = None
     measure_under_load: bool = False
+    unresolved_seconds: float = 0.0
 
     def validate(self) -> None:
         """ConfigurationError naming the first option out of range."""
@@ -96,13 +106,16 @@ class ProtocolOptions:
             )
         if not _number(self.max_seconds) or not math.isfinite(self.max_seconds) or self.max_seconds <= 0:
             raise ConfigurationError(f"max seconds must be a number > 0, got {self.max_seconds!r}")
+        if not _number(self.unresolved_seconds) or not math.isfinite(self.unresolved_seconds) or self.unresolved_seconds < 0:
+            raise ConfigurationError(f"unresolved seconds must be a number >= 0, got {self.unresolved_seconds!r}")
         if self.budget_s is not None and (not _number(self.budget_s) or self.budget_s < 0):
             raise ConfigurationError(f"budget seconds must be a number >= 0, got {self.budget_s!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"precision": self.precision, "min_repetitions": self.min_repetitions,
                 "max_repetitions": self.max_repetitions, "max_seconds": self.max_seconds, "race": self.race,
-                "budget_s": self.budget_s, "measure_under_load": self.measure_under_load}
+                "budget_s": self.budget_s, "measure_under_load": self.measure_under_load,
+                "unresolved_seconds": self.unresolved_seconds}
 
 
 def _number(value: object) -> bool:
@@ -243,6 +256,7 @@ class _Rounds:
     kept: int = 0
     discarded: int = 0
     faults: list[str] = field(default_factory=list)
+    extended: bool = False  # the time cap was passed for an undecided leader (said once)
 
     @property
     def number(self) -> int:
@@ -308,7 +322,8 @@ def measure_repeatedly(
             rounds.discarded += 1
             rounds.faults.append(f"round {round_number + 1}: {fault}")
             (notice or report)(f"round {round_number + 1} at concurrency {shape.concurrency}: {fault}: re-measuring")
-        stop, capped = _stopping(tracks, baseline, rounds, options, time.monotonic() - started, shape.concurrency)
+        stop, capped = _stopping(tracks, baseline, rounds, options, time.monotonic() - started, shape.concurrency,
+                                 notice or report)
     base_track = tracks[0] if baseline else None
     measurements = [_summarize(t, base_track, shape.concurrency, capped if not t.dropped else None) for t in tracks]
     return ProtocolResult(shape.concurrency, measurements, rounds.kept, rounds.discarded, time.monotonic() - started,
@@ -316,10 +331,11 @@ def measure_repeatedly(
 
 
 def _stopping(tracks: list[_Track], baseline: bool, rounds: _Rounds, options: ProtocolOptions, elapsed: float,
-              concurrency: int) -> tuple[bool, str | None]:
+              concurrency: int, say: Callable[[str], None]) -> tuple[bool, str | None]:
     """After a round: whether to stop, and the cap that stopped it (None when every interval is
-    precise enough, or when going on). Races the tracks once the minimum rounds are kept; raises
-    EngineFault when the budget ran out before any round was kept, or when rounds keep failing."""
+    precise enough, or when going on). Races the tracks once the minimum rounds are kept; past the
+    time cap, goes on for an undecided leader (module doc, 4), saying so once; raises EngineFault
+    when the budget ran out before any round was kept, or when rounds keep failing."""
     if rounds.kept >= options.min_repetitions:
         if options.race:
             _race(tracks)
@@ -328,7 +344,14 @@ def _stopping(tracks: list[_Track], baseline: bool, rounds: _Rounds, options: Pr
     if rounds.kept >= options.max_repetitions:
         return True, "repetitions"
     if elapsed >= options.max_seconds and rounds.kept >= options.min_repetitions:
-        return True, "time"
+        undecided = (_undecided_leader(tracks) if baseline and elapsed < options.max_seconds + options.unresolved_seconds
+                     else None)
+        if undecided is None:
+            return True, "time"
+        if not rounds.extended:
+            rounds.extended = True
+            say(f"at concurrency {concurrency}, {undecided}: measuring up to {options.unresolved_seconds:.0f} s more "
+                f"to decide")
     if options.budget_s is not None and elapsed >= options.budget_s:
         if not rounds.kept:
             raise EngineFault(f"the time budget ran out before a round could be kept at concurrency {concurrency}"
@@ -402,6 +425,21 @@ def _race(tracks: list[_Track]) -> None:
         ratio = paired_ratio_interval(*_aligned(track, leader))
         if ratio.high is not None and ratio.high < 1:
             track.dropped = True
+
+
+def _undecided_leader(tracks: list[_Track]) -> str | None:
+    """"ngram@1 leads none by 1.14x [0.90, 1.45]" when the leader (most mean tokens/s) is
+    speculative, its paired speedup over the baseline (the first track) lies past the practical margin
+    and its interval reaches 1; None otherwise."""
+    base = tracks[0]
+    leader = max((t for t in tracks if not t.dropped), key=lambda t: mean_interval(t.samples).value)
+    if leader is base:
+        return None
+    speedup = paired_ratio_interval(*_aligned(leader, base))
+    if speedup.low is None or speedup.low > 1 or speedup.value < 1 / (1 - PRACTICAL_MARGIN):
+        return None
+    return (f"{leader.config.label()} leads {base.config.label()} by {speedup.value:.2f}x "
+            f"[{speedup.low:.2f}, {speedup.high:.2f}]")
 
 
 def _aligned(a: _Track, b: _Track) -> tuple[list[float], list[float]]:

@@ -59,7 +59,7 @@ def _measure_finalists(study: Study, rows: list[results.TrialRow]) -> list[confi
     chosen = confirm.finalists(rows, setup.space.concurrencies, setup.objective.slo, predicted,
                                setup.off_floor, setup.zero_to_measure)
     how = confirm.ConfirmRun(
-        study.engine_config, setup.workload, options.seed or 0, _under_the_load(study),
+        study.engine_config, setup.workload, options.seed or 0, _confirmation_protocol(study),
         study.say, 1 + options.retries, study.deadline, lambda text: study.say(text, kind="note"),
     )
     study.worker.limit_threads(study.machine.threads)  # the cores a persisting load leaves (screening.py)
@@ -70,18 +70,21 @@ def _measure_finalists(study: Study, rows: list[results.TrialRow]) -> list[confi
     return batches
 
 
-def _under_the_load(study: Study) -> ProtocolOptions:
-    """The confirmation's protocol on the machine as screening left it (screening.py): under a load
-    that persists, disturbed rounds are kept at once; under any load the engine computes on fewer
-    cores, each round takes about ``slowdown`` times as long (1.7-1.8x measured on one core of two
-    under two busy loops, docs/benchmarks.md), so the time per concurrency is stretched by it and the
-    loaded confirmation gets as many rounds as an idle one, not fewer (at c8 three rounds left
-    intervals of ±49 % there)."""
+def _confirmation_protocol(study: Study) -> ProtocolOptions:
+    """The confirmation's protocol: ``--confirm-seconds`` per concurrency, as much again for a leader
+    whose speedup over the baseline is still undecided at the cap (engines/protocol.py, 4: three
+    rounds of a noisy pair would otherwise deploy none against a 1.14x leader), on the machine as
+    screening left it (screening.py). Under a load that persists, disturbed rounds are kept at once;
+    under any load the engine computes on fewer cores, each round takes about ``slowdown`` times as
+    long (1.7-1.8x measured on one core of two under two busy loops, docs/benchmarks.md), so both
+    times are stretched by it and the loaded confirmation gets as many rounds as an idle one, not
+    fewer (at c8 three rounds left intervals of ±49 % there)."""
     protocol, machine = study.options.protocol, study.machine
+    seconds = protocol.max_seconds * machine.slowdown
     if machine.slowdown > 1:
-        study.say(f"confirming on the machine's load: up to {protocol.max_seconds * machine.slowdown:.0f} s per "
-                  f"concurrency ({machine.slowdown:.1f}x the {protocol.max_seconds:.0f} s of an idle machine)", kind="note")
-    return replace(protocol, measure_under_load=machine.persists, max_seconds=protocol.max_seconds * machine.slowdown)
+        study.say(f"confirming on the machine's load: up to {seconds:.0f} s per concurrency ({machine.slowdown:.1f}x "
+                  f"the {protocol.max_seconds:.0f} s of an idle machine)", kind="note")
+    return replace(protocol, measure_under_load=machine.persists, max_seconds=seconds, unresolved_seconds=seconds)
 
 
 def _record(study: Study, session: Any, rows: list[results.TrialRow], screened: int,

@@ -62,7 +62,8 @@ class TuneOptions:
     ``confirm``: end with the confirmation phase (:mod:`autotune.search.confirm`), whose protocol
     aims at ``precision`` (relative half-width of the 95 % intervals) with at most
     ``max_repetitions`` rounds and, once 3 are kept, no new round after ``confirm_seconds`` per
-    concurrency. ``explore_beyond``: the model-guided search may measure up to two depths past
+    concurrency (twice that while a speculative leader's speedup over none is undecided,
+    :mod:`autotune.engines.protocol`). ``explore_beyond``: the model-guided search may measure up to two depths past
     ``max_depth`` where its prediction says they could win (:mod:`autotune.search.guide`); not part
     of the study's identity, so a study resumes with either.
     """

@@ -260,6 +260,72 @@ def test_time_cap_with_a_controlled_clock(machine, monkeypatch):
     assert result.elapsed_s == pytest.approx(60.0)
 
 
+# Chat seed 5's confirmation at c8 (docs/benchmarks.md): ngram@1 against none over the three rounds it
+# kept, 1.14x [0.90, 1.45], then the leader's true ratio (1.147) in every later round.
+NGRAM1 = EngineConfig("ngram", 1)
+CHAT = {BASELINE: 850.0, NGRAM1: 975.0}
+CHAT_ROUNDS = {**{(BASELINE, k): v / 850.0 for k, v in enumerate((815.0, 868.0, 870.0))},
+               **{(NGRAM1, k): v / 975.0 for k, v in enumerate((959.0, 889.0, 1073.0))}}
+
+
+def ten_second_passes(engine: TableEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pass (warm-up included) takes 10 s of the protocol's (fake) clock."""
+    clock = [0.0]
+    monkeypatch.setattr(protocol.time, "monotonic", lambda: clock[0])
+    measure = engine.measure
+
+    def slow(workload, concurrency, temperature=None, seed=0):
+        clock[0] += 10.0
+        return measure(workload, concurrency, temperature, seed)
+
+    engine.measure = slow
+
+
+def chat_race(monkeypatch, speeds=CHAT, factors=CHAT_ROUNDS, sigma=0.0, **options) -> tuple[ProtocolResult, list[str]]:
+    engine = TableEngine(speeds, sigma=sigma, seed=3, factors=factors, acceptance={NGRAM1: 1.6})
+    ten_second_passes(engine, monkeypatch)
+    said: list[str] = []
+    result = measure_repeatedly(engine, [NGRAM1], RunShape(WORKLOAD, 2), notice=said.append,
+                                options=ProtocolOptions(**{"min_repetitions": 3, "max_repetitions": 8, "precision": 0.03,
+                                                           "max_seconds": 45.0, "race": True, **options}))
+    return result, said
+
+
+def test_at_the_time_cap_an_undecided_speculative_leader_gets_rounds_until_its_interval_clears_1(machine, monkeypatch):
+    """Warm-up 20 s, 20 s a round: the cap (45 s) comes after round 3 (80 s) with ngram@1 at 1.14x
+    [0.90, 1.45]; rounds go on (up to 100 s more) and stop at the cap once the interval clears 1: one
+    more round, [1.01, 1.30]."""
+    result, said = chat_race(monkeypatch, unresolved_seconds=100.0)
+    speedup = result.of(NGRAM1).speedup
+    assert result.rounds_kept == 4 and result.capped == "time"
+    assert speedup.low > 1 and speedup.value == pytest.approx(1.14, abs=0.01)
+    assert said == ["at concurrency 2, ngram@1 leads none by 1.14x [0.90, 1.45]: measuring up to 100 s more to decide"]
+
+
+def test_without_extra_time_the_undecided_leader_stops_at_the_cap(machine, monkeypatch):
+    result, said = chat_race(monkeypatch)
+    speedup = result.of(NGRAM1).speedup
+    assert result.rounds_kept == 3 and result.capped == "time" and said == []
+    assert (round(speedup.low, 2), round(speedup.high, 2)) == (0.90, 1.45)
+
+
+def test_the_extra_time_is_a_cap_too(machine, monkeypatch):
+    """A fourth round as noisy as the first three (ngram@1 0.95x none): not decided by 45 + 40 s, so
+    no round starts after 85 s."""
+    noisy = {**CHAT_ROUNDS, (BASELINE, 3): 900.0 / 850.0, (NGRAM1, 3): 855.0 / 975.0}
+    result, said = chat_race(monkeypatch, factors=noisy, unresolved_seconds=40.0)
+    assert result.rounds_kept == 4 and result.capped == "time" and result.elapsed_s == pytest.approx(100.0)
+    assert result.of(NGRAM1).speedup.low < 1 and len(said) == 1
+
+
+@pytest.mark.parametrize("speeds", [{BASELINE: 850.0, NGRAM1: 867.0},    # 1.02x: within the practical margin
+                                    {BASELINE: 975.0, NGRAM1: 850.0}],   # the baseline leads
+                         ids=["within-the-margin", "baseline-leads"])
+def test_no_extra_time_where_the_decision_would_not_change(machine, monkeypatch, speeds):
+    result, said = chat_race(monkeypatch, speeds=speeds, factors={}, sigma=0.1, unresolved_seconds=100.0)
+    assert result.rounds_kept == 3 and result.capped == "time" and said == []
+
+
 # --- figures ---------------------------------------------------------------------------------------
 
 
@@ -436,6 +502,8 @@ def test_racing_without_a_baseline_still_stops_at_max_repetitions(machine, monke
         ({"max_seconds": math.inf}, "max seconds"),
         ({"max_seconds": math.nan}, "max seconds"),
         ({"max_seconds": "60"}, "max seconds"),
+        ({"unresolved_seconds": -1.0}, "unresolved seconds"),
+        ({"unresolved_seconds": math.inf}, "unresolved seconds"),
     ],
 )
 def test_options_validate(options, match):

@@ -82,7 +82,8 @@ def test_under_a_load_that_persists_passes_are_measured_once_and_the_confirmatio
 
     def record(self, configs, workload, concurrency, temperature=None, seed=0, options=None, notice=None):  # noqa: ANN001
         result = measure_repeatedly(self, configs, workload, concurrency, temperature, seed, options, notice)
-        kept_under_load.append((options.measure_under_load, self.child_threads, options.max_seconds))  # the protocol's child
+        kept_under_load.append((options.measure_under_load, self.child_threads, options.max_seconds,
+                                options.unresolved_seconds))  # the protocol's child
         return result
 
     monkeypatch.setattr(EngineWorker, "measure_repeatedly", record)
@@ -93,8 +94,9 @@ def test_under_a_load_that_persists_passes_are_measured_once_and_the_confirmatio
     screened = [row for row in result.rows if row.phase == "screening"]
     assert len(screened) == 2 and all(row.extra.get("loaded") for row in screened)
     assert sorted(int(row.extra.get("disturbed_reruns", 0)) for row in screened) == [0, 2]
-    # the confirmation too on the core the load leaves, with twice the time an idle machine gets
-    assert kept_under_load == [(True, 1, 2 * small.confirm_seconds)]
+    # the confirmation too on the core the load leaves, with twice the time an idle machine gets (and
+    # as much again for an undecided leader)
+    assert kept_under_load == [(True, 1, 2 * small.confirm_seconds, 2 * small.confirm_seconds)]
     assert (f"confirming on the machine's load: up to {2 * small.confirm_seconds:.0f} s per concurrency (2.0x the "
             f"{small.confirm_seconds:.0f} s of an idle machine)") in [u.current for u in updates if u.kind == "note"]
     assert any(line.startswith("Other processes kept the machine busy through 2 of 2 screening passes")
