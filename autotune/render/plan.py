@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from autotune.planning import SIMPLER_WITHIN
 from autotune.render.console import GIB, stdout
 from autotune.render.formats import format_value
 
@@ -36,7 +37,7 @@ def print_plan(plan) -> None:  # noqa: ANN001 - autotune.planning.DeploymentPlan
     console.print(table)
     for row in plan.rows:
         if row.leader:
-            console.print(f"concurrency {row.concurrency}: {row.label} is within 2 % of the fastest, {row.leader}, and simpler")
+            console.print(f"concurrency {row.concurrency}: {row.label} is within {SIMPLER_WITHIN * 100:g} % of the fastest, {row.leader}, and simpler")
     for line in plan.basis_lines() + plan.notes:
         console.print(line)
     for warning in plan.warnings:

@@ -195,6 +195,18 @@ def test_cli_json(url: str) -> None:
     assert all(row["predicted_tokens_per_s"] > 0 for row in data["per_concurrency"])
 
 
+def test_a_simpler_configuration_within_the_margin_is_named_with_the_planners_margin(url: str) -> None:
+    """On an A100 at c128 the roofline puts ngram@3 within SIMPLER_WITHIN of mtp@3: the text names both."""
+    args = ("plan", "--hardware", "a100-80gb", "--model", TARGET, "--concurrency", "64,128", "--db", url)
+    rows = json.loads(run(*args, "--json").output)["per_concurrency"]
+    simpler = [row for row in rows if row["leader"]]
+    assert simpler, "no concurrency here prefers a simpler configuration any more: pick another case"
+    text = run(*args).output
+    for row in simpler:
+        assert (f"concurrency {row['concurrency']}: {row['label']} is within {SIMPLER_WITHIN * 100:g} % of the "
+                f"fastest, {row['leader']}, and simpler") in text
+
+
 @pytest.mark.parametrize("fmt", ["trtllm", "vllm", "json"])
 def test_export_says_predicted(url: str, tmp_path: Path, fmt: str) -> None:
     out = tmp_path / f"plan.{fmt}"
