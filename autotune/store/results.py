@@ -343,26 +343,17 @@ class ProfileEntry:
 
 def save_profile(session: Session, study: StudyRecord, profile: ProfileEntry) -> DeploymentProfileRecord:
     """Store the study's recommendation, replacing the previous one (one profile per study)."""
-    record = get_or_create(session, DeploymentProfileRecord, {"study_id": study.id}, {
+    fields = {
         "hardware_id": study.hardware_id, "target_model_id": study.target_model_id, "objective": study.objective,
-        "method": profile.method, "depth": profile.depth, "concurrency": profile.concurrency,
+        "measurement_id": profile.measurement_id, "method": profile.method, "draft_model_id": profile.draft_model_id,
+        "depth": profile.depth, "concurrency": profile.concurrency, "tokens_per_s": profile.tokens_per_s,
+        "tpot_ms_p50": profile.tpot_ms_p50, "speedup": profile.speedup, "repetitions": profile.repetitions,
+        "intervals": dict(profile.intervals) if profile.intervals else None,
         "per_concurrency": profile.per_concurrency, "details": dict(profile.details),
-    })
-    record.hardware_id = study.hardware_id
-    record.target_model_id = study.target_model_id
-    record.objective = study.objective
-    record.measurement_id = profile.measurement_id
-    record.method = profile.method
-    record.draft_model_id = profile.draft_model_id
-    record.depth = profile.depth
-    record.concurrency = profile.concurrency
-    record.tokens_per_s = profile.tokens_per_s
-    record.tpot_ms_p50 = profile.tpot_ms_p50
-    record.speedup = profile.speedup
-    record.repetitions = profile.repetitions
-    record.intervals = dict(profile.intervals) if profile.intervals else None
-    record.per_concurrency = profile.per_concurrency
-    record.details = dict(profile.details)
+    }
+    record = get_or_create(session, DeploymentProfileRecord, {"study_id": study.id}, fields)
+    for name, value in fields.items():  # the row may be an earlier recommendation: replace it
+        setattr(record, name, value)
     record.created_at = utcnow()
     session.flush()
     return record
