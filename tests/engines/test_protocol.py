@@ -244,16 +244,8 @@ def test_time_cap_stops_after_min_repetitions(machine):
 
 def test_time_cap_with_a_controlled_clock(machine, monkeypatch):
     """Each timed pass takes 10 s of the (fake) clock: with max_seconds 45, no round starts after 45 s."""
-    clock = [0.0]
-    monkeypatch.setattr(protocol.time, "monotonic", lambda: clock[0])
     engine = TableEngine(SPEEDS, sigma=0.2, seed=1, acceptance={DRAFT: 4.0})
-    measure = engine.measure
-
-    def slow(workload, concurrency, temperature=None, seed=0):
-        clock[0] += 10.0
-        return measure(workload, concurrency, temperature, seed)
-
-    engine.measure = slow
+    ten_second_passes(engine, monkeypatch)
     result = run(engine, min_repetitions=2, max_repetitions=10, precision=0.01, max_seconds=45.0)
     # warm-up 20 s, then 20 s a round: 40 s after round 1, 60 s after round 2 (>= 45, min 2 kept)
     assert result.capped == "time" and result.rounds_kept == 2
