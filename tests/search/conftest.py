@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from autotune.engines import noise
 from autotune.engines.embedded.builtin import save_model
 from autotune.engines.embedded.network import CausalLM, ModelConfig
 from autotune.engines.embedded.tokenizer import ByteTokenizer
+from autotune.engines.worker import EngineWorker
 from autotune.hardware import HardwareProfile
 from autotune.search import TuneOptions
 from autotune.workload import Request, Workload
@@ -72,3 +74,21 @@ def options(models, workload, sqlite_url) -> TuneOptions:
         concurrencies=(1, 2), n_trials=6, seed=3, sampler="tpe", workload=workload, hardware=make_cpu_profile(), trial_timeout_s=120,
         heartbeat_interval_s=1, grace_period_s=2, max_repetitions=3, confirm_seconds=1.0,
     )
+
+
+QUIET = noise.BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.0, cpu_count=2)
+
+
+@pytest.fixture
+def quiet_machine(monkeypatch):  # noqa: ANN001 - pytest's
+    """The machine read as quiet before the study and through every screening pass (the readings
+    are taken in the parent and in the worker; both are set here). For tests that count worker
+    starts: a load the suite itself puts on the machine would limit the engine's threads, and each
+    change of the thread count starts a fresh worker (search/screening.py)."""
+    monkeypatch.setattr(noise, "while_waiting", lambda _seconds: QUIET)
+    measure_pass = EngineWorker.measure_pass
+
+    def quiet(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003 - EngineWorker's
+        return replace(measure_pass(self, *args, **kwargs), load=QUIET)
+
+    monkeypatch.setattr(EngineWorker, "measure_pass", quiet)
