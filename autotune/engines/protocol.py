@@ -418,7 +418,7 @@ def _race(tracks: list[_Track]) -> None:
     """Drop the configurations whose paired ratio to the leader is below 1 at 95 %; the baseline
     (the first track when measured) and the leader stay."""
     active = [t for t in tracks if not t.dropped]
-    leader = max(active, key=lambda t: mean_interval(t.samples).value)
+    leader = _leader(tracks)
     for track in active:
         if track is leader or track.config == BASELINE:
             continue
@@ -427,12 +427,16 @@ def _race(tracks: list[_Track]) -> None:
             track.dropped = True
 
 
+def _leader(tracks: list[_Track]) -> _Track:
+    """The active track with the most mean tokens/s (what racing and the time cap measure against)."""
+    return max((t for t in tracks if not t.dropped), key=lambda t: mean_interval(t.samples).value)
+
+
 def _undecided_leader(tracks: list[_Track]) -> str | None:
     """"ngram@1 leads none by 1.14x [0.90, 1.45]" when the leader (most mean tokens/s) is
     speculative, its paired speedup over the baseline (the first track) lies past the practical margin
     and its interval reaches 1; None otherwise."""
-    base = tracks[0]
-    leader = max((t for t in tracks if not t.dropped), key=lambda t: mean_interval(t.samples).value)
+    base, leader = tracks[0], _leader(tracks)
     if leader is base:
         return None
     speedup = paired_ratio_interval(*_aligned(leader, base))

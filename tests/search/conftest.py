@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from faulty_engine import QUIET
 
 from autotune.engines import noise
 from autotune.engines.embedded.builtin import save_model
@@ -75,8 +76,6 @@ def options(models, workload, sqlite_url) -> TuneOptions:
         heartbeat_interval_s=1, grace_period_s=2, max_repetitions=3, confirm_seconds=1.0,
     )
 
-
-QUIET = noise.BackgroundLoad(other_cpu_cores=0.0, steal_fraction=0.0, load_avg_1m=0.0, cpu_count=2)
 
 
 @pytest.fixture

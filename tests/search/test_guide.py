@@ -268,7 +268,8 @@ def test_a_second_study_reuses_the_stored_step_costs_and_acceptance(options) -> 
 
 
 @pytest.mark.slow  # a whole study
-def test_the_grid_loads_each_configuration_once(options, quiet_machine) -> None:  # noqa: ARG001 - a fixture's effect
+@pytest.mark.usefixtures("quiet_machine")
+def test_the_grid_loads_each_configuration_once(options) -> None:
     result = tune(replace(options, methods=("ngram", "mtp"), sampler="grid", n_trials=None, confirm=False))
     rows = [r for r in result.rows if r.phase == "screening"]
     configs = [r.config_label for r in rows]

@@ -127,7 +127,8 @@ def test_grid_runs_every_point_once_and_records_what_does_not_fit(options, cpu_p
 
 
 @pytest.mark.slow  # a whole study; the first test keeps one end to end in the quick tier
-def test_repeats_are_answered_without_measuring_and_a_spent_space_stops(options, quiet_machine) -> None:  # noqa: ARG001
+@pytest.mark.usefixtures("quiet_machine")
+def test_repeats_are_answered_without_measuring_and_a_spent_space_stops(options) -> None:
     # Two points only: the baseline and ngram@1. Once both are measured the sampler can only
     # repeat them; the repeats are answered from the first results, then the study stops.
     result = tune(replace(options, methods=("ngram",), max_depth=1, concurrencies=(1,), n_trials=4, sampler="random"))
