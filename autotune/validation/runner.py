@@ -40,7 +40,8 @@ from autotune.models.folder import read_model
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.off_depths import deployed_schedule
 from autotune.engines.vllm.client import completion_bodies, run_stream
-from autotune.engines.vllm.server import DEFAULT_START_TIMEOUT_S, HOST, Launch, Server, check_port_free, free_port
+from autotune.engines.vllm.server import (DEFAULT_START_TIMEOUT_S, HOST, Launch, Server, check_port_free, engine_core_nice,
+                                         free_port)
 from autotune.validation.figures import Comparison, RunFigures, compare, estimates, run_figures, tuned_gap
 from autotune.validation.install import VllmInstall, find_vllm
 from autotune.validation.metrics import SpecCounters
@@ -289,7 +290,8 @@ class _Rounds:
         port = self.options.port + index if self.options.port is not None else free_port()
         # The memory first: a --server-arg of the user's naming the same flag comes later and wins.
         arguments = [*self.memory.server_arguments(), *self.options.server_args]
-        launch = Launch(["bash", str(script), *arguments], self.vllm.env(), cwd=self.work)
+        launch = Launch(["bash", str(script), *arguments], self.vllm.env(), cwd=self.work,
+                        engine_core_nice=engine_core_nice(self.vllm.on_cpu))
         return Server(f"{variant.name} server ({variant.label})", launch, port, self.work / f"{variant.name}.log",
                       start_timeout_s=self.options.start_timeout_s, say=self.say, watch=self._check_up)
 

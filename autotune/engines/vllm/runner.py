@@ -63,7 +63,7 @@ from autotune.engines.vllm.checks import check_config
 from autotune.engines.vllm.client import completion_bodies, run_stream
 from autotune.engines.vllm.mapping import EngineSettings, engine_arguments, serve_arguments
 from autotune.engines.vllm.memory import EngineHost, EngineMemory, available_memory_bytes, engine_memory
-from autotune.engines.vllm.server import HOST, Launch, Server, ServerDied, free_port
+from autotune.engines.vllm.server import HOST, Launch, Server, ServerDied, engine_core_nice, free_port
 from autotune.engines.vllm.stats import StepLogReader, StepTimes, TimedStep, run_counters
 from autotune.engines.vllm.timing import require_synthetic, timing_arguments, timing_point
 from autotune.errors import EngineError, UnsupportedConfigError
@@ -253,7 +253,8 @@ class VllmRunner:
         step_log = self._work / f"{name.replace('@', '-').replace(' ', '')}-{self.loads}.steps"
         step_log.touch()
         launch = Launch([sys.executable, "-m", "autotune.engines.vllm.serve_main", str(step_log), "serve",
-                         *serve_arguments(arguments)], dict(os.environ), own_group=False)
+                         *serve_arguments(arguments)], dict(os.environ), own_group=False,
+                        engine_core_nice=engine_core_nice(on_cpu))
         server = Server(f"vLLM server of {name}", launch, free_port(), step_log.with_suffix(".log"))
         try:
             server.start()

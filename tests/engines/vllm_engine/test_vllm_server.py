@@ -16,7 +16,8 @@ import pytest
 
 from autotune.errors import ConfigurationError, EngineError
 from autotune.engines.vllm import server as server_module
-from autotune.engines.vllm.server import HOST, Launch, Server, ServerDied, check_port_free, free_port
+from autotune.engines.vllm.server import (HOST, Launch, Server, ServerDied, check_port_free, engine_core_nice,
+                                         free_port)
 
 # A script that starts a child which ignores SIGTERM (as a stuck engine core might), writes the
 # child's pid, then serves /health as the exported script's "$@" asks (--host H --port P).
@@ -46,8 +47,9 @@ exit 3
 
 
 def make_server(tmp_path: Path, text: str, port: int | None = None, timeout_s: float = 30, say=None,
-                own_group: bool = True) -> Server:
-    launch = Launch(["bash", str(script(tmp_path, text))], dict(os.environ), own_group=own_group)
+                own_group: bool = True, engine_core_nice: int = 0) -> Server:
+    launch = Launch(["bash", str(script(tmp_path, text))], dict(os.environ), own_group=own_group,
+                    engine_core_nice=engine_core_nice)
     return Server("schedule server (draft@2)", launch, port or free_port(), tmp_path / "log", start_timeout_s=timeout_s,
                   say=say)
 
@@ -85,6 +87,16 @@ def test_a_server_answers_and_is_stopped_with_its_children(tmp_path: Path) -> No
         assert server.members == {int((tmp_path / "engine.pid").read_text()): "VLLM::EngineCore"}
         server.check()  # alive: nothing raised
     assert_group_gone(server, tmp_path)
+
+
+@pytest.mark.parametrize("on_cpu", [True, False])
+def test_a_cpu_servers_engine_core_runs_below_the_api_server_and_a_gpu_servers_as_started(tmp_path: Path,
+                                                                                          on_cpu: bool) -> None:
+    with make_server(tmp_path, HEALTHY, engine_core_nice=engine_core_nice(on_cpu)):
+        engine = int((tmp_path / "engine.pid").read_text())
+        child = int((tmp_path / "child.pid").read_text())
+        assert os.getpriority(os.PRIO_PROCESS, engine) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + (10 if on_cpu else 0))
+        assert os.getpriority(os.PRIO_PROCESS, child) == os.getpriority(os.PRIO_PROCESS, 0)  # not vLLM's: untouched
 
 
 def test_an_error_inside_still_stops_the_server(tmp_path: Path) -> None:
