@@ -47,7 +47,7 @@ ENGINE_CORE_TITLE = VLLM_TITLE + "EngineCore"
 # sched_yield for a second after each (SpinCondition, vllm/distributed/device_communicators/
 # shm_broadcast.py). On a small host that core is also the API server's and the load generator's: at
 # the same priority the spinning engine core starved the API server in 32 of 63 two-core validation
-# rows at c >= 2 (tokens arriving in bursts, the server near its c = 1 rate), 16 of 81 at +10
+# rows at c >= 2 (tokens arriving in bursts, the server near its c = 1 rate), 23 of 126 at +10
 # (docs/vllm.md, "The engine core's spin on a small CPU host"). Nicer, it yields that core to them and
 # still takes it whenever they wait.
 CPU_ENGINE_CORE_NICE = 10
