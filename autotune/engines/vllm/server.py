@@ -4,7 +4,8 @@ the servers a study measures through (:class:`~autotune.engines.vllm.runner.Vllm
 
 :class:`Server` starts its command with ``--host 127.0.0.1 --port PORT`` and waits for /health, saying
 every :data:`PROGRESS_S` seconds that it is still starting. Once up it knows the processes vLLM
-started under it (``VLLM::EngineCore``, ``VLLM::Worker``: vLLM titles them so), and :meth:`Server.check`
+started under it (``VLLM::EngineCore``, ``VLLM::Worker``: vLLM titles them so), makes the engine core
+nicer where its launch says so (a server on a CPU, :data:`CPU_ENGINE_CORE_NICE`), and :meth:`Server.check`
 raises :class:`ServerDied` the moment the server or one of them is gone, in one line naming the server
 and why (:mod:`autotune.engines.vllm.death`: exit status or signal, the kernel's OOM killer, the log's
 last lines). :meth:`Server.stop` sends SIGTERM, then SIGKILL to what is left; leaving the ``with``

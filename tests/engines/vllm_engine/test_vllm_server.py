@@ -1,7 +1,7 @@
 """The server process: started in a group of its own, refused on a port in use, given up on when it
 exits or misses its start timeout, watched once up (its own death and that of a process vLLM titles,
-each in one line naming the server and the cause), and always stopped with everything it started (a
-child that ignores SIGTERM included). Real processes, no vLLM: the scripts are small bash servers."""
+each in one line naming the server and the cause), its engine core made nicer on a CPU, and always
+stopped with everything it started (a child that ignores SIGTERM included). Real processes, no vLLM: the scripts are small bash servers."""
 
 from __future__ import annotations
 
