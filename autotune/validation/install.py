@@ -41,8 +41,8 @@ PLATFORM_CHECK = ("import importlib.metadata as m, vllm; from vllm.platforms imp
 @dataclass(frozen=True)
 class VllmInstall:
     """A usable vLLM: its venv's ``python``, its ``version``, the PATH under which ``vllm`` runs, and
-    whether it runs on a CPU (vLLM's platform: the servers' memory and engine-core priority are set differently
-    there)."""
+    whether it runs on a CPU (vLLM's platform: the servers' memory and their engine core's priority are
+    set differently there)."""
 
     python: Path
     version: str

@@ -40,8 +40,8 @@ from autotune.models.folder import read_model
 from autotune.profiles.data import DeploymentProfile
 from autotune.serving.off_depths import deployed_schedule
 from autotune.engines.vllm.client import completion_bodies, run_stream
-from autotune.engines.vllm.server import (DEFAULT_START_TIMEOUT_S, HOST, Launch, Server, check_port_free, engine_core_nice,
-                                         free_port)
+from autotune.engines.vllm.server import (DEFAULT_START_TIMEOUT_S, HOST, Launch, Server, check_port_free,
+                                         engine_core_nice, free_port)
 from autotune.validation.figures import Comparison, RunFigures, compare, estimates, run_figures, tuned_gap
 from autotune.validation.install import VllmInstall, find_vllm
 from autotune.validation.metrics import SpecCounters

@@ -77,7 +77,6 @@ def options(models, workload, sqlite_url) -> TuneOptions:
     )
 
 
-
 @pytest.fixture
 def quiet_machine(monkeypatch):  # noqa: ANN001 - pytest's
     """The machine read as quiet before the study and through every screening pass (the readings

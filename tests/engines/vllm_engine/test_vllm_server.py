@@ -1,7 +1,8 @@
 """The server process: started in a group of its own, refused on a port in use, given up on when it
 exits or misses its start timeout, watched once up (its own death and that of a process vLLM titles,
 each in one line naming the server and the cause), its engine core made nicer on a CPU, and always
-stopped with everything it started (a child that ignores SIGTERM included). Real processes, no vLLM: the scripts are small bash servers."""
+stopped with everything it started (a child that ignores SIGTERM included). Real processes, no vLLM:
+the scripts are small bash servers."""
 
 from __future__ import annotations
 
@@ -95,8 +96,9 @@ def test_a_cpu_servers_engine_core_runs_below_the_api_server_and_a_gpu_servers_a
     with make_server(tmp_path, HEALTHY, engine_core_nice=engine_core_nice(on_cpu)):
         engine = int((tmp_path / "engine.pid").read_text())
         child = int((tmp_path / "child.pid").read_text())
-        assert os.getpriority(os.PRIO_PROCESS, engine) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + (10 if on_cpu else 0))
-        assert os.getpriority(os.PRIO_PROCESS, child) == os.getpriority(os.PRIO_PROCESS, 0)  # not vLLM's: untouched
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, engine) == min(19, ours + (10 if on_cpu else 0))
+        assert os.getpriority(os.PRIO_PROCESS, child) == ours  # not vLLM's: untouched
 
 
 def test_an_error_inside_still_stops_the_server(tmp_path: Path) -> None:
