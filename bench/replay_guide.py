@@ -75,8 +75,9 @@ def replay(space: SearchSpace, grid: list[Any], cost: CostProfile, prompts: list
     last = None
     while True:
         model = build_model(cost, measured, prompts, lengths)
-        pick = guide.next_pick(space, model, measured, taken, lambda c: c in by_point or c.depth > space.max_depth,
-                               Slo(), last, explore_beyond=explore_beyond)
+        pick = guide.next_pick(space, guide.Guidance(model, measured), taken,
+                               lambda c: c in by_point or c.depth > space.max_depth, Slo(), last,
+                               explore_beyond=explore_beyond)
         if pick is None:
             return picks
         candidate = pick.candidate
@@ -87,6 +88,7 @@ def replay(space: SearchSpace, grid: list[Any], cost: CostProfile, prompts: list
             value = wide.predict(candidate.method, candidate.draft, candidate.depth, candidate.concurrency).tokens_per_s
             source = SimpleNamespace(**{**vars_of(by_point[replace(candidate, depth=candidate.depth - 1)]),
                                         "depth": candidate.depth, "tokens_per_s": value})
+            by_point[candidate] = source  # the next step deeper continues from this one
         stored = pick.prediction.to_dict() if pick.prediction is not None else None
         measured.append(SimpleNamespace(**{**vars_of(source), "prediction": stored}))
         picks.append((candidate, source.tokens_per_s, pick.prediction.tokens_per_s if pick.prediction else None,
