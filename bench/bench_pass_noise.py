@@ -29,7 +29,9 @@ from autotune.engines.registry import engine_spec
 from autotune.engines.worker import EngineWorker
 from autotune.perfmodel.cost import CostPoint, CostProfile
 from autotune.search.modeling import TIMING_ROUNDS, TIMING_STEPS
-from autotune.workload import load_workload
+from autotune.workload import Workload, load_workload
+
+SPEC = engine_spec("embedded", device="cpu")
 
 
 def parse_args() -> argparse.Namespace:
@@ -43,11 +45,9 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def pair_passes(config: EngineConfig, args: argparse.Namespace) -> tuple[list[float], list[float]]:
+def pair_passes(config: EngineConfig, workload: Workload, args: argparse.Namespace) -> tuple[list[float], list[float]]:
     """Two workers alive at once, ``args.passes`` passes each, alternating."""
-    workload = load_workload(args.workload)
-    spec = engine_spec("embedded", device="cpu")
-    with EngineWorker(spec, timeout_s=600) as a, EngineWorker(spec, timeout_s=600) as b:
+    with EngineWorker(SPEC, timeout_s=600) as a, EngineWorker(SPEC, timeout_s=600) as b:
         first, second = [], []
         for _ in range(args.passes):
             first.append(a.measure(config, workload, args.concurrency).tokens_per_s)
@@ -55,21 +55,21 @@ def pair_passes(config: EngineConfig, args: argparse.Namespace) -> tuple[list[fl
     return first, second
 
 
-def timing_spread(config: EngineConfig, args: argparse.Namespace) -> float:
+def timing_spread(config: EngineConfig, workload: Workload, concurrency: int) -> float:
     """The cost profile's spread for this configuration and the baseline, timed as a study times them."""
-    with EngineWorker(engine_spec("embedded", device="cpu"), timeout_s=600) as worker:
-        points = worker.time_steps([EngineConfig("none"), config], load_workload(args.workload), [1, args.concurrency],
+    with EngineWorker(SPEC, timeout_s=600) as worker:
+        points = worker.time_steps([EngineConfig("none"), config], workload, [1, concurrency],
                                    steps=TIMING_STEPS, rounds=TIMING_ROUNDS)
     return CostProfile([CostPoint.from_dict(p) for p in points], "timed").spread
 
 
 def main() -> None:
     args = parse_args()
-    config = EngineConfig(args.method, args.depth)
+    config, workload = EngineConfig(args.method, args.depth), load_workload(args.workload)
     started, load = time.monotonic(), os.getloadavg()[0]
     ratios, variances = [], []
     for pair in range(args.pairs):
-        first, second = pair_passes(config, args)
+        first, second = pair_passes(config, workload, args)
         logs_a, logs_b = [math.log(x) for x in first], [math.log(x) for x in second]
         ratios.append(statistics.fmean(logs_a) - statistics.fmean(logs_b))
         variances += [statistics.variance(logs_a), statistics.variance(logs_b)]
@@ -78,7 +78,7 @@ def main() -> None:
     within = statistics.fmean(variances)
     squared = statistics.fmean([r * r for r in ratios])
     between = max(0.0, (squared - 2 * within / args.passes) / 2)
-    spread = timing_spread(config, args)
+    spread = timing_spread(config, workload, args.concurrency)
     print(f"{config.label()} c{args.concurrency} on {args.workload}, {args.pairs} pairs x {args.passes} passes, "
           f"{time.monotonic() - started:.0f} s, load average {load:.1f}/{os.getloadavg()[0]:.1f}")
     print(f"  pass noise within a process: sd {math.sqrt(within):.3f} (log, {2 * args.pairs * (args.passes - 1)} df)")
